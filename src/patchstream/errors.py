@@ -1,0 +1,34 @@
+"""The exceptions patchstream raises.
+
+Every error derives from one root so callers can catch patchstream failures in one place::
+
+    PatchstreamError
+    ├── ConfigError          a setting is missing or invalid; fix the environment/config
+    ├── ContractError        an event or delta violates its schema (goes to the DLQ)
+    └── ParseError           a file could not be read or parsed at all
+        └── UnsupportedLanguageError
+
+Messages say what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PatchstreamError(Exception):
+    """Root of every patchstream exception."""
+
+
+class ConfigError(PatchstreamError):
+    """A setting is missing or invalid."""
+
+
+class ContractError(PatchstreamError):
+    """A message does not satisfy its contract (schema version, required fields, paths)."""
+
+
+class ParseError(PatchstreamError):
+    """A file could not be read or parsed."""
+
+
+class UnsupportedLanguageError(ParseError):
+    """No grammar is registered for the requested language."""

@@ -1,0 +1,1 @@
+"""Tree-sitter structure extraction, chunking, hashing and file deltas."""

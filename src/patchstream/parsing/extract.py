@@ -1,0 +1,473 @@
+"""Structure extraction: run a language's tag query over a tree and build symbols and edges.
+
+The query (``queries/<language>.scm``) does the matching; this module turns its captures into
+graph contracts. Nesting comes from byte ranges (a sorted sweep, no recursion), names are
+resolved against the file's own definitions first, then its imports; whatever points outside
+the file becomes a :class:`Reference` for the graph sink to resolve.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import tree_sitter as ts
+
+from patchstream.parsing.hashing import hash_code
+from patchstream.parsing.languages import get_query
+from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
+from patchstream.parsing.source import Source
+from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol, SymbolKind
+
+# When two patterns name the same identifier (``const f = () => {}`` is a function and a
+# variable; a Go interface type_spec also matches the generic type pattern) the higher wins.
+_KIND_PRIORITY = {"function": 5, "interface": 4, "class": 3, "module": 2, "impl": 1, "variable": 0}
+_SYMBOL_KINDS = {
+    "function": SymbolKind.FUNCTION,
+    "interface": SymbolKind.INTERFACE,
+    "class": SymbolKind.CLASS,
+    "module": SymbolKind.MODULE,
+    "variable": SymbolKind.VARIABLE,
+}
+_SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+_WRAPPERS = frozenset({"export_statement", "decorated_definition"})
+_MAX_SIGNATURE = 300
+_GENERICS = re.compile(r"<[^<>]*>")
+_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+MODULE_MARKER = "<module>"
+
+
+@dataclass
+class _Def:
+    kind: str
+    node: ts.Node
+    name_node: ts.Node
+    name: str
+    receiver: str | None = None
+    parent: _Def | None = None
+    qualified_name: str = ""
+    symbol_id: str = ""
+
+
+@dataclass(frozen=True)
+class ExtractedSymbol:
+    """A symbol plus what chunking needs: the lines where its body's statements start."""
+
+    symbol: Symbol
+    boundaries: tuple[int, ...]
+
+
+@dataclass
+class Extraction:
+    module_name: str
+    symbols: list[ExtractedSymbol] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    module_boundaries: tuple[int, ...] = ()
+
+
+def file_id(repo: str, path: str) -> str:
+    return f"{repo}::{path}"
+
+
+def module_id(repo: str, path: str) -> str:
+    return f"{repo}::{path}::{MODULE_MARKER}"
+
+
+def name_parts(text: str) -> list[str]:
+    """Split a written callee/type (``a.b``, ``a::b``, ``a->b``, ``Foo<T>``) into parts.
+
+    A part that is not an identifier (a call result, an index) becomes ``"?"``.
+    """
+    cleaned = "".join(text.split())
+    while True:
+        stripped = _GENERICS.sub("", cleaned)
+        if stripped == cleaned:
+            break
+        cleaned = stripped
+    cleaned = cleaned.replace("?.", ".").replace("::", ".").replace("->", ".").replace("&", "")
+    cleaned = cleaned.replace("*", "")
+    return [part if _IDENT.match(part) else "?" for part in cleaned.split(".")]
+
+
+def _signature(node: ts.Node, src: Source) -> str:
+    body = node.child_by_field_name("body")
+    if body is None:
+        value = node.child_by_field_name("value")
+        if value is not None and value.type in ("arrow_function", "function_expression"):
+            body = value.child_by_field_name("body")
+    raw = src.raw(node)
+    if body is not None:
+        raw = raw[: body.start_byte - node.start_byte]
+    else:
+        raw = raw.split(b"\n", 1)[0]
+    text = " ".join(raw.decode("utf-8", "replace").split())
+    text = text.rstrip("{: ").rstrip() if body is not None or text.endswith("{") else text
+    if text.endswith("=>"):
+        text = text[:-2].rstrip()
+    return text[:_MAX_SIGNATURE]
+
+
+def _clean_comment(text: str) -> str:
+    for line in text.splitlines():
+        stripped = line.strip().removesuffix("*/").strip()
+        stripped = stripped.lstrip("/*!#").strip()
+        if stripped:
+            return stripped[:_MAX_SIGNATURE]
+    return ""
+
+
+def _doc(node: ts.Node, language: str, src: Source) -> str | None:
+    if language == "python":
+        body = node.child_by_field_name("body")
+        first = body.named_children[0] if body is not None and body.named_children else None
+        if first is not None and first.type == "expression_statement":
+            string = first.named_children[0] if first.named_children else None
+            if string is not None and string.type == "string":
+                content = "".join(
+                    src.text(part)
+                    for part in string.named_children
+                    if part.type == "string_content"
+                )
+                return _clean_comment(content) or None
+        return None
+    anchor = node
+    while anchor.parent is not None and anchor.parent.type in _WRAPPERS:
+        anchor = anchor.parent
+    comment = anchor.prev_named_sibling
+    if comment is None or comment.type not in _COMMENT_TYPES:
+        return None
+    if comment.end_point.row < anchor.start_point.row - 1:
+        return None
+    # Walk up to the first line of a run of line comments (/// a \n /// b).
+    while True:
+        before = comment.prev_named_sibling
+        if (
+            before is None
+            or before.type not in _COMMENT_TYPES
+            or before.end_point.row != comment.start_point.row - 1
+        ):
+            break
+        comment = before
+    return _clean_comment(src.text(comment)) or None
+
+
+def _body_boundaries(node: ts.Node) -> tuple[int, ...]:
+    """1-based lines where the statements of a definition's body start."""
+    body = node.child_by_field_name("body")
+    if body is None:
+        value = node.child_by_field_name("value")
+        body = value.child_by_field_name("body") if value is not None else None
+    if body is None:
+        return ()
+    container = body
+    # Go wraps statements in a statement_list inside the block.
+    if len(body.named_children) == 1 and body.named_children[0].type == "statement_list":
+        container = body.named_children[0]
+    return tuple(child.start_point.row + 1 for child in container.named_children)
+
+
+class _Extractor:
+    def __init__(self, tree: ts.Tree, source: bytes, language: str, repo: str, path: str) -> None:
+        self.tree = tree
+        self.src = Source(source)
+        self.language = language
+        self.repo = repo
+        self.path = path
+        self.defs: list[_Def] = []
+        self.by_qualified: dict[str, _Def] = {}
+        self.bindings: dict[str, ImportBinding] = {}
+        self.edges: set[Edge] = set()
+        self.def_by_node: dict[tuple[int, int, str], _Def] = {}
+        self.def_by_name_node: dict[tuple[int, int], _Def] = {}
+        self._local_bases: dict[str, list[str]] = defaultdict(list)
+        self.module = ""
+        self.module_id = module_id(repo, path)
+
+    def run(self) -> Extraction:
+        captures = self._matches()
+        package = None
+        for match in captures:
+            if "package" in match:
+                package = self.src.text(match["package"][0])
+        self.module = module_name(self.language, self.path, package)
+        self._collect_defs(captures)
+        self._nest()
+        self._collect_imports(captures)
+        self._collect_references(captures)
+        self._collect_overrides()
+        return self._result()
+
+    def _matches(self) -> list[dict[str, list[ts.Node]]]:
+        cursor = ts.QueryCursor(get_query(self.language))
+        return [captures for _, captures in cursor.matches(self.tree.root_node)]
+
+    def _collect_defs(self, matches: list[dict[str, list[ts.Node]]]) -> None:
+        chosen: dict[tuple[int, int], _Def] = {}
+        for match in matches:
+            for capture, nodes in match.items():
+                if not capture.startswith("definition."):
+                    continue
+                kind = capture.removeprefix("definition.")
+                name_node = match["name"][0]
+                receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
+                name = self.src.text(name_node)
+                if kind == "impl":
+                    name = ".".join(p for p in name_parts(name) if p != "?")
+                candidate = _Def(kind, nodes[0], name_node, name, receiver)
+                key = (name_node.start_byte, name_node.end_byte)
+                held = chosen.get(key)
+                if held is None or _KIND_PRIORITY[kind] > _KIND_PRIORITY[held.kind]:
+                    chosen[key] = candidate
+        self.defs = sorted(
+            chosen.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte, d.kind)
+        )
+        self.def_by_node = {(d.node.start_byte, d.node.end_byte, d.node.type): d for d in self.defs}
+        self.def_by_name_node = {
+            (d.name_node.start_byte, d.name_node.end_byte): d for d in self.defs
+        }
+
+    def _nest(self) -> None:
+        stack: list[_Def] = []
+        seen: dict[str, int] = defaultdict(int)
+        for definition in self.defs:
+            while stack and stack[-1].node.end_byte <= definition.node.start_byte:
+                stack.pop()
+            # An impl is only a naming scope for what it contains, never a parent of another impl.
+            definition.parent = stack[-1] if stack else None
+            if definition.receiver is not None:
+                prefix = definition.receiver
+            elif definition.parent is not None:
+                prefix = definition.parent.qualified_name
+            else:
+                prefix = ""
+            qualified = f"{prefix}.{definition.name}" if prefix else definition.name
+            definition.qualified_name = qualified
+            if definition.kind == "impl":  # a naming scope, not a symbol: Rust allows many
+                stack.append(definition)
+                continue
+            seen[qualified] += 1
+            suffix = "" if seen[qualified] == 1 else f"#{seen[qualified]}"
+            definition.symbol_id = f"{self.repo}::{self.path}::{qualified}{suffix}"
+            if suffix == "":
+                self.by_qualified[qualified] = definition
+            stack.append(definition)
+
+    def _parent_id(self, definition: _Def) -> str:
+        owner_name: str | None = None
+        if definition.receiver is not None:
+            owner_name = definition.receiver
+        elif definition.parent is not None and definition.parent.kind == "impl":
+            owner_name = definition.parent.name
+        if owner_name is not None:
+            owner = self.by_qualified.get(owner_name)
+            return owner.symbol_id if owner is not None else self.module_id
+        if definition.parent is not None:
+            return definition.parent.symbol_id
+        return self.module_id
+
+    def _collect_imports(self, matches: list[dict[str, list[ts.Node]]]) -> None:
+        for match in matches:
+            if "reference.import" not in match:
+                continue
+            node = match["reference.import"][0]
+            src = self._enclosing(node)
+            for binding in import_bindings(self.language, node, self.path, self.module, self.src):
+                if binding.local is not None:
+                    self.bindings[binding.local] = binding
+                ref = Reference(name=binding.name, module=binding.module)
+                self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
+
+    def _enclosing(self, node: ts.Node) -> str:
+        """Id of the innermost function/class/interface/module definition containing ``node``."""
+        found = self._enclosing_def(node)
+        return found.symbol_id if found is not None else self.module_id
+
+    def _enclosing_def(self, node: ts.Node) -> _Def | None:
+        current = node.parent
+        while current is not None:
+            found = self.def_by_node.get((current.start_byte, current.end_byte, current.type))
+            if found is not None and found.kind not in ("variable", "impl"):
+                return found
+            current = current.parent
+        return None
+
+    def _scopes(self, around: _Def | None) -> list[str]:
+        """Qualified-name prefixes to try for a bare name, innermost first, module last."""
+        prefixes: list[str] = []
+        current = around
+        while current is not None:
+            is_class = current.kind in ("class", "interface", "impl")
+            if not (is_class and self.language == "python"):
+                prefixes.append(current.qualified_name)
+            current = current.parent
+        prefixes.append("")
+        return prefixes
+
+    def _enclosing_class(self, around: _Def | None) -> str | None:
+        current = around
+        while current is not None:
+            if current.receiver is not None:
+                return current.receiver
+            if current.kind in ("class", "interface", "impl"):
+                return current.qualified_name
+            current = current.parent
+        return None
+
+    def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference:
+        """A local definition for the written name, or a reference to resolve elsewhere."""
+        if "?" in parts[:-1] or not parts or parts[-1] == "?":
+            last = parts[-1] if parts and parts[-1] != "?" else "?"
+            return Reference(name=last)
+        if parts[0] in _SELF_WORDS and len(parts) == 2:
+            owner = self._enclosing_class(around)
+            if owner is not None:
+                local = self._lookup_member(owner, parts[1])
+                if local is not None:
+                    return local
+            return Reference(name=".".join(parts))
+        dotted = ".".join(parts)
+        if len(parts) == 1:
+            for prefix in self._scopes(around):
+                local = self.by_qualified.get(f"{prefix}.{dotted}" if prefix else dotted)
+                if local is not None:
+                    return local
+        else:
+            local = self.by_qualified.get(dotted)
+            if local is not None:
+                return local
+        for cut in range(len(parts), 0, -1):
+            binding = self.bindings.get(".".join(parts[:cut]))
+            if binding is None:
+                continue
+            rest = ".".join(parts[cut:])
+            if binding.name:
+                name = f"{binding.name}.{rest}" if rest else binding.name
+            else:
+                name = rest
+            return Reference(name=name, module=binding.module)
+        return Reference(name=dotted)
+
+    def _lookup_member(self, owner: str, member: str) -> _Def | None:
+        """``owner.member`` in this file, searching local base classes breadth first."""
+        queue = [owner]
+        visited: set[str] = set()
+        while queue:
+            current = queue.pop(0)
+            if current in visited:
+                continue
+            visited.add(current)
+            found = self.by_qualified.get(f"{current}.{member}")
+            if found is not None:
+                return found
+            queue.extend(self._local_bases.get(current, ()))
+        return None
+
+    def _collect_references(self, matches: list[dict[str, list[ts.Node]]]) -> None:
+        inherits = [m for m in matches if "reference.inherit" in m]
+        # Bases first: self.method() lookups walk them.
+        for match in inherits:
+            deriving = self._deriving(match)
+            if deriving is None:
+                continue
+            target = self._resolve(name_parts(self.src.text(match["name"][0])), deriving)
+            if isinstance(target, _Def):
+                self._local_bases[deriving.qualified_name].append(target.qualified_name)
+            self._add(EdgeType.INHERITS_FROM, deriving.symbol_id, target)
+        for match in matches:
+            for capture, edge_type in (
+                ("reference.call", EdgeType.CALLS),
+                ("reference.instantiate", EdgeType.INSTANTIATES),
+            ):
+                if capture not in match:
+                    continue
+                node = match[capture][0]
+                parts = name_parts(self.src.text(match["name"][0]))
+                if "receiver" in match:
+                    parts = [*name_parts(self.src.text(match["receiver"][0])), *parts]
+                around = self._enclosing_def(node)
+                target = self._resolve(parts, around)
+                src = around.symbol_id if around is not None else self.module_id
+                self._add(self._call_type(edge_type, target), src, target)
+
+    def _deriving(self, match: dict[str, list[ts.Node]]) -> _Def | None:
+        type_node = match["type"][0]
+        found = self.def_by_name_node.get((type_node.start_byte, type_node.end_byte))
+        if found is not None and found.kind != "impl":
+            return found
+        name = ".".join(p for p in name_parts(self.src.text(type_node)) if p != "?")
+        return self.by_qualified.get(name)
+
+    def _call_type(self, edge_type: EdgeType, target: _Def | Reference) -> EdgeType:
+        if edge_type is not EdgeType.CALLS:
+            return edge_type
+        if isinstance(target, _Def):
+            return EdgeType.INSTANTIATES if target.kind == "class" else EdgeType.CALLS
+        # Python has no `new`: by convention a capitalized callee is a class.
+        last = target.name.rsplit(".", 1)[-1]
+        if self.language == "python" and last[:1].isupper() and not last.isupper():
+            return EdgeType.INSTANTIATES
+        return EdgeType.CALLS
+
+    def _add(self, edge_type: EdgeType, src: str, target: _Def | Reference) -> None:
+        if isinstance(target, Reference):
+            self.edges.add(Edge.to_ref(edge_type, src, target))
+        elif target.kind != "impl" and target.symbol_id != src:
+            self.edges.add(Edge(type=edge_type, src=src, dst=target.symbol_id))
+
+    def _collect_overrides(self) -> None:
+        for definition in self.defs:
+            if definition.kind != "function":
+                continue
+            owner = definition.receiver
+            parent = definition.parent
+            if (
+                owner is None
+                and parent is not None
+                and parent.kind in ("class", "interface", "impl")
+            ):
+                owner = parent.qualified_name
+            if owner is None:
+                continue
+            for base in self._local_bases.get(owner, ()):
+                target = self._lookup_member(base, definition.name)
+                if target is not None and target is not definition:
+                    self.edges.add(
+                        Edge(
+                            type=EdgeType.OVERRIDES, src=definition.symbol_id, dst=target.symbol_id
+                        )
+                    )
+                    break
+
+    def _result(self) -> Extraction:
+        result = Extraction(module_name=self.module)
+        root = self.tree.root_node
+        result.module_boundaries = tuple(c.start_point.row + 1 for c in root.named_children)
+        for definition in self.defs:
+            if definition.kind == "impl":
+                continue
+            parent_id = self._parent_id(definition)
+            symbol = Symbol(
+                id=definition.symbol_id,
+                kind=_SYMBOL_KINDS[definition.kind],
+                name=definition.name,
+                qualified_name=definition.qualified_name,
+                path=self.path,
+                language=self.language,
+                start_line=definition.node.start_point.row + 1,
+                end_line=definition.node.end_point.row + 1,
+                signature=_signature(definition.node, self.src),
+                doc=_doc(definition.node, self.language, self.src),
+                parent_id=parent_id,
+                content_hash=hash_code(self.src.text(definition.node)),
+            )
+            result.symbols.append(ExtractedSymbol(symbol, _body_boundaries(definition.node)))
+            self.edges.add(Edge(type=EdgeType.DEFINES, src=parent_id, dst=symbol.id))
+        result.edges = sorted(self.edges, key=Edge.sort_key)
+        return result
+
+
+def extract(tree: ts.Tree, source: bytes, language: str, repo: str, path: str) -> Extraction:
+    """Symbols (without File/Module nodes) and edges of one file parsed from ``source``."""
+    return _Extractor(tree, source, language, repo, path).run()

@@ -1,0 +1,240 @@
+"""From one file's bytes (and its previous state) to its new :class:`FileState`.
+
+Limits never crash: oversized and binary files keep only a File node, non-UTF-8 text is
+decoded with replacement, a parse over budget keeps the previous structure. Broken code keeps
+the last good version of every symbol it touches until the file parses cleanly again.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from patchstream.parsing.chunking import ChunkOwner, build_chunks
+from patchstream.parsing.extract import Extraction, extract, file_id, module_id
+from patchstream.parsing.hashing import hash_bytes, hash_code
+from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
+from patchstream.parsing.languages import language_for_path
+from patchstream.parsing.tokens import TokenCounter
+from patchstream.schemas.chunks import Chunk
+from patchstream.schemas.events import EditHint, file_key
+from patchstream.schemas.graph import Edge, EdgeType, Symbol, SymbolKind
+from patchstream.schemas.state import FileFlags, FileState
+from patchstream.settings import ParsingSettings
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Which file a state belongs to, and at what version."""
+
+    tenant: str
+    repo: str
+    ref: str
+    path: str
+    version: int
+    workspace: str | None = None
+
+    @property
+    def key(self) -> str:
+        return file_key(self.tenant, self.repo, self.ref, self.path, self.workspace)
+
+
+class FileStateBuilder:
+    """Builds file states; holds the parser (and its tree cache) and the token counter."""
+
+    def __init__(self, settings: ParsingSettings | None = None) -> None:
+        self.settings = settings or ParsingSettings()
+        self.parser = IncrementalParser(self.settings.tree_cache_size, self.settings.timeout_micros)
+        self.counter = TokenCounter(self.settings.token_encoding)
+
+    def build(
+        self,
+        target: FileRef,
+        data: bytes,
+        previous: FileState | None = None,
+        hint: EditHint | None = None,
+    ) -> FileState:
+        language = language_for_path(target.path)
+        # The File-node-only state; every outcome below refines it.
+        shell = FileState(
+            tenant=target.tenant,
+            repo=target.repo,
+            ref=target.ref,
+            workspace=target.workspace,
+            path=target.path,
+            version=target.version,
+            language=language,
+            content_hash=hash_bytes(data),
+            size_bytes=len(data),
+            symbols=(_file_symbol(target, language, data),),
+        )
+        if len(data) > self.settings.max_file_bytes:
+            self.parser.forget(target.key)
+            return shell.model_copy(update={"flags": FileFlags(too_large=True)})
+        if b"\x00" in data:
+            self.parser.forget(target.key)
+            return shell.model_copy(update={"flags": FileFlags(binary=True)})
+        try:
+            text = data.decode("utf-8")
+            not_utf8 = False
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            not_utf8 = True
+        if language is None:
+            return shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)})
+        source = text.encode("utf-8") if not_utf8 else data
+        try:
+            tree = self.parser.parse(target.key, language, source, hint)
+        except ParseTimeout:
+            flags = FileFlags(parse_timeout=True, not_utf8=not_utf8)
+            if previous is None:
+                return shell.model_copy(update={"flags": flags})
+            # Over budget: the last structure we had stays until a version parses in time.
+            return shell.model_copy(
+                update={
+                    "flags": flags,
+                    "symbols": previous.symbols,
+                    "edges": previous.edges,
+                    "chunks": previous.chunks,
+                }
+            )
+        extraction = extract(tree, source, language, target.repo, target.path)
+        symbols, edges, chunks = self._assemble(
+            target, language, text, shell.symbols[0], extraction
+        )
+        has_errors = tree.root_node.has_error
+        if has_errors and previous is not None:
+            symbols, edges, chunks = _keep_last_good(
+                symbols, edges, chunks, previous, _error_lines(tree)
+            )
+        return shell.model_copy(
+            update={
+                "flags": FileFlags(has_errors=has_errors, not_utf8=not_utf8),
+                "symbols": tuple(sorted(symbols, key=lambda s: s.id)),
+                "edges": tuple(sorted(edges, key=Edge.sort_key)),
+                "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
+            }
+        )
+
+    def _assemble(
+        self, target: FileRef, language: str, text: str, file_node: Symbol, extraction: Extraction
+    ) -> tuple[list[Symbol], list[Edge], list[Chunk]]:
+        lines = text.split("\n")
+        module_node = Symbol(
+            id=module_id(target.repo, target.path),
+            kind=SymbolKind.MODULE,
+            name=extraction.module_name.replace("::", ".").rsplit(".", 1)[-1]
+            or posixpath.basename(target.path),
+            qualified_name=extraction.module_name,
+            path=target.path,
+            language=language,
+            start_line=1,
+            end_line=max(1, len(lines)),
+            content_hash=hash_code(text),
+        )
+        symbols = [file_node, module_node, *(item.symbol for item in extraction.symbols)]
+        edges = [
+            Edge(type=EdgeType.DEFINES, src=file_node.id, dst=module_node.id),
+            *extraction.edges,
+        ]
+        kinds = {item.symbol.id: item.symbol.kind for item in extraction.symbols}
+        owners = [
+            ChunkOwner(
+                item.symbol.id,
+                item.symbol.kind,
+                item.symbol.start_line,
+                item.symbol.end_line,
+                item.boundaries,
+            )
+            for item in extraction.symbols
+            if _owns_chunk(item.symbol, kinds)
+        ]
+        module_owner = ChunkOwner(
+            module_node.id,
+            SymbolKind.MODULE,
+            1,
+            module_node.end_line,
+            extraction.module_boundaries,
+        )
+        chunks = build_chunks(
+            target.path,
+            lines,
+            owners,
+            module_owner,
+            self.counter,
+            self.settings.chunk_max_tokens,
+        )
+        return symbols, edges, chunks
+
+
+def _owns_chunk(symbol: Symbol, kinds: dict[str, SymbolKind]) -> bool:
+    """Classes, interfaces and functions not nested in another function own a chunk."""
+    if symbol.kind in (SymbolKind.CLASS, SymbolKind.INTERFACE):
+        return True
+    if symbol.kind is SymbolKind.FUNCTION:
+        return kinds.get(symbol.parent_id or "") is not SymbolKind.FUNCTION
+    return False
+
+
+def _file_symbol(target: FileRef, language: str | None, data: bytes) -> Symbol:
+    return Symbol(
+        id=file_id(target.repo, target.path),
+        kind=SymbolKind.FILE,
+        name=posixpath.basename(target.path),
+        qualified_name=target.path,
+        path=target.path,
+        language=language,
+        start_line=1,
+        end_line=max(1, data.count(b"\n") + 1),
+        content_hash=hash_bytes(data),
+    )
+
+
+def _error_lines(tree: ts.Tree) -> list[tuple[int, int]]:
+    """1-based line ranges of ERROR and MISSING nodes, found without recursion."""
+    found: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            found.append((node.start_point.row + 1, node.end_point.row + 1))
+            continue
+        stack.extend(child for child in node.children if child.has_error or child.is_missing)
+    return found
+
+
+def _keep_last_good(
+    symbols: list[Symbol],
+    edges: list[Edge],
+    chunks: list[Chunk],
+    previous: FileState,
+    errors: list[tuple[int, int]],
+) -> tuple[list[Symbol], list[Edge], list[Chunk]]:
+    """Symbols hit by a syntax error, or gone because of one, keep their previous version."""
+    current = {s.id: s for s in symbols}
+    prior = {s.id: s for s in previous.symbols}
+    affected: set[str] = set()
+    scoped = [s for s in symbols if s.kind not in (SymbolKind.FILE, SymbolKind.MODULE)]
+    for first, last in errors:
+        containing = [s for s in scoped if s.start_line <= first and last <= s.end_line]
+        if containing:
+            innermost = min(containing, key=lambda s: s.end_line - s.start_line)
+            affected.add(innermost.id)
+    restore = {sid for sid in affected if sid in prior}
+    restore |= {sid for sid in prior if sid not in current}
+    merged = {sid: s for sid, s in current.items() if sid not in restore}
+    merged.update({sid: prior[sid] for sid in restore})
+    kept_edges = {e for e in edges if e.src not in restore}
+    kept_edges |= {
+        e
+        for e in previous.edges
+        if e.src in restore or (e.type is EdgeType.DEFINES and e.dst in restore)
+    }
+    kept_edges = {
+        e for e in kept_edges if e.src in merged and (e.ref is not None or e.dst in merged)
+    }
+    kept_chunks = {c.id: c for c in chunks if c.symbol_id not in restore}
+    kept_chunks.update({c.id: c for c in previous.chunks if c.symbol_id in restore})
+    return list(merged.values()), list(kept_edges), list(kept_chunks.values())

@@ -1,0 +1,230 @@
+"""Module names of files and the bindings their import statements create, per language.
+
+Import paths are normalized so that the graph sink can match them against module names of
+other files: Python dotted absolute names, JS/TS repository paths without extension, Go
+import paths (matched by suffix against directories), Java packages, Rust ``crate::`` paths.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from patchstream.parsing.source import Source
+
+_JS_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
+
+
+@dataclass(frozen=True)
+class ImportBinding:
+    """``local`` is the name the import binds (``None`` for wildcard and side-effect imports);
+    ``name`` is the imported member (``""`` for a whole module, ``"*"`` for a wildcard)."""
+
+    local: str | None
+    module: str
+    name: str
+
+
+def module_name(language: str, path: str, package: str | None = None) -> str:
+    """The module a file defines, in the notation its language imports it with."""
+    if language == "python":
+        stem = path.removesuffix(".pyi").removesuffix(".py")
+        stem = stem.removeprefix("src/")
+        parts = stem.split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+    if language in ("javascript", "typescript", "tsx"):
+        stem = _strip_js_extension(path)
+        return stem.removesuffix("/index") if stem.endswith("/index") else stem
+    if language == "go":
+        return posixpath.dirname(path) or "."
+    if language == "java":
+        return package or ""
+    if language == "rust":
+        stem = path.removesuffix(".rs")
+        if "src/" in stem or stem.startswith("src"):
+            stem = stem[stem.rfind("src") + 3 :].lstrip("/")
+        parts = [p for p in stem.split("/") if p]
+        if parts and parts[-1] in ("lib", "main", "mod"):
+            parts = parts[:-1]
+        return "::".join(["crate", *parts])
+    return path
+
+
+def _strip_js_extension(path: str) -> str:
+    for ext in sorted(_JS_EXTENSIONS, key=len, reverse=True):
+        if path.endswith(ext):
+            return path[: -len(ext)]
+    return path
+
+
+def _unquote(text: str) -> str:
+    return text.strip().strip("'\"`")
+
+
+def import_bindings(
+    language: str, node: ts.Node, path: str, module: str, src: Source
+) -> list[ImportBinding]:
+    """The bindings created by one import statement ``node`` of a file at ``path``."""
+    if language == "python":
+        return _python_imports(node, module, path, src)
+    if language in ("javascript", "typescript", "tsx"):
+        return _js_imports(node, path, src)
+    if language == "go":
+        return _go_imports(node, src)
+    if language == "java":
+        return _java_imports(node, src)
+    if language == "rust":
+        return _rust_imports(node, module, src)
+    return []
+
+
+def _python_package(module: str, path: str) -> list[str]:
+    parts = module.split(".") if module else []
+    return parts if path.endswith("__init__.py") else parts[:-1]
+
+
+def _python_imports(node: ts.Node, module: str, path: str, src: Source) -> list[ImportBinding]:
+    out: list[ImportBinding] = []
+    if node.type == "import_statement":
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                target = src.text(child.child_by_field_name("name"))
+                out.append(ImportBinding(src.text(child.child_by_field_name("alias")), target, ""))
+            else:
+                target = src.text(child)
+                out.append(ImportBinding(target, target, ""))
+        return out
+    source = node.child_by_field_name("module_name")
+    raw = src.text(source)
+    if source is not None and source.type == "relative_import":
+        level = len(raw) - len(raw.lstrip("."))
+        base = _python_package(module, path)
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        rest = raw[level:]
+        target = ".".join([*base, rest] if rest else base)
+    else:
+        target = raw
+    if any(child.type == "wildcard_import" for child in node.children):
+        return [ImportBinding(None, target, "*")]
+    for child in node.children_by_field_name("name"):
+        if child.type == "aliased_import":
+            name = src.text(child.child_by_field_name("name"))
+            out.append(ImportBinding(src.text(child.child_by_field_name("alias")), target, name))
+        else:
+            name = src.text(child)
+            out.append(ImportBinding(name, target, name))
+    return out
+
+
+def _js_source(raw: str, path: str) -> str:
+    if raw.startswith("."):
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), raw))
+        stem = _strip_js_extension(joined)
+        return stem.removesuffix("/index") if stem.endswith("/index") else stem
+    return raw
+
+
+def _js_imports(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
+    source = node.child_by_field_name("source")
+    if source is None:
+        return []
+    target = _js_source(_unquote(src.text(source)), path)
+    out: list[ImportBinding] = []
+    clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+    if clause is None:
+        return [ImportBinding(None, target, "")]
+    for part in clause.named_children:
+        if part.type == "identifier":
+            out.append(ImportBinding(src.text(part), target, "default"))
+        elif part.type == "namespace_import":
+            ident = next((c for c in part.named_children if c.type == "identifier"), None)
+            out.append(ImportBinding(src.text(ident), target, ""))
+        elif part.type == "named_imports":
+            for spec in part.named_children:
+                if spec.type != "import_specifier":
+                    continue
+                name = _unquote(src.text(spec.child_by_field_name("name")))
+                alias = spec.child_by_field_name("alias")
+                out.append(ImportBinding(src.text(alias) if alias else name, target, name))
+    return out
+
+
+def _go_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
+    out: list[ImportBinding] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "import_spec":
+            target = _unquote(src.text(current.child_by_field_name("path")))
+            alias = current.child_by_field_name("name")
+            alias_text = src.text(alias)
+            if alias_text in ("_", "."):
+                out.append(ImportBinding(None, target, "*" if alias_text == "." else ""))
+            else:
+                local = alias_text or target.rsplit("/", 1)[-1]
+                out.append(ImportBinding(local, target, ""))
+        else:
+            stack.extend(reversed(current.named_children))
+    return out
+
+
+def _java_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
+    text = src.text(node).removeprefix("import").strip().rstrip(";").strip()
+    text = text.removeprefix("static").strip().replace(" ", "")
+    if text.endswith(".*"):
+        return [ImportBinding(None, text[:-2], "*")]
+    module, _, name = text.rpartition(".")
+    return [ImportBinding(name, module, name)]
+
+
+def _rust_absolute(segments: list[str], module: str) -> list[str]:
+    """Resolve ``self``/``super`` against the current module (``crate::a::b``)."""
+    current = module.split("::")
+    if not segments:
+        return segments
+    if segments[0] == "self":
+        return [*current, *segments[1:]]
+    if segments[0] == "super":
+        base = current
+        rest = segments
+        while rest and rest[0] == "super":
+            base = base[:-1] if len(base) > 1 else base
+            rest = rest[1:]
+        return [*base, *rest]
+    return segments
+
+
+def _rust_imports(node: ts.Node, module: str, src: Source) -> list[ImportBinding]:
+    out: list[ImportBinding] = []
+    argument = node.child_by_field_name("argument")
+    # (node, prefix segments) pairs; iterative so nested use-trees cannot overflow the stack.
+    stack: list[tuple[ts.Node | None, list[str]]] = [(argument, [])]
+    while stack:
+        current, prefix = stack.pop()
+        if current is None:
+            continue
+        kind = current.type
+        if kind in ("identifier", "scoped_identifier", "crate", "self", "super"):
+            full = _rust_absolute([*prefix, *src.text(current).split("::")], module)
+            out.append(ImportBinding(full[-1], "::".join(full[:-1]), full[-1]))
+        elif kind == "use_as_clause":
+            full = _rust_absolute(
+                [*prefix, *src.text(current.child_by_field_name("path")).split("::")], module
+            )
+            alias = src.text(current.child_by_field_name("alias"))
+            out.append(ImportBinding(alias, "::".join(full[:-1]), full[-1]))
+        elif kind == "use_wildcard":
+            inner = current.named_children[0] if current.named_children else None
+            full = _rust_absolute([*prefix, *src.text(inner).split("::")], module)
+            out.append(ImportBinding(None, "::".join(full), "*"))
+        elif kind == "scoped_use_list":
+            path_node = current.child_by_field_name("path")
+            new_prefix = [*prefix, *src.text(path_node).split("::")] if path_node else prefix
+            stack.append((current.child_by_field_name("list"), new_prefix))
+        elif kind == "use_list":
+            stack.extend((child, prefix) for child in reversed(current.named_children))
+    return out

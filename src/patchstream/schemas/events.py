@@ -1,0 +1,119 @@
+"""The ``patch-events`` contract: one change to one file."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from patchstream.errors import ContractError
+from patchstream.schemas.paths import validate_repo_path
+
+Op = Literal["upsert", "delete", "rename"]
+Source = Literal["github", "gitlab", "agent", "cli", "snapshot"]
+
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$"
+
+
+class BlobRef(BaseModel):
+    """Where to read content that is not inline: a git object in the repository's mirror."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$", description="git blob object id")
+    size: int | None = Field(default=None, ge=0)
+
+
+class EditHint(BaseModel):
+    """The byte range an editor changed, to let the parser reuse the previous tree.
+
+    Optional: the parser derives the same range itself from the previous content.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    start_byte: int = Field(ge=0)
+    old_end_byte: int = Field(ge=0)
+    new_end_byte: int = Field(ge=0)
+
+
+class PatchEvent(BaseModel):
+    """One file write, delete or rename, keyed by ``tenant/repo/ref/path``.
+
+    ``version`` only grows for a file (producers use a monotonic clock in nanoseconds or a
+    commit sequence); sinks ignore anything not newer than what they hold.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: Literal[1] = 1
+    event_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    tenant: str = Field(pattern=_NAME_PATTERN)
+    repo: str = Field(pattern=_NAME_PATTERN)
+    ref: str = Field(default="main", pattern=_NAME_PATTERN, description="branch name")
+    workspace: str | None = Field(
+        default=None, pattern=_NAME_PATTERN, description="an agent session's private overlay"
+    )
+    path: str
+    op: Op
+    old_path: str | None = Field(default=None, description="previous path, for op=rename")
+    content: str | None = Field(default=None, description="new UTF-8 content, inline")
+    blob: BlobRef | None = Field(default=None, description="new content as a git blob")
+    content_hash: str | None = Field(default=None, description="xxh3-128 hex of the content")
+    edit: EditHint | None = None
+    version: int = Field(ge=0)
+    source: Source
+    actor: str | None = None
+    run_id: str | None = None
+    session_id: str | None = None
+    commit: str | None = None
+    batch_id: str | None = Field(default=None, description="shared by all files of one push")
+    occurred_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @field_validator("path", "old_path")
+    @classmethod
+    def _safe_path(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return validate_repo_path(value)
+        except ContractError as exc:  # re-raised as a pydantic ValueError with the reason
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("occurred_at must carry a timezone (UTC recommended)")
+        return value
+
+    @model_validator(mode="after")
+    def _op_fields(self) -> Self:
+        has_content = self.content is not None or self.blob is not None
+        if self.content is not None and self.blob is not None:
+            raise ValueError("send either inline content or a blob reference, not both")
+        if self.op == "upsert" and not has_content:
+            raise ValueError("op=upsert needs content or blob")
+        if self.op == "delete" and has_content:
+            raise ValueError("op=delete carries no content")
+        if self.op == "rename":
+            if self.old_path is None:
+                raise ValueError("op=rename needs old_path")
+            if self.old_path == self.path:
+                raise ValueError("op=rename needs old_path different from path")
+        elif self.old_path is not None:
+            raise ValueError("old_path is only allowed with op=rename")
+        return self
+
+    @property
+    def key(self) -> str:
+        """Partition key: every event of one file lands on one partition, in order."""
+        return file_key(self.tenant, self.repo, self.ref, self.path, self.workspace)
+
+
+def file_key(tenant: str, repo: str, ref: str, path: str, workspace: str | None = None) -> str:
+    """``tenant/repo/ref/path``; a workspace overlay is ``ref~workspace``."""
+    scope = ref if workspace is None else f"{ref}~{workspace}"
+    return f"{tenant}/{repo}/{scope}/{path}"

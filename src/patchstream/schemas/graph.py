@@ -1,0 +1,104 @@
+"""Graph contracts: symbols (nodes) and edges, including unresolved cross-file references."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+REF_PREFIX = "ref:"
+
+
+class SymbolKind(StrEnum):
+    FILE = "file"
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    VARIABLE = "variable"
+    INTERFACE = "interface"
+
+
+class EdgeType(StrEnum):
+    DEFINES = "DEFINES"
+    CALLS = "CALLS"
+    IMPORTS = "IMPORTS"
+    INHERITS_FROM = "INHERITS_FROM"
+    INSTANTIATES = "INSTANTIATES"
+    OVERRIDES = "OVERRIDES"
+
+
+class Reference(BaseModel):
+    """A target outside the file, as written in the source, for the graph sink to resolve.
+
+    ``name`` is the (possibly dotted) name as imported or written, ``""`` when a whole module is
+    imported. ``module`` is the import path it came from, normalized per language (Python
+    dotted and absolute, JS/TS path without extension relative to the repository root, Go
+    import path, Java package, Rust ``crate::``-absolute path), or ``None`` when the name was not
+    imported (a builtin, a global, an attribute of an unknown object).
+
+    Its string form, used as an edge's ``dst``, is ``ref:<name>`` or ``ref:<name>@<module>``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    module: str | None = None
+
+    def as_dst(self) -> str:
+        return (
+            f"{REF_PREFIX}{self.name}"
+            if self.module is None
+            else (f"{REF_PREFIX}{self.name}@{self.module}")
+        )
+
+
+class Symbol(BaseModel):
+    """A node of the code graph. Ids are ``repo::path::qualified.name`` and do not depend on lines.
+
+    The File node's id is ``repo::path``; the per-file Module node's id is ``repo::path::<module>``.
+    Tenant and ref are properties added by the sinks, not part of the id.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: SymbolKind
+    name: str
+    qualified_name: str
+    path: str
+    language: str | None = None
+    start_line: int = Field(ge=1, description="1-based, inclusive")
+    end_line: int = Field(ge=1, description="1-based, inclusive")
+    signature: str | None = Field(
+        default=None, description="Declaration without its body, whitespace collapsed"
+    )
+    doc: str | None = Field(default=None, description="First line of the docstring/comment")
+    parent_id: str | None = None
+    content_hash: str | None = Field(default=None, description="xxh3-128 of the symbol's text")
+
+
+class Edge(BaseModel):
+    """A directed edge. ``dst`` is a symbol id, or a reference string when ``ref`` is set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: EdgeType
+    src: str
+    dst: str
+    ref: Reference | None = None
+
+    @model_validator(mode="after")
+    def _dst_matches_ref(self) -> Self:
+        if self.ref is not None and self.dst != self.ref.as_dst():
+            raise ValueError(f"edge dst {self.dst!r} does not match its reference")
+        if self.ref is None and self.dst.startswith(REF_PREFIX):
+            raise ValueError(f"edge dst {self.dst!r} is a reference string but ref is missing")
+        return self
+
+    @classmethod
+    def to_ref(cls, type_: EdgeType, src: str, ref: Reference) -> Edge:
+        return cls(type=type_, src=src, dst=ref.as_dst(), ref=ref)
+
+    def sort_key(self) -> tuple[str, str, str]:
+        return (self.src, self.type.value, self.dst)

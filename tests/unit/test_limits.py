@@ -1,0 +1,88 @@
+"""Pathological files are flagged, never crash, and broken code keeps the last good structure."""
+
+from __future__ import annotations
+
+from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.schemas.graph import SymbolKind
+from patchstream.settings import ParsingSettings
+from tests.conftest import build_state
+
+GOOD = b'''def keep(x):
+    """Kept."""
+    return helper(x)
+
+
+def helper(x):
+    return x + 1
+
+
+class Model:
+    def run(self):
+        return keep(1)
+'''
+
+
+def test_oversized_file_keeps_only_a_file_node() -> None:
+    builder = FileStateBuilder(ParsingSettings(max_file_bytes=100))
+    state = build_state(builder, "big.py", GOOD)
+    assert state.flags.too_large and state.flags.raised() == ["too_large"]
+    assert [s.kind for s in state.symbols] == [SymbolKind.FILE]
+    assert state.chunks == ()
+
+
+def test_binary_file_is_skipped(builder: FileStateBuilder) -> None:
+    state = build_state(builder, "blob.py", b"\x7fELF\x00\x01\x02def x(): pass")
+    assert state.flags.binary
+    assert [s.kind for s in state.symbols] == [SymbolKind.FILE]
+
+
+def test_non_utf8_is_decoded_with_replacement_and_flagged(builder: FileStateBuilder) -> None:
+    state = build_state(builder, "latin.py", b"# caf\xe9\ndef cafe():\n    return 1\n")
+    assert state.flags.not_utf8 and not state.flags.has_errors
+    assert "cafe" in {s.qualified_name for s in state.symbols}
+
+
+def test_parse_timeout_is_flagged_and_keeps_previous_structure() -> None:
+    normal = FileStateBuilder()
+    previous = build_state(normal, "slow.py", GOOD)
+    strict = FileStateBuilder(ParsingSettings(timeout_micros=1))
+    huge = GOOD + b"\n".join(b"def f%d(a):\n    return a" % i for i in range(30000))
+    state = build_state(strict, "slow.py", huge, version=2, previous=previous)
+    assert state.flags.parse_timeout
+    assert state.symbols == previous.symbols
+    fresh = build_state(strict, "other.py", huge, version=2)
+    assert fresh.flags.parse_timeout
+    assert [s.kind for s in fresh.symbols] == [SymbolKind.FILE]
+
+
+def test_syntax_error_keeps_last_good_symbols_until_fixed(builder: FileStateBuilder) -> None:
+    good = build_state(builder, "m.py", GOOD)
+    broken_src = GOOD.replace(
+        b"def helper(x):\n    return x + 1", b"def helper(x:\n    return (x +"
+    )
+    broken = build_state(builder, "m.py", broken_src, version=2, previous=good)
+    assert broken.flags.has_errors
+    good_helper = next(s for s in good.symbols if s.qualified_name == "helper")
+    assert good_helper in broken.symbols  # last good version, not the broken one
+    assert {s.id for s in good.symbols} <= {s.id for s in broken.symbols}
+    assert any(e.dst == good_helper.id for e in broken.edges)  # keep() still calls helper
+    # Once it parses again, symbols that were really removed go away.
+    fixed = build_state(
+        builder,
+        "m.py",
+        GOOD.replace(b"def helper(x):\n    return x + 1\n", b""),
+        version=3,
+        previous=broken,
+    )
+    assert not fixed.flags.has_errors
+    assert "helper" not in {s.qualified_name for s in fixed.symbols}
+
+
+def test_deeply_nested_code_does_not_hit_recursion_limits(builder: FileStateBuilder) -> None:
+    depth = 3000
+    source = ("x = " + "[" * depth + "]" * depth + "\n").encode()
+    state = build_state(builder, "deep.py", source)
+    assert "x" in {s.qualified_name for s in state.symbols}
+    nested = "".join("    " * i + f"def f{i}():\n" for i in range(200)) + "    " * 200 + "pass\n"
+    state = build_state(builder, "nest.py", nested.encode())
+    assert len([s for s in state.symbols if s.kind is SymbolKind.FUNCTION]) == 200
