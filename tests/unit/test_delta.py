@@ -77,7 +77,11 @@ def test_delta_round_trip_and_incremental_equals_full(data: st.DataObject, sourc
         )
         assert new == full, "incremental reparse must give the same state as a full parse"
         delta = diff_states(previous, new)
-        assert apply_delta(previous, delta) == new
+        assert apply_delta(previous, delta) == new  # incremental path
+        if previous is not None:  # replacement path: the sink holds some other version
+            elsewhere = previous.model_copy(update={"version": previous.version + 1000})
+            assert apply_delta(elsewhere, delta) == new
+            assert apply_delta(None, delta) == new
         assert set(delta.new_chunk_hashes) <= {c.content_hash for c in new.chunks}
         previous = new
 
@@ -92,14 +96,15 @@ def test_compute_delta_is_deterministic_and_minimal(builder: FileStateBuilder) -
     assert state is not None
     edited = source.replace(b"return 0\n", b"return 1\n", 1)
     second = compute_delta(state, edited, FileRef(**{**target.__dict__, "version": 2}), builder)
-    assert [s.qualified_name for s in second.symbols_upsert] == [
+    assert [s.qualified_name for s in second.upserted_symbols()] == [
         "pkg/shapes.py",
         "pkg.shapes",
         "Shape",
         "Shape.area",
     ]
     assert second.symbol_ids_remove == () and second.edges_add == () and second.edges_remove == ()
-    assert [c.symbol_id for c in second.chunks_upsert] == ["r::pkg/shapes.py::Shape.area"]
+    assert [c.symbol_id for c in second.upserted_chunks()] == ["r::pkg/shapes.py::Shape.area"]
+    assert second.base_version == 1 and second.version == 2
     assert len(second.new_chunk_hashes) == 1
 
 
@@ -108,7 +113,7 @@ def test_unchanged_content_gives_an_empty_delta(builder: FileStateBuilder) -> No
     first = build_state(builder, "shapes.go", source)
     again = build_state(builder, "shapes.go", source, version=2, previous=first)
     delta = diff_states(first, again)
-    assert delta.symbols_upsert == () and delta.chunks_upsert == () and delta.edges_add == ()
+    assert delta.symbol_ids_upsert == () and delta.chunk_ids_upsert == () and delta.edges_add == ()
     assert delta.new_chunk_hashes == ()
 
 

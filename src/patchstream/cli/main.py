@@ -46,11 +46,11 @@ def delta_summary(delta: FileDelta) -> dict[str, Any]:
                 "doc": s.doc,
                 "parent_id": s.parent_id,
             }
-            for s in delta.symbols_upsert
+            for s in delta.symbols
         ],
         "edges": [
             {"type": e.type.value, "src": e.src, "dst": e.dst, "resolved": e.ref is None}
-            for e in delta.edges_add
+            for e in delta.edges
         ],
         "chunks": [
             {
@@ -61,7 +61,7 @@ def delta_summary(delta: FileDelta) -> dict[str, Any]:
                 "end_line": c.end_line,
                 "tokens": c.tokens,
             }
-            for c in delta.chunks_upsert
+            for c in delta.chunks
         ],
     }
 

@@ -40,17 +40,23 @@ def diff_states(
         path=new.path,
         op="upsert",
         version=new.version,
+        base_version=previous.version if previous else None,
         language=new.language,
         content_hash=new.content_hash,
         size_bytes=new.size_bytes,
         flags=new.flags,
-        symbols_upsert=tuple(
-            s for sid, s in sorted(new_symbols.items()) if old_symbols.get(sid) != s
+        symbols=new.symbols,
+        edges=new.edges,
+        chunks=new.chunks,
+        symbol_ids_upsert=tuple(
+            sid for sid, s in sorted(new_symbols.items()) if old_symbols.get(sid) != s
         ),
         symbol_ids_remove=tuple(sorted(old_symbols.keys() - new_symbols.keys())),
         edges_add=tuple(sorted(new_edges - old_edges, key=Edge.sort_key)),
         edges_remove=tuple(sorted(old_edges - new_edges, key=Edge.sort_key)),
-        chunks_upsert=tuple(c for cid, c in sorted(new_chunks.items()) if old_chunks.get(cid) != c),
+        chunk_ids_upsert=tuple(
+            cid for cid, c in sorted(new_chunks.items()) if old_chunks.get(cid) != c
+        ),
         chunk_ids_remove=tuple(sorted(old_chunks.keys() - new_chunks.keys())),
         new_chunk_hashes=tuple(sorted({c.content_hash for c in new_chunks.values()} - old_hashes)),
         **_provenance(event),
@@ -85,21 +91,34 @@ def delete_delta(
     )
 
 
+def applies_incrementally(stored_version: int | None, delta: FileDelta) -> bool:
+    """Whether a sink holding ``stored_version`` of the file can use the delta's diff lists."""
+    return stored_version == delta.base_version
+
+
 def apply_delta(previous: FileState | None, delta: FileDelta) -> FileState | None:
-    """The state a sink holds after applying ``delta`` to ``previous``; ``None`` after a delete."""
+    """The state a sink holds after applying ``delta`` to ``previous``; ``None`` after a delete.
+
+    Uses the diff lists when ``previous`` is the delta's base, the complete lists otherwise.
+    """
     if delta.op == "delete":
         return None
-    symbols = {s.id: s for s in previous.symbols} if previous else {}
-    edges = set(previous.edges) if previous else set()
-    chunks = {c.id: c for c in previous.chunks} if previous else {}
-    for sid in delta.symbol_ids_remove:
-        symbols.pop(sid, None)
-    symbols.update((s.id, s) for s in delta.symbols_upsert)
-    edges.difference_update(delta.edges_remove)
-    edges.update(delta.edges_add)
-    for cid in delta.chunk_ids_remove:
-        chunks.pop(cid, None)
-    chunks.update((c.id, c) for c in delta.chunks_upsert)
+    if applies_incrementally(previous.version if previous else None, delta):
+        symbols = {s.id: s for s in previous.symbols} if previous else {}
+        edges = set(previous.edges) if previous else set()
+        chunks = {c.id: c for c in previous.chunks} if previous else {}
+        for sid in delta.symbol_ids_remove:
+            symbols.pop(sid, None)
+        symbols.update((s.id, s) for s in delta.upserted_symbols())
+        edges.difference_update(delta.edges_remove)
+        edges.update(delta.edges_add)
+        for cid in delta.chunk_ids_remove:
+            chunks.pop(cid, None)
+        chunks.update((c.id, c) for c in delta.upserted_chunks())
+    else:
+        symbols = {s.id: s for s in delta.symbols}
+        edges = set(delta.edges)
+        chunks = {c.id: c for c in delta.chunks}
     return FileState(
         tenant=delta.tenant,
         repo=delta.repo,

@@ -53,11 +53,20 @@ class FileState(BaseModel):
 class FileDelta(BaseModel):
     """What a sink needs to move one file from its previous state to the new one.
 
-    ``op=delete`` removes everything of ``path``. For ``op=upsert`` the lists say which
-    symbols, edges and chunks to write and which to drop; ``new_chunk_hashes`` are content
-    hashes the previous state did not have (candidates for embedding; the vector sink still
-    reuses vectors stored for the same hash in the tenant). A sink ignores a delta whose
-    ``version`` is not newer than the version it applied for the file.
+    ``op=delete`` removes everything of ``path``. An ``op=upsert`` carries the complete new
+    state (``symbols``, ``edges``, ``chunks``) and its difference from ``base_version``, the
+    state the parse stage diffed against (``None``: nothing). A sink applies it one of two
+    ways, both ending in the same stored state:
+
+    - incrementally, when it holds exactly ``base_version`` of the file: write the
+      ``*_upsert`` ids (looked up in the complete lists), drop the ``*_remove`` ones, add and
+      remove the listed edges;
+    - by replacement otherwise (a delivery was skipped, duplicated or reordered): make the
+      file's stored symbols, edges and chunks equal to the complete lists.
+
+    ``new_chunk_hashes`` are content hashes ``base_version`` did not have: candidates for
+    embedding (the vector sink still reuses vectors stored for the same hash in the tenant).
+    A sink ignores a delta whose ``version`` is not newer than the one it applied.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -71,15 +80,19 @@ class FileDelta(BaseModel):
     path: str
     op: Literal["upsert", "delete"]
     version: int = Field(ge=0)
+    base_version: int | None = Field(default=None, ge=0)
     language: str | None = None
     content_hash: str | None = None
     size_bytes: int = Field(default=0, ge=0)
     flags: FileFlags = Field(default_factory=FileFlags)
-    symbols_upsert: tuple[Symbol, ...] = ()
+    symbols: tuple[Symbol, ...] = Field(default=(), description="complete new state")
+    edges: tuple[Edge, ...] = Field(default=(), description="complete new state")
+    chunks: tuple[Chunk, ...] = Field(default=(), description="complete new state")
+    symbol_ids_upsert: tuple[str, ...] = ()
     symbol_ids_remove: tuple[str, ...] = ()
     edges_add: tuple[Edge, ...] = ()
     edges_remove: tuple[Edge, ...] = ()
-    chunks_upsert: tuple[Chunk, ...] = ()
+    chunk_ids_upsert: tuple[str, ...] = ()
     chunk_ids_remove: tuple[str, ...] = ()
     new_chunk_hashes: tuple[str, ...] = ()
     source: Source = "cli"
@@ -91,3 +104,11 @@ class FileDelta(BaseModel):
     occurred_at: datetime | None = Field(
         default=None, description="when the change happened at its source, for sync lag"
     )
+
+    def upserted_symbols(self) -> list[Symbol]:
+        wanted = set(self.symbol_ids_upsert)
+        return [s for s in self.symbols if s.id in wanted]
+
+    def upserted_chunks(self) -> list[Chunk]:
+        wanted = set(self.chunk_ids_upsert)
+        return [c for c in self.chunks if c.id in wanted]
