@@ -5,6 +5,8 @@ Every error derives from one root so callers can catch patchstream failures in o
     PatchstreamError
     ├── ConfigError          a setting is missing or invalid; fix the environment/config
     ├── ContractError        an event or delta violates its schema (goes to the DLQ)
+    ├── StoreError           a graph or vector store refused or failed a request (retryable)
+    ├── EmbedderError        an embedder failed or is not installed
     └── ParseError           a file could not be read or parsed at all
         └── UnsupportedLanguageError
 
@@ -24,6 +26,14 @@ class ConfigError(PatchstreamError):
 
 class ContractError(PatchstreamError):
     """A message does not satisfy its contract (schema version, required fields, paths)."""
+
+
+class StoreError(PatchstreamError):
+    """A store refused or failed a request; the sink retries with backoff."""
+
+
+class EmbedderError(PatchstreamError):
+    """An embedder is missing (install its extra) or failed."""
 
 
 class ParseError(PatchstreamError):

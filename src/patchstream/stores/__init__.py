@@ -1,0 +1,1 @@
+"""Graph and vector stores behind small interfaces."""

@@ -1,0 +1,137 @@
+"""The graph store interface. Adapters differ only in how they run Cypher.
+
+Contract (the shared contract suite in ``tests/integration`` holds every adapter to it):
+
+- ``apply(delta)`` moves one file to the delta's state in one atomic write, or does nothing
+  when ``delta.version`` is not newer than the file's applied version (deletes leave a
+  fence behind, so a late upsert cannot resurrect a deleted file).
+- References to symbols in other files become real edges as soon as both ends exist,
+  whatever the arrival order; a removed target turns them back into references.
+- Every read is scoped to one tenant; an empty tenant matches nothing.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from patchstream.schemas.state import FileDelta
+
+
+@dataclass(frozen=True)
+class StoredSymbol:
+    id: str
+    kind: str
+    name: str
+    qualified_name: str
+    repo: str
+    ref: str
+    path: str
+    start_line: int
+    end_line: int
+    signature: str | None = None
+    doc: str | None = None
+    parent_id: str | None = None
+    language: str | None = None
+    content_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class Neighbor:
+    """A symbol reached from another one, at ``depth`` hops."""
+
+    symbol: StoredSymbol
+    depth: int
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    version: int
+    applied_at: datetime
+    deleted: bool
+
+
+@dataclass(frozen=True)
+class RepoVersion:
+    files: int
+    max_version: int
+    last_applied_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    applied: bool
+    reason: str = "applied"
+    symbols_written: int = 0
+    symbols_removed: int = 0
+    edges_written: int = 0
+    edges_removed: int = 0
+
+
+@dataclass
+class GraphSnapshot:
+    """Everything a tenant's graph holds, for comparing stores in tests."""
+
+    symbols: set[tuple[str, ...]] = field(default_factory=set)
+    edges: set[tuple[str, str, str]] = field(default_factory=set)
+    fences: dict[str, tuple[int, bool]] = field(default_factory=dict)
+
+
+class GraphStore(abc.ABC):
+    """Applies file deltas and answers the query side's structural questions."""
+
+    @abc.abstractmethod
+    def ensure_schema(self) -> None:
+        """Create indexes and constraints; safe to call at every start."""
+
+    @abc.abstractmethod
+    def apply(self, delta: FileDelta) -> ApplyResult:
+        """Apply one file delta atomically (see the module docstring)."""
+
+    @abc.abstractmethod
+    def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
+        """Remove everything of one branch of a repository; returns symbols removed."""
+
+    @abc.abstractmethod
+    def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None: ...
+
+    @abc.abstractmethod
+    def symbols_by_name(
+        self, tenant: str, name: str, repo: str | None = None, ref: str | None = None
+    ) -> list[StoredSymbol]:
+        """Symbols whose name or qualified name equals ``name``."""
+
+    @abc.abstractmethod
+    def callers(
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
+    ) -> list[Neighbor]:
+        """Who calls or instantiates the symbol, up to ``depth`` (1 or 2) hops."""
+
+    @abc.abstractmethod
+    def callees(
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
+    ) -> list[Neighbor]:
+        """What the symbol calls or instantiates, up to ``depth`` (1 or 2) hops."""
+
+    @abc.abstractmethod
+    def impact(
+        self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main"
+    ) -> list[Neighbor]:
+        """Every transitive caller (and overrider) up to ``depth``: what a change breaks."""
+
+    @abc.abstractmethod
+    def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]: ...
+
+    @abc.abstractmethod
+    def file_version(self, tenant: str, repo: str, ref: str, path: str) -> FileVersion | None: ...
+
+    @abc.abstractmethod
+    def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...
+
+    @abc.abstractmethod
+    def snapshot(self, tenant: str) -> GraphSnapshot:
+        """Every symbol and edge of a tenant (tests and consistency checks)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...

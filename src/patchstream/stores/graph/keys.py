@@ -1,0 +1,65 @@
+"""Keys that let a reference find its target symbol in another file, in any arrival order.
+
+A symbol is findable under ``scope|module|qualified_name`` (its *resolution key*); a
+reference wants one or more candidate keys computed from how it was written. Both sides are
+plain strings, so the graph joins them with an index lookup when either end arrives.
+"""
+
+from __future__ import annotations
+
+from patchstream.schemas.graph import Reference, Symbol, SymbolKind
+
+_MAX_PARTS = 8
+
+
+def scope_of(tenant: str, repo: str, ref: str, workspace: str | None = None) -> str:
+    """Names one branch (or workspace overlay) of one repository of one tenant."""
+    branch = ref if workspace is None else f"{ref}~{workspace}"
+    return f"{tenant}|{repo}|{branch}"
+
+
+def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
+    """The key other files' references use to find ``symbol`` (None for File nodes)."""
+    if symbol.kind is SymbolKind.FILE:
+        return None
+    qualified = "" if symbol.kind is SymbolKind.MODULE else symbol.qualified_name
+    return f"{scope}|{module}|{qualified}"
+
+
+def _module_separator(language: str | None) -> str:
+    if language == "rust":
+        return "::"
+    if language in ("javascript", "typescript", "tsx", "go"):
+        return "/"
+    return "."
+
+
+def reference_keys(scope: str, reference: Reference, language: str | None) -> list[str]:
+    """Candidate keys for a reference, most specific first; ``~dst`` if it cannot resolve.
+
+    The full written path (module plus name) is split at every point into a module part and
+    a qualified-name part, so ``pkg.util`` + ``helper`` also finds a ``helper`` defined in
+    module ``pkg.util`` when it was imported as ``from pkg import util; util.helper()``.
+    Go import paths match the module (a directory) by suffix.
+    """
+    if reference.module is None or reference.name in ("*", "default"):
+        return [f"{scope}|~{reference.as_dst()}"]
+    sep = _module_separator(language)
+    module_parts = [p for p in reference.module.split(sep) if p][-_MAX_PARTS:]
+    name_parts = [p for p in reference.name.split(".") if p][:_MAX_PARTS]
+    keys: list[str] = []
+    if sep == "/":
+        # Path-like modules: the name never moves into the path, but Go matches by suffix.
+        suffixes = (
+            [sep.join(module_parts[i:]) for i in range(len(module_parts))]
+            if language == "go"
+            else [reference.module]
+        )
+        keys = [f"{scope}|{module}|{'.'.join(name_parts)}" for module in suffixes]
+    else:
+        parts = module_parts + name_parts
+        for cut in range(len(parts), 0, -1):
+            module = sep.join(parts[:cut])
+            qualified = ".".join(parts[cut:])
+            keys.append(f"{scope}|{module}|{qualified}")
+    return list(dict.fromkeys(keys))

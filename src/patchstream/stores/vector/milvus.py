@@ -1,0 +1,444 @@
+"""Milvus vector store: one chunks collection per embedder, a small collection of file fences.
+
+- Rows are keyed by ``xxh3(scope|chunk id)``; ``tenant`` is the partition key and every
+  search and query filters on it server-side (an empty tenant matches nothing).
+- ``text`` feeds a BM25 function into a sparse field (``SPARSE_INVERTED_INDEX``), so search
+  fuses dense and lexical results with reciprocal rank fusion (``hybrid_search``).
+- Applying deltas diffs each file's delta against the rows Milvus holds, so any delivery
+  order ends in the same rows; a chunk is embedded only when no row of the tenant already
+  has a vector for its content hash.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pymilvus import (
+    AnnSearchRequest,
+    DataType,
+    Function,
+    FunctionType,
+    MilvusClient,
+    MilvusException,
+    RRFRanker,
+)
+
+from patchstream.embedders.base import Embedder
+from patchstream.errors import StoreError
+from patchstream.parsing.hashing import hash_bytes
+from patchstream.schemas.chunks import Chunk
+from patchstream.schemas.state import FileDelta
+from patchstream.stores.graph.keys import scope_of
+
+_TEXT_BYTES = 60_000
+_IN_BATCH = 256
+_QUERY_LIMIT = 16_384
+_ROW_FIELDS = [
+    "pk", "tenant", "scope", "repo", "ref", "path", "file_uid", "chunk_id", "symbol_id",
+    "kind", "source", "language", "content_hash", "start_line", "end_line", "tokens",
+    "version", "fp", "text",
+]  # fmt: skip
+
+
+def lit(value: str) -> str:
+    """A Milvus expression string literal."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def lit_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(lit(v) for v in values) + "]"
+
+
+@dataclass
+class VectorApplyStats:
+    files_applied: int = 0
+    files_stale: int = 0
+    rows_written: int = 0
+    rows_deleted: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    embed_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    score: float
+    chunk_id: str
+    symbol_id: str
+    repo: str
+    ref: str
+    path: str
+    kind: str
+    source: str
+    start_line: int
+    end_line: int
+    content_hash: str
+    version: int
+    text: str
+
+
+@dataclass
+class _FileRows:
+    fps: dict[str, str] = field(default_factory=dict)  # pk -> fp
+
+
+class MilvusVectorStore:
+    """Chunk vectors for one embedder."""
+
+    def __init__(
+        self,
+        uri: str,
+        embedder: Embedder,
+        collection_prefix: str = "patchstream_",
+        token: str | None = None,
+    ) -> None:
+        self.client = MilvusClient(uri=uri, token=token or "")
+        self.embedder = embedder
+        slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
+        self.chunks = f"{collection_prefix}chunks_{slug}"
+        self.files = f"{collection_prefix}files_{slug}"
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        try:
+            if not self.client.has_collection(self.chunks):
+                self._create_chunks()
+            if not self.client.has_collection(self.files):
+                self._create_files()
+            self.client.load_collection(self.chunks)
+            self.client.load_collection(self.files)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus could not prepare collections: {exc}") from exc
+
+    def _create_chunks(self) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("tenant", DataType.VARCHAR, max_length=128, is_partition_key=True)
+        for name, length in (
+            ("scope", 512), ("repo", 256), ("ref", 256), ("path", 2048), ("file_uid", 2560),
+            ("chunk_id", 4096), ("symbol_id", 4096), ("kind", 32), ("source", 32),
+            ("language", 32), ("content_hash", 64), ("fp", 64),
+        ):  # fmt: skip
+            schema.add_field(name, DataType.VARCHAR, max_length=length)
+        for name in ("start_line", "end_line", "tokens", "version"):
+            schema.add_field(name, DataType.INT64)
+        schema.add_field("text", DataType.VARCHAR, max_length=65_535, enable_analyzer=True)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="text_bm25",
+                input_field_names=["text"],
+                output_field_names=["sparse"],
+                function_type=FunctionType.BM25,
+            )
+        )
+        index = self.client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        self.client.create_collection(self.chunks, schema=schema, index_params=index)
+
+    def _create_files(self) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("tenant", DataType.VARCHAR, max_length=128, is_partition_key=True)
+        schema.add_field("file_uid", DataType.VARCHAR, max_length=2560)
+        schema.add_field("scope", DataType.VARCHAR, max_length=512)
+        schema.add_field("version", DataType.INT64)
+        schema.add_field("deleted", DataType.BOOL)
+        schema.add_field("applied_at", DataType.DOUBLE)
+        # Milvus needs a vector field in every collection; this one is never searched.
+        schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
+        index = self.client.prepare_index_params()
+        index.add_index(field_name="unused", index_type="AUTOINDEX", metric_type="L2")
+        self.client.create_collection(self.files, schema=schema, index_params=index)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def apply(self, deltas: Sequence[FileDelta]) -> VectorApplyStats:
+        """Apply a batch of deltas: one fence read, one embed call, one upsert, one flush."""
+        stats = VectorApplyStats()
+        latest: dict[str, FileDelta] = {}
+        for delta in deltas:
+            fuid = _file_uid(delta)
+            held = latest.get(fuid)
+            if held is None or delta.version > held.version:
+                latest[fuid] = delta
+            stats.files_stale += held is not None
+        by_tenant: dict[str, list[FileDelta]] = {}
+        for delta in latest.values():
+            by_tenant.setdefault(delta.tenant, []).append(delta)
+        try:
+            for tenant, group in by_tenant.items():
+                self._apply_tenant(tenant, group, stats)
+            self.client.flush(self.chunks)
+            self.client.flush(self.files)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus write failed: {exc}") from exc
+        return stats
+
+    def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
+        fences = self._fences(tenant, [_file_uid(d) for d in deltas])
+        fresh = [d for d in deltas if fences.get(_file_uid(d), -1) < d.version]
+        stats.files_stale += len(deltas) - len(fresh)
+        if not fresh:
+            return
+        stored = self._stored_rows(tenant, [_file_uid(d) for d in fresh])
+        to_write: list[tuple[FileDelta, Chunk, str, str]] = []  # delta, chunk, pk, fp
+        to_delete: list[str] = []
+        for delta in fresh:
+            held = stored.get(_file_uid(delta), _FileRows())
+            wanted: dict[str, tuple[Chunk, str]] = {}
+            if delta.op == "upsert":
+                scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
+                for chunk in delta.chunks:
+                    pk = hash_bytes(f"{scope}|{chunk.id}".encode())
+                    wanted[pk] = (chunk, _row_fp(delta, chunk))
+            to_delete.extend(sorted(held.fps.keys() - wanted.keys()))
+            for pk, (chunk, fp) in sorted(wanted.items()):
+                if held.fps.get(pk) != fp:
+                    to_write.append((delta, chunk, pk, fp))
+        vectors = self._vectors(tenant, {c.content_hash: c.text for _, c, _, _ in to_write}, stats)
+        rows: dict[str, dict[str, Any]] = {}
+        for delta, chunk, pk, fp in to_write:
+            rows[pk] = _row(delta, chunk, pk, fp, vectors[chunk.content_hash])
+        if to_delete:
+            for batch in _batches(to_delete):
+                self.client.delete(self.chunks, filter=f"pk in {lit_list(batch)}")
+        if rows:
+            self.client.upsert(self.chunks, list(rows.values()))
+        now = time.time()
+        self.client.upsert(
+            self.files,
+            [
+                {
+                    "pk": hash_bytes(_file_uid(d).encode()),
+                    "tenant": tenant,
+                    "file_uid": _file_uid(d),
+                    "scope": scope_of(d.tenant, d.repo, d.ref, d.workspace),
+                    "version": d.version,
+                    "deleted": d.op == "delete",
+                    "applied_at": now,
+                    "unused": [0.0, 0.0],
+                }
+                for d in fresh
+            ],
+        )
+        stats.files_applied += len(fresh)
+        stats.rows_written += len(rows)
+        stats.rows_deleted += len(to_delete)
+
+    def _fences(self, tenant: str, file_uids: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for batch in _batches(file_uids):
+            for row in self.client.query(
+                self.files,
+                filter=f"tenant == {lit(tenant)} and file_uid in {lit_list(batch)}",
+                output_fields=["file_uid", "version"],
+                limit=_QUERY_LIMIT,
+            ):
+                found[row["file_uid"]] = int(row["version"])
+        return found
+
+    def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, _FileRows]:
+        found: dict[str, _FileRows] = {}
+        for batch in _batches(file_uids):
+            for row in self._query_all(
+                f"tenant == {lit(tenant)} and file_uid in {lit_list(batch)}",
+                ["pk", "file_uid", "fp"],
+            ):
+                found.setdefault(row["file_uid"], _FileRows()).fps[row["pk"]] = row["fp"]
+        return found
+
+    def _vectors(
+        self, tenant: str, texts_by_hash: dict[str, str], stats: VectorApplyStats
+    ) -> dict[str, list[float]]:
+        """Vectors for content hashes: reused from the tenant's rows, embedded otherwise."""
+        vectors: dict[str, list[float]] = {}
+        hashes = sorted(texts_by_hash)
+        for batch in _batches(hashes):
+            for row in self.client.query(
+                self.chunks,
+                filter=f"tenant == {lit(tenant)} and content_hash in {lit_list(batch)}",
+                output_fields=["content_hash", "dense"],
+                limit=_QUERY_LIMIT,
+            ):
+                vectors.setdefault(row["content_hash"], [float(v) for v in row["dense"]])
+        missing = [h for h in hashes if h not in vectors]
+        stats.chunks_reused += len(hashes) - len(missing)
+        if missing:
+            started = time.perf_counter()
+            embedded = self.embedder.embed([texts_by_hash[h] for h in missing])
+            stats.embed_seconds += time.perf_counter() - started
+            stats.chunks_embedded += len(missing)
+            vectors.update(zip(missing, embedded, strict=True))
+        return vectors
+
+    def delete_ref(self, tenant: str, repo: str, ref: str) -> None:
+        if not tenant:
+            return
+        scope = scope_of(tenant, repo, ref)
+        where = f"tenant == {lit(tenant)} and scope == {lit(scope)}"
+        self.client.delete(self.chunks, filter=where)
+        self.client.delete(self.files, filter=where)
+        self.client.flush(self.chunks)
+        self.client.flush(self.files)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _query_all(self, where: str, fields: list[str]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        iterator = self.client.query_iterator(
+            self.chunks, batch_size=1000, filter=where, output_fields=fields
+        )
+        try:
+            while batch := iterator.next():
+                rows.extend(batch)
+        finally:
+            iterator.close()
+        return rows
+
+    def search(
+        self,
+        tenant: str,
+        query: str,
+        limit: int = 10,
+        repo: str | None = None,
+        ref: str | None = None,
+        path_prefix: str | None = None,
+        kind: str | None = None,
+    ) -> list[SearchHit]:
+        """Hybrid search: dense and BM25 results fused with reciprocal rank fusion."""
+        if not tenant or not query.strip():
+            return []
+        clauses = [f"tenant == {lit(tenant)}"]
+        if repo:
+            clauses.append(f"repo == {lit(repo)}")
+        if ref:
+            clauses.append(f"ref == {lit(ref)}")
+        if kind:
+            clauses.append(f"kind == {lit(kind)}")
+        if path_prefix:
+            # LIKE treats '_' as a wildcard: it may match more, the exact check is below.
+            clauses.append(f"path like {lit(path_prefix.replace('%', '') + '%')}")
+        where = " and ".join(clauses)
+        dense = AnnSearchRequest(
+            data=[self.embedder.embed([query])[0]],
+            anns_field="dense",
+            param={},
+            limit=limit * 3,
+            expr=where,
+        )
+        lexical = AnnSearchRequest(
+            data=[query], anns_field="sparse", param={}, limit=limit * 3, expr=where
+        )
+        fields = [f for f in _ROW_FIELDS if f not in ("fp",)]
+        try:
+            result = self.client.hybrid_search(
+                self.chunks,
+                [dense, lexical],
+                ranker=RRFRanker(60),
+                limit=limit,
+                output_fields=fields,
+            )
+        except MilvusException as exc:
+            raise StoreError(f"Milvus search failed: {exc}") from exc
+        hits = []
+        for hit in result[0] if result else []:
+            entity = hit["entity"]
+            if entity.get("tenant") != tenant:  # belt and braces: never leak across tenants
+                continue
+            if path_prefix and not str(entity["path"]).startswith(path_prefix):
+                continue
+            hits.append(
+                SearchHit(
+                    score=float(hit["distance"]),
+                    chunk_id=entity["chunk_id"],
+                    symbol_id=entity["symbol_id"],
+                    repo=entity["repo"],
+                    ref=entity["ref"],
+                    path=entity["path"],
+                    kind=entity["kind"],
+                    source=entity["source"],
+                    start_line=int(entity["start_line"]),
+                    end_line=int(entity["end_line"]),
+                    content_hash=entity["content_hash"],
+                    version=int(entity["version"]),
+                    text=entity["text"],
+                )
+            )
+        return hits
+
+    def rows(self, tenant: str) -> set[tuple[str, ...]]:
+        """Every row of a tenant, without vectors (tests compare stores with it)."""
+        if not tenant:
+            return set()
+        fields = ["pk", "file_uid", "chunk_id", "symbol_id", "content_hash", "start_line",
+                  "end_line", "kind", "text"]  # fmt: skip
+        return {
+            tuple(str(row[f]) for f in fields)
+            for row in self._query_all(f"tenant == {lit(tenant)}", fields)
+        }
+
+    def vector_of(self, tenant: str, content_hash: str) -> list[float] | None:
+        rows = self.client.query(
+            self.chunks,
+            filter=f"tenant == {lit(tenant)} and content_hash == {lit(content_hash)}",
+            output_fields=["dense"],
+            limit=1,
+        )
+        return [float(v) for v in rows[0]["dense"]] if rows else None
+
+    def drop(self) -> None:
+        for name in (self.chunks, self.files):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _file_uid(delta: FileDelta) -> str:
+    return f"{scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)}|{delta.path}"
+
+
+def _row_fp(delta: FileDelta, chunk: Chunk) -> str:
+    # Not the version: a chunk that did not change keeps its row (and the version it was
+    # written at) instead of being rewritten for every edit elsewhere in the file.
+    return hash_bytes(f"{chunk.model_dump_json()}|{delta.language}".encode())
+
+
+def _row(delta: FileDelta, chunk: Chunk, pk: str, fp: str, vector: list[float]) -> dict[str, Any]:
+    text = chunk.text.encode("utf-8")[:_TEXT_BYTES].decode("utf-8", "ignore")
+    return {
+        "pk": pk,
+        "tenant": delta.tenant,
+        "scope": scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace),
+        "repo": delta.repo,
+        "ref": delta.ref,
+        "path": delta.path,
+        "file_uid": _file_uid(delta),
+        "chunk_id": chunk.id,
+        "symbol_id": chunk.symbol_id,
+        "kind": chunk.kind.value,
+        "source": "code",
+        "language": delta.language or "",
+        "content_hash": chunk.content_hash,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "tokens": chunk.tokens,
+        "version": delta.version,
+        "fp": fp,
+        "text": text,
+        "dense": vector,
+    }
+
+
+def _batches(values: Sequence[str]) -> Iterable[list[str]]:
+    for start in range(0, len(values), _IN_BATCH):
+        yield list(values[start : start + _IN_BATCH])

@@ -1,0 +1,162 @@
+"""The graph store contract, run against every adapter (FalkorDB here; Memgraph in compose)."""
+
+from __future__ import annotations
+
+from patchstream.stores.graph.cypher import CypherGraphStore
+from tests.integration.deltas import delete, upsert
+
+UTIL = """\
+def helper(x):
+    return x + 1
+
+
+class Base:
+    def run(self):
+        return helper(1)
+"""
+
+APP = """\
+from pkg.util import helper, Base
+
+
+def main():
+    return helper(2)
+
+
+class Job(Base):
+    def run(self):
+        return main()
+"""
+
+UTIL_ID = "app::pkg/util.py::"
+APP_ID = "app::pkg/app.py::"
+
+
+def _edges(graph: CypherGraphStore, tenant: str) -> set[tuple[str, str, str]]:
+    prefix = f"{tenant}|app|main|"
+    return {
+        (src.removeprefix(prefix), kind, dst.removeprefix(prefix))
+        for src, kind, dst in graph.snapshot(tenant).edges
+    }
+
+
+def _normalized(graph: CypherGraphStore, tenant: str) -> tuple[set[str], set[str], int]:
+    snap = graph.snapshot(tenant)
+    symbols = {repr(s).replace(tenant, "T") for s in snap.symbols}
+    edges = {repr(e).replace(tenant, "T") for e in snap.edges}
+    return symbols, edges, graph.want_count(tenant)
+
+
+def test_apply_then_read_back(graph: CypherGraphStore, tenant: str) -> None:
+    result = graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    assert result.applied and result.symbols_written == 5
+    names = {s.qualified_name for s in graph.file_symbols(tenant, "app", "main", "pkg/util.py")}
+    assert names == {"pkg/util.py", "pkg.util", "helper", "Base", "Base.run"}
+    helper = graph.symbol(tenant, UTIL_ID + "helper")
+    assert helper is not None and helper.signature == "def helper(x)" and helper.start_line == 1
+    assert [s.id for s in graph.symbols_by_name(tenant, "Base.run")] == [UTIL_ID + "Base.run"]
+    version = graph.file_version(tenant, "app", "main", "pkg/util.py")
+    assert version is not None and version.version == 1 and not version.deleted
+    repo = graph.repo_version(tenant, "app", "main")
+    assert repo.files == 1 and repo.max_version == 1 and repo.last_applied_at is not None
+
+
+def test_version_fence_makes_replays_and_old_deliveries_no_ops(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 5))
+    before = graph.snapshot(tenant)
+    assert not graph.apply(upsert(tenant, "pkg/util.py", UTIL, 5)).applied  # duplicate
+    older = UTIL.replace("helper", "old_helper")
+    assert graph.apply(upsert(tenant, "pkg/util.py", older, 3)).reason == "stale"
+    assert graph.snapshot(tenant) == before
+
+
+def test_cross_file_edges_resolve_in_either_arrival_order(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    other = tenant + "b"
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(tenant, "pkg/app.py", APP, 1))
+    graph.apply(upsert(other, "pkg/app.py", APP, 1))
+    graph.apply(upsert(other, "pkg/util.py", UTIL, 1))
+    edges = _edges(graph, tenant)
+    assert (APP_ID + "main", "CALLS", UTIL_ID + "helper") in edges
+    assert (APP_ID + "Job", "INHERITS_FROM", UTIL_ID + "Base") in edges
+    assert (APP_ID + "Job.run", "OVERRIDES", UTIL_ID + "Base.run") in edges
+    assert (APP_ID + "<module>", "IMPORTS", UTIL_ID + "helper") in edges
+    assert _normalized(graph, tenant) == _normalized(graph, other)
+    getattr(graph, "drop_tenant", lambda _t: None)(other)
+
+
+def test_removed_target_turns_edges_back_into_references(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(tenant, "pkg/app.py", APP, 1))
+    renamed = UTIL.replace("def helper", "def renamed_helper").replace(
+        "return helper(1)", "return renamed_helper(1)"
+    )
+    graph.apply(upsert(tenant, "pkg/util.py", renamed, 2))
+    edges = _edges(graph, tenant)
+    assert not any(dst == UTIL_ID + "helper" for _, _, dst in edges)
+    assert (APP_ID + "main", "REFERS:CALLS", "ref:helper@pkg.util") in edges
+    assert graph.callers(tenant, UTIL_ID + "renamed_helper")[0].symbol.id == UTIL_ID + "Base.run"
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 3))
+    assert (APP_ID + "main", "CALLS", UTIL_ID + "helper") in _edges(graph, tenant)
+
+
+def test_delete_and_rename_leave_nothing_of_the_old_path(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(tenant, "pkg/app.py", APP, 1))
+    # A rename is a delete of the old path and an upsert of the new one.
+    graph.apply(delete(tenant, "pkg/app.py", 2))
+    graph.apply(upsert(tenant, "pkg/jobs.py", APP, 2))
+    assert graph.file_symbols(tenant, "app", "main", "pkg/app.py") == []
+    snapshot = graph.snapshot(tenant)
+    assert not any("pkg/app.py" in "|".join(s) for s in snapshot.symbols)
+    assert not any("pkg/app.py" in src or "pkg/app.py" in dst for src, _, dst in snapshot.edges)
+    fence = graph.file_version(tenant, "app", "main", "pkg/app.py")
+    assert fence is not None and fence.deleted and fence.version == 2
+    assert not graph.apply(upsert(tenant, "pkg/app.py", APP, 1)).applied  # late, older upsert
+    jobs = "app::pkg/jobs.py::"
+    assert (jobs + "main", "CALLS", UTIL_ID + "helper") in _edges(graph, tenant)
+
+
+def test_callers_callees_and_impact(graph: CypherGraphStore, tenant: str) -> None:
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(tenant, "pkg/app.py", APP, 1))
+    one = {(n.symbol.id, n.depth) for n in graph.callers(tenant, UTIL_ID + "helper", 1)}
+    assert one == {(APP_ID + "main", 1), (UTIL_ID + "Base.run", 1)}
+    two = {(n.symbol.id, n.depth) for n in graph.callers(tenant, UTIL_ID + "helper", 2)}
+    assert two == one | {(APP_ID + "Job.run", 2)}
+    callees = {n.symbol.id for n in graph.callees(tenant, APP_ID + "Job.run", 2)}
+    assert callees == {APP_ID + "main", UTIL_ID + "helper"}
+    impact = {n.symbol.id for n in graph.impact(tenant, UTIL_ID + "Base.run", 3)}
+    assert impact == {APP_ID + "Job.run"}
+    signature = graph.callers(tenant, UTIL_ID + "helper", 1)[0].symbol.signature
+    assert signature in ("def main()", "def run(self)")
+
+
+def test_tenants_never_see_each_other(graph: CypherGraphStore, tenant: str) -> None:
+    other = tenant + "x"
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(other, "pkg/secret.py", "def canary_b():\n    return 1\n", 1))
+    assert graph.symbols_by_name(tenant, "canary_b") == []
+    assert graph.symbol(tenant, "app::pkg/secret.py::canary_b") is None
+    assert graph.file_symbols(tenant, "app", "main", "pkg/secret.py") == []
+    assert not any("canary_b" in repr(s) for s in graph.snapshot(tenant).symbols)
+    assert graph.symbols_by_name("", "helper") == [] and graph.snapshot("").symbols == set()
+    assert graph.callers("", UTIL_ID + "helper", 2) == []
+    assert [s.name for s in graph.symbols_by_name(other, "canary_b")] == ["canary_b"]
+    getattr(graph, "drop_tenant", lambda _t: None)(other)
+
+
+def test_delete_ref_removes_a_branch(graph: CypherGraphStore, tenant: str) -> None:
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1, ref="feature"))
+    assert graph.delete_ref(tenant, "app", "feature") == 5
+    assert graph.file_symbols(tenant, "app", "feature", "pkg/util.py") == []
+    assert len(graph.file_symbols(tenant, "app", "main", "pkg/util.py")) == 5
