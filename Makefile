@@ -5,12 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install run test lint typecheck unit schemas bench bench-parse clean
+.PHONY: install run test lint typecheck unit schemas bench bench-parse bench-sinks clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,embed]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,10 +36,13 @@ unit: install
 schemas: install
 	$(VENV)/bin/patchstream schemas
 
-bench: bench-parse
+bench: bench-parse bench-sinks
 
 bench-parse: install
 	$(PY) bench/parse.py --update-readme
+
+bench-sinks: install
+	$(PY) bench/sinks.py --update-readme
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -83,16 +83,25 @@ DROP_RESOLVED_INTO = (
     "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
     "WHERE r.via IS NOT NULL DELETE r"
 )
+# Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
+# OR across both ends makes planners scan every edge of the type.
 DROP_INHERITED_OVERRIDES = (
-    "MATCH (m:Symbol)-[r:OVERRIDES]->(b:Symbol) WHERE r.via = $via "
-    "AND (m.file_uid = $fuid OR b.file_uid = $fuid) DELETE r"
+    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
+    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
 )
 ADD_INHERITED_OVERRIDES = (
-    "MATCH (c:Symbol)-[:INHERITS_FROM]->(b:Symbol) "
-    "WHERE (c.file_uid = $fuid OR b.file_uid = $fuid) AND c.file_uid <> b.file_uid "
-    "MATCH (m:Symbol {parent_uid: c.uid}) MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
     "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)"
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
+    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
 )
 UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
 DROP_ORPHAN_WANTS = (
@@ -121,10 +130,12 @@ def _delete_resolved(edge_type: str) -> str:
     )
 
 
+# WITH splits the patterns so planners start from the indexed lookups instead of scanning
+# every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
 def _resolve_out(edge_type: str) -> str:
     return (
         f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
-        f"MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
+        f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
         f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
     )
 
@@ -132,7 +143,8 @@ def _resolve_out(edge_type: str) -> str:
 def _resolve_in(edge_type: str) -> str:
     return (
         f"UNWIND $keys AS key MATCH (w:Want {{uid: key}})<-[r:REFERS]-(s:Symbol) "
-        f"WHERE r.type = '{edge_type}' MATCH (t:Symbol {{rkey: key}}) WHERE t.uid <> s.uid "
+        f"WHERE r.type = '{edge_type}' WITH s, r, key "
+        f"MATCH (t:Symbol {{rkey: key}}) WHERE t.uid <> s.uid "
         f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
     )
 
@@ -292,8 +304,8 @@ class CypherGraphStore(GraphStore):
                 statements.append((_resolve_out(edge_type.value), {"fuid": fuid}))
                 if incoming:
                     statements.append((_resolve_in(edge_type.value), {"keys": incoming}))
-        statements.append((DROP_INHERITED_OVERRIDES, {"fuid": fuid, "via": INHERITED}))
-        statements.append((ADD_INHERITED_OVERRIDES, {"fuid": fuid, "via": INHERITED}))
+        for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
+            statements.append((query, {"fuid": fuid, "via": INHERITED}))
         statements.append(
             (
                 UPSERT_FENCE,

@@ -1,0 +1,96 @@
+"""Milvus Lite vector store: embedding reuse by content hash, deletes, tenant-scoped search."""
+
+from __future__ import annotations
+
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from tests.integration.conftest import CountingEmbedder
+from tests.integration.deltas import delete, upsert
+
+CODE = """\
+import os
+
+
+def parse_config(path):
+    \"\"\"Read the configuration file.\"\"\"
+    with open(path) as handle:
+        return handle.read()
+
+
+class Loader:
+    def load(self, name):
+        return parse_config(os.path.join("conf", name))
+"""
+
+
+def test_unchanged_chunks_are_never_embedded_twice(
+    vectors: MilvusVectorStore, embedder: CountingEmbedder, tenant: str
+) -> None:
+    first = upsert(tenant, "cfg/loader.py", CODE, 1)
+    stats = vectors.apply([first])
+    unique = len({c.content_hash for c in first.chunks})
+    assert stats.chunks_embedded == unique == embedder.texts_embedded
+    assert len(vectors.rows(tenant)) == len(first.chunks)
+    # The same file again at a newer version: nothing to embed, nothing to rewrite.
+    again = vectors.apply([upsert(tenant, "cfg/loader.py", CODE, 2)])
+    assert again.chunks_embedded == 0 and again.rows_written == 0
+    assert embedder.texts_embedded == unique
+    # One function edited: exactly one new embedding; moved code keeps its vectors.
+    edited = CODE.replace("return handle.read()", "return handle.read().strip()")
+    stats = vectors.apply([upsert(tenant, "cfg/loader.py", "\n\n" + edited, 3)])
+    assert stats.chunks_embedded == 1
+    # The same code under another path of the tenant reuses every vector.
+    copied = vectors.apply([upsert(tenant, "vendor/copy.py", edited, 1)])
+    assert copied.chunks_embedded == 0 and copied.chunks_reused > 0
+
+
+def test_reuse_is_per_tenant(
+    vectors: MilvusVectorStore, embedder: CountingEmbedder, tenant: str
+) -> None:
+    vectors.apply([upsert(tenant, "a.py", CODE, 1)])
+    before = embedder.texts_embedded
+    stats = vectors.apply([upsert(tenant + "z", "a.py", CODE, 1)])
+    assert stats.chunks_embedded == before  # another tenant's vectors are never read
+
+
+def test_stale_and_duplicate_deliveries_change_nothing(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    vectors.apply([upsert(tenant, "a.py", CODE, 5)])
+    rows = vectors.rows(tenant)
+    stats = vectors.apply([upsert(tenant, "a.py", "def other():\n    pass\n", 4)])
+    assert stats.files_stale == 1 and stats.files_applied == 0
+    assert vectors.rows(tenant) == rows
+    # Two versions of one file in one batch: only the newest is written, keys stay unique.
+    stats = vectors.apply(
+        [upsert(tenant, "b.py", CODE, 1), upsert(tenant, "b.py", CODE + "\nX = 1\n", 2)]
+    )
+    assert stats.files_applied == 1
+    b_rows = [r for r in vectors.rows(tenant) if r[1].endswith("|b.py")]
+    assert len({r[0] for r in b_rows}) == len(b_rows)
+    assert any("X = 1" in r[-1] for r in b_rows)
+
+
+def test_delete_and_rename_remove_rows(vectors: MilvusVectorStore, tenant: str) -> None:
+    vectors.apply([upsert(tenant, "old.py", CODE, 1)])
+    vectors.apply([delete(tenant, "old.py", 2), upsert(tenant, "new.py", CODE, 2)])
+    paths = {r[1].rsplit("|", 1)[1] for r in vectors.rows(tenant)}
+    assert paths == {"new.py"}
+    assert vectors.apply([upsert(tenant, "old.py", CODE, 1)]).files_stale == 1
+
+
+def test_search_is_hybrid_and_tenant_scoped(vectors: MilvusVectorStore, tenant: str) -> None:
+    other = tenant + "q"
+    vectors.apply([upsert(tenant, "cfg/loader.py", CODE, 1)])
+    vectors.apply(
+        [upsert(other, "secret.py", "def canary_zebra_7431():\n    return 'parse_config'\n", 1)]
+    )
+    hits = vectors.search(tenant, "parse_config configuration file", limit=5)
+    assert hits and hits[0].symbol_id.endswith("parse_config")
+    assert all(h.repo == "app" and "canary" not in h.text for h in hits)
+    leaked = vectors.search(tenant, "canary_zebra_7431", limit=10)
+    assert all("canary_zebra_7431" not in h.text for h in leaked)
+    assert vectors.search("", "parse_config") == []
+    assert vectors.search(other, "canary_zebra_7431", limit=3)[0].path == "secret.py"
+    scoped = vectors.search(tenant, "load", limit=5, path_prefix="cfg/", kind="class")
+    assert [h.symbol_id for h in scoped] == ["app::cfg/loader.py::Loader"]
+    assert vectors.search(tenant, "load", limit=5, path_prefix="nope/") == []

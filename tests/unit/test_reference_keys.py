@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from patchstream.schemas.graph import Reference, Symbol, SymbolKind
+from patchstream.stores.graph.keys import reference_keys, symbol_key
+
+S = "t|app|main"
+
+
+def _keys(name: str, module: str | None, language: str) -> list[str]:
+    return [
+        k.removeprefix(S + "|")
+        for k in reference_keys(S, Reference(name=name, module=module), language)
+    ]
+
+
+def test_python_keys_try_every_split_of_the_dotted_path() -> None:
+    assert _keys("helper", "pkg.util", "python") == [
+        "pkg.util.helper|",
+        "pkg.util|helper",
+        "pkg|util.helper",
+    ]
+    assert _keys("", "os.path", "python") == ["os.path|", "os|path"]
+
+
+def test_rust_go_and_js_notation() -> None:
+    assert "crate::util|helper" in _keys("helper", "crate::util", "rust")
+    assert _keys("Log", "example.com/acme/util", "go") == [
+        "example.com/acme/util|Log",
+        "acme/util|Log",
+        "util|Log",
+    ]
+    assert _keys("helper", "src/lib/util", "typescript") == ["src/lib/util|helper"]
+
+
+def test_unresolvable_references_keep_a_key_that_matches_no_symbol() -> None:
+    assert _keys("print", None, "python") == ["~ref:print"]
+    assert _keys("*", "pkg", "python") == ["~ref:*@pkg"]
+
+
+def test_symbol_keys() -> None:
+    def sym(kind: SymbolKind, qualified: str) -> Symbol:
+        return Symbol(
+            id=f"app::a.py::{qualified}",
+            kind=kind,
+            name=qualified,
+            qualified_name=qualified,
+            path="a.py",
+            start_line=1,
+            end_line=1,
+        )
+
+    assert symbol_key(S, "pkg.a", sym(SymbolKind.FUNCTION, "Job.run")) == f"{S}|pkg.a|Job.run"
+    assert symbol_key(S, "pkg.a", sym(SymbolKind.MODULE, "pkg.a")) == f"{S}|pkg.a|"
+    assert symbol_key(S, "pkg.a", sym(SymbolKind.FILE, "a.py")) is None
