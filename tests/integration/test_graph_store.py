@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from patchstream.embedded.services import free_port, start_falkordb
 from patchstream.stores.graph.cypher import CypherGraphStore
+from patchstream.stores.graph.falkordb import FalkorGraphStore
 from tests.integration.deltas import delete, upsert
 
 UTIL = """\
@@ -160,3 +164,34 @@ def test_delete_ref_removes_a_branch(graph: CypherGraphStore, tenant: str) -> No
     assert graph.delete_ref(tenant, "app", "feature") == 5
     assert graph.file_symbols(tenant, "app", "feature", "pkg/util.py") == []
     assert len(graph.file_symbols(tenant, "app", "main", "pkg/util.py")) == 5
+
+
+def test_falkordb_keeps_a_graph_per_tenant_on_disk(tmp_path: Path, tenant: str) -> None:
+    service = start_falkordb(tmp_path / "falkordb", free_port())
+    try:
+        store = FalkorGraphStore(port=service.port)
+        store.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+        store.apply(upsert(tenant + "b", "pkg/app.py", APP, 1))
+        assert {store.graph_name(tenant), store.graph_name(tenant + "b")} <= set(
+            store.db.list_graphs()
+        )
+        store.close()
+    finally:
+        service.stop()
+    restarted = start_falkordb(tmp_path / "falkordb", free_port())
+    try:
+        store = FalkorGraphStore(port=restarted.port)
+        assert len(store.file_symbols(tenant, "app", "main", "pkg/util.py")) == 5
+        version = store.file_version(tenant, "app", "main", "pkg/util.py")
+        assert version is not None and version.version == 1
+        store.close()
+    finally:
+        restarted.stop()
+
+
+def test_large_files_are_written_in_chunked_batches(graph: CypherGraphStore, tenant: str) -> None:
+    big = "\n".join(f"def f{i}():\n    return f{i + 1}()\n" for i in range(1200))
+    assert graph.apply(upsert(tenant, "big.py", big, 1)).symbols_written == 1202
+    assert len(graph.file_symbols(tenant, "app", "main", "big.py")) == 1202
+    callees = graph.callees(tenant, "app::big.py::f10", 2)
+    assert [(n.symbol.name, n.depth) for n in callees] == [("f11", 1), ("f12", 2)]

@@ -59,6 +59,7 @@ INDEXES = (
     ("Fence", "scope"),
 )
 _MAX_DEPTH = 5
+_ROWS_PER_STATEMENT = 500
 
 READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
 READ_SYMBOLS = "MATCH (s:Symbol {file_uid: $fuid}) RETURN s.id, s.fp, s.rkey"
@@ -331,7 +332,7 @@ class CypherGraphStore(GraphStore):
         orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
         if orphan_keys:
             statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))
-        self._write(delta.tenant, statements)
+        self._write(delta.tenant, list(_chunked(statements)))
         return ApplyResult(
             applied=True,
             symbols_written=len(rows),
@@ -506,6 +507,18 @@ class CypherGraphStore(GraphStore):
             tenant, "MATCH (w:Want) WHERE w.uid STARTS WITH $p RETURN count(w)", {"p": f"{tenant}|"}
         )
         return int(rows[0][0]) if rows else 0
+
+
+def _chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
+    """Split UNWIND lists so no statement carries more than a few hundred rows."""
+    for query, params in statements:
+        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
+        values = params.get(name) if name else None
+        if name is None or not isinstance(values, list) or len(values) <= _ROWS_PER_STATEMENT:
+            yield query, params
+            continue
+        for start in range(0, len(values), _ROWS_PER_STATEMENT):
+            yield query, {**params, name: values[start : start + _ROWS_PER_STATEMENT]}
 
 
 def _repo_of(symbol_id: str) -> str:
