@@ -79,6 +79,46 @@ class EmbeddingSettings(BaseModel):
     max_retries: int = Field(default=5, ge=0)
 
 
+class KafkaSettings(BaseModel):
+    """The bus. The embedded default is a memory-only Tansu broker on a local port."""
+
+    bootstrap: str = "127.0.0.1:19092"
+    topic_prefix: str = Field(default="patchstream.", description="prefix of every topic name")
+    partitions: int = Field(default=8, gt=0)
+    replication: int = Field(default=1, gt=0)
+    acks: Literal["all", "1", "0"] = "all"
+    enable_idempotence: bool = Field(
+        default=False, description="Tansu has no idempotent producer; a real Kafka may enable it"
+    )
+    max_message_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+
+
+class PipelineSettings(BaseModel):
+    """Stream processing and sink behaviour."""
+
+    sink_batch_size: int = Field(default=256, gt=0, description="deltas per sink write")
+    sink_batch_wait_ms: int = Field(default=200, ge=0)
+    max_retries: int = Field(default=5, ge=0, description="store retries before the DLQ")
+    retry_backoff_s: float = Field(default=0.5, gt=0)
+    allowed_tenants: list[str] = Field(
+        default_factory=list, description="tenants accepted; empty accepts any"
+    )
+    repos_dir: str = Field(
+        default="", description="where bare git mirrors live (<tenant>/<repo>.git) for blobs"
+    )
+
+
+class EmbeddedSettings(BaseModel):
+    """Ports and files of ``patchstream up``."""
+
+    data_dir: str = ".patchstream"
+    host: str = "127.0.0.1"
+    kafka_port: int = 19092
+    falkordb_port: int = 6479
+    milvus_port: int = 19630
+    parse_workers: int = Field(default=1, gt=0)
+
+
 class Settings(BaseSettings):
     """All patchstream settings."""
 
@@ -92,6 +132,9 @@ class Settings(BaseSettings):
     graph: GraphSettings = Field(default_factory=GraphSettings)
     vector: VectorSettings = Field(default_factory=VectorSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

@@ -12,6 +12,7 @@ import click
 
 from patchstream import __version__
 from patchstream.errors import PatchstreamError
+from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.export import drifted_schemas, write_schemas
@@ -123,9 +124,174 @@ def schemas(out: Path, check: bool) -> None:
         click.echo(f"wrote {written}")
 
 
+@cli.command()
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the embedded services keep their data (default: settings).",
+)
+def up(data_dir: str | None) -> None:
+    """Start the embedded stack: Tansu, FalkorDB, Milvus Lite, parse workers and sinks."""
+    from patchstream.embedded.supervisor import Supervisor
+
+    configure_logging()
+    settings = get_settings()
+    if data_dir:
+        settings = settings.model_copy(
+            update={"embedded": settings.embedded.model_copy(update={"data_dir": data_dir})}
+        )
+    supervisor = Supervisor(settings)
+    try:
+        supervisor.start()
+    except BaseException:
+        supervisor.stop()
+        raise
+    click.echo("patchstream is up:")
+    for line in supervisor.describe():
+        click.echo(f"  {line}")
+    click.echo("Index a repository:  patchstream index PATH --repo NAME   (Ctrl-C stops all)")
+    supervisor.run_forever()
+    click.echo("patchstream stopped")
+
+
+@cli.command()
+def worker() -> None:
+    """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
+    from patchstream.streams.faust_app import create_app
+
+    configure_logging()
+    app = create_app(get_settings())
+    sys.argv = ["patchstream-parse", "worker", "--loglevel", "warn"]
+    app.main()
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["graph", "vector"]))
+def sink(kind: str) -> None:
+    """Run the graph or the vector sink consumer."""
+    import asyncio
+    import signal
+
+    from patchstream.consumers.runner import SinkRunner
+    from patchstream.consumers.sinks import GraphSink, VectorSink
+    from patchstream.stores.factory import open_graph_store, open_vector_store
+
+    configure_logging()
+    settings = get_settings()
+    apply: Any = (
+        GraphSink(open_graph_store(settings))
+        if kind == "graph"
+        else VectorSink(open_vector_store(settings))
+    )
+    runner = SinkRunner(kind, settings, apply)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await runner.run(stop)
+
+    asyncio.run(run())
+
+
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
+@click.option("--repo", default=None, help="Repository name (default: the directory's name).")
+@click.option("--tenant", default="default", show_default=True)
+@click.option("--ref", default="main", show_default=True, help="Branch.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=3600.0,
+    show_default=True,
+    help="Seconds to wait for both tiers.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def index(
+    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, as_json: bool
+) -> None:
+    """Index a directory and wait until the graph and the vectors have applied it."""
+    import asyncio
+
+    from patchstream.indexing.run import index_directory
+
+    configure_logging("WARNING" if as_json else None)
+    root = path.resolve()
+    summary = asyncio.run(
+        index_directory(
+            get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
+            timeout_s=timeout_s, progress=not as_json,
+        )
+    )  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(summary.as_dict()))
+    else:
+        click.echo(
+            f"indexed {summary.repo}@{summary.ref} for tenant {summary.tenant}: "
+            f"files={summary.files_scanned} published={summary.published} "
+            f"unchanged={summary.unchanged} deleted={summary.deleted} "
+            f"symbols={summary.symbols} edges={summary.edges} references={summary.references} "
+            f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
+            f"seconds={summary.seconds}"
+        )
+    if not summary.complete:
+        click.echo(
+            f"timed out: graph applied {summary.graph_applied}, vectors applied "
+            f"{summary.vectors_applied} of {summary.published}", err=True,
+        )  # fmt: skip
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--repo", required=True)
+@click.option("--path", "file_path", required=True, help="Path inside the repository.")
+@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the content from stdin.")
+@click.option("--delete", "is_delete", is_flag=True, help="Publish a delete.")
+@click.option("--tenant", default="default", show_default=True)
+@click.option("--ref", default="main", show_default=True)
+@click.option("--session", default=None, help="Agent session id.")
+@click.option("--actor", default=None)
+def emit(
+    repo: str, file_path: str, source: Path | None, from_stdin: bool, is_delete: bool,
+    tenant: str, ref: str, session: str | None, actor: str | None,
+) -> None:  # fmt: skip
+    """Publish one agent write (or delete) as a patch event."""
+    import asyncio
+
+    from patchstream.schemas.events import PatchEvent
+    from patchstream.streams.producer import EventPublisher
+
+    if sum([source is not None, from_stdin, is_delete]) != 1:
+        raise click.UsageError("give exactly one of --file, --stdin or --delete")
+    content = None
+    if source is not None:
+        content = source.read_bytes().decode("utf-8", errors="replace")
+    elif from_stdin:
+        content = sys.stdin.read()
+    event = PatchEvent(
+        tenant=tenant, repo=repo, ref=ref, path=file_path,
+        op="delete" if is_delete else "upsert", content=content, version=time.time_ns(),
+        source="cli", actor=actor, session_id=session,
+    )  # fmt: skip
+
+    async def send() -> None:
+        async with EventPublisher(get_settings().kafka) as publisher:
+            await publisher.publish([event])
+
+    asyncio.run(send())
+    click.echo(json.dumps({"event_id": event.event_id, "key": event.key, "version": event.version}))
+
+
 def main() -> None:
     try:
         cli(standalone_mode=True)
     except PatchstreamError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

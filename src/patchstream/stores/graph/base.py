@@ -130,6 +130,14 @@ class GraphStore(abc.ABC):
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...
 
     @abc.abstractmethod
+    def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
+        """Files of a branch whose applied version (upsert or delete) is >= ``min_version``."""
+
+    @abc.abstractmethod
+    def file_hashes(self, tenant: str, repo: str, ref: str) -> dict[str, str]:
+        """Path -> content hash of every live file of a branch (for reconcile scans)."""
+
+    @abc.abstractmethod
     def snapshot(self, tenant: str) -> GraphSnapshot:
         """Every symbol and edge of a tenant (tests and consistency checks)."""
 

@@ -468,6 +468,42 @@ class CypherGraphStore(GraphStore):
         files, version, applied = rows[0]
         return RepoVersion(int(files), int(version), _from_epoch(applied))
 
+    def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
+        if not tenant:
+            return 0
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence {scope: $scope}) WHERE f.version >= $v RETURN count(f)",
+            {"scope": scope_of(tenant, repo, ref), "v": min_version},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def scope_counts(self, tenant: str, repo: str, ref: str) -> tuple[int, int, int]:
+        """(symbols, edges between symbols, references out of files) of one branch."""
+        if not tenant:
+            return (0, 0, 0)
+        params = {"scope": scope_of(tenant, repo, ref)}
+        counts = []
+        for query in (
+            "MATCH (s:Symbol {scope: $scope}) RETURN count(s)",
+            "MATCH (s:Symbol {scope: $scope})-[r]->(:Symbol) RETURN count(r)",
+            "MATCH (s:Symbol {scope: $scope})-[r:REFERS]->(:Want) "
+            "RETURN count(DISTINCT s.uid + '|' + r.type + '|' + r.dst)",
+        ):
+            rows = self._read(tenant, query, params)
+            counts.append(int(rows[0][0]) if rows else 0)
+        return (counts[0], counts[1], counts[2])
+
+    def file_hashes(self, tenant: str, repo: str, ref: str) -> dict[str, str]:
+        if not tenant:
+            return {}
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence {scope: $scope}) WHERE f.deleted = false RETURN f.path, f.content_hash",
+            {"scope": scope_of(tenant, repo, ref)},
+        )
+        return {path: content_hash or "" for path, content_hash in rows}
+
     def snapshot(self, tenant: str) -> GraphSnapshot:
         snap = GraphSnapshot()
         if not tenant:

@@ -101,6 +101,7 @@ class MilvusVectorStore:
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
         self.chunks = f"{collection_prefix}chunks_{slug}"
         self.files = f"{collection_prefix}files_{slug}"
+        self._last_embedded: set[str] = set()
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -152,6 +153,10 @@ class MilvusVectorStore:
         schema.add_field("version", DataType.INT64)
         schema.add_field("deleted", DataType.BOOL)
         schema.add_field("applied_at", DataType.DOUBLE)
+        schema.add_field("path", DataType.VARCHAR, max_length=2048)
+        schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
+        schema.add_field("chunks_embedded", DataType.INT64)
+        schema.add_field("chunks_reused", DataType.INT64)
         # Milvus needs a vector field in every collection; this one is never searched.
         schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
         index = self.client.prepare_index_params()
@@ -203,7 +208,16 @@ class MilvusVectorStore:
             for pk, (chunk, fp) in sorted(wanted.items()):
                 if held.fps.get(pk) != fp:
                     to_write.append((delta, chunk, pk, fp))
+        before_embedded = stats.chunks_embedded
         vectors = self._vectors(tenant, {c.content_hash: c.text for _, c, _, _ in to_write}, stats)
+        embedded_hashes = self._last_embedded if stats.chunks_embedded > before_embedded else set()
+        per_file: dict[str, tuple[int, int]] = {}
+        credited: set[str] = set()
+        for delta in fresh:
+            hashes = {c.content_hash for d, c, _, _ in to_write if d is delta}
+            new = (hashes & embedded_hashes) - credited
+            credited |= new
+            per_file[_file_uid(delta)] = (len(new), len(hashes) - len(new))
         rows: dict[str, dict[str, Any]] = {}
         for delta, chunk, pk, fp in to_write:
             rows[pk] = _row(delta, chunk, pk, fp, vectors[chunk.content_hash])
@@ -224,6 +238,10 @@ class MilvusVectorStore:
                     "version": d.version,
                     "deleted": d.op == "delete",
                     "applied_at": now,
+                    "path": d.path,
+                    "content_hash": d.content_hash or "",
+                    "chunks_embedded": per_file[_file_uid(d)][0],
+                    "chunks_reused": per_file[_file_uid(d)][1],
                     "unused": [0.0, 0.0],
                 }
                 for d in fresh
@@ -270,6 +288,7 @@ class MilvusVectorStore:
             ):
                 vectors.setdefault(row["content_hash"], [float(v) for v in row["dense"]])
         missing = [h for h in hashes if h not in vectors]
+        self._last_embedded = set(missing)
         stats.chunks_reused += len(hashes) - len(missing)
         if missing:
             started = time.perf_counter()
@@ -278,6 +297,49 @@ class MilvusVectorStore:
             stats.chunks_embedded += len(missing)
             vectors.update(zip(missing, embedded, strict=True))
         return vectors
+
+    def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
+        """Files of a branch whose applied version is >= ``min_version``."""
+        if not tenant:
+            return 0
+        scope = scope_of(tenant, repo, ref)
+        rows = self.client.query(
+            self.files,
+            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} "
+            f"and version >= {int(min_version)}",
+            output_fields=["count(*)"],
+        )
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def embed_counts(self, tenant: str, repo: str, ref: str, min_version: int) -> tuple[int, int]:
+        """(chunks embedded, chunks reused) by the files applied at ``min_version`` or later."""
+        if not tenant:
+            return (0, 0)
+        scope = scope_of(tenant, repo, ref)
+        rows = self.client.query(
+            self.files,
+            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} "
+            f"and version >= {int(min_version)}",
+            output_fields=["chunks_embedded", "chunks_reused"],
+            limit=_QUERY_LIMIT,
+        )
+        return (
+            sum(int(r["chunks_embedded"]) for r in rows),
+            sum(int(r["chunks_reused"]) for r in rows),
+        )
+
+    def file_hashes(self, tenant: str, repo: str, ref: str) -> dict[str, str]:
+        """Path -> content hash of every live file of a branch (for reconcile scans)."""
+        if not tenant:
+            return {}
+        scope = scope_of(tenant, repo, ref)
+        rows = self.client.query(
+            self.files,
+            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} and deleted == false",
+            output_fields=["path", "content_hash"],
+            limit=_QUERY_LIMIT,
+        )
+        return {row["path"]: row["content_hash"] for row in rows}
 
     def delete_ref(self, tenant: str, repo: str, ref: str) -> None:
         if not tenant:

@@ -1,0 +1,1 @@
+"""Sink consumers: each its own consumer group on ``file-deltas``."""

@@ -1,0 +1,198 @@
+"""A sink consumer: batch, apply with retries, commit only after the store has written.
+
+- Malformed deltas go to the DLQ at once, with the reason.
+- A store that is unreachable is retried with capped exponential backoff for as long as it
+  takes: nothing can succeed, and skipping would lose data.
+- A store that refuses one message is retried ``max_retries`` times, then the message goes
+  to the DLQ and the partition moves on.
+- Offsets are committed after the batch is written (or dead-lettered), never before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+
+from patchstream.errors import ContractError
+from patchstream.schemas.state import FileDelta
+from patchstream.settings import Settings
+from patchstream.streams.codec import dead_letter, decode_delta
+from patchstream.streams.topics import Topics
+
+log = logging.getLogger("patchstream.sink")
+
+ApplyBatch = Callable[[Sequence[FileDelta]], None]
+_MAX_BACKOFF_S = 30.0
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether an error means the store cannot be reached (as opposed to refusing a message)."""
+    current: BaseException | None = exc
+    while current is not None:
+        name = type(current).__name__
+        if isinstance(current, (ConnectionError, TimeoutError)) or name in (
+            "ConnectionError",
+            "TimeoutError",
+            "BusyLoadingError",
+            "MilvusUnavailableException",
+        ):
+            return True
+        if "UNAVAILABLE" in str(current) or "Connection refused" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+@dataclass
+class SinkStats:
+    applied: int = 0
+    dead_lettered: int = 0
+    batches: int = 0
+    retries: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class SinkRunner:
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        apply_batch: ApplyBatch,
+        sleep: Callable[[float], object] = asyncio.sleep,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.apply_batch = apply_batch
+        self.topics = Topics.from_settings(settings.kafka)
+        self.group_id = f"{settings.kafka.topic_prefix}{name}-sink"
+        self.stats = SinkStats()
+        self._sleep = sleep
+
+    async def run(self, stop: asyncio.Event) -> None:
+        kafka = self.settings.kafka
+        consumer = AIOKafkaConsumer(
+            self.topics.file_deltas,
+            bootstrap_servers=kafka.bootstrap,
+            group_id=self.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=kafka.max_message_bytes,
+            fetch_max_bytes=kafka.max_message_bytes * 2,
+        )
+        producer = AIOKafkaProducer(
+            bootstrap_servers=kafka.bootstrap,
+            acks="all" if kafka.acks == "all" else int(kafka.acks),
+            enable_idempotence=kafka.enable_idempotence,
+            max_request_size=kafka.max_message_bytes,
+        )
+        await producer.start()
+        await consumer.start()
+        log.info("event=sink_started sink=%s group=%s", self.name, self.group_id)
+        try:
+            while not stop.is_set():
+                batches = await consumer.getmany(
+                    timeout_ms=self.settings.pipeline.sink_batch_wait_ms or 100,
+                    max_records=self.settings.pipeline.sink_batch_size,
+                )
+                records = [r for partition in batches.values() for r in partition]
+                if not records:
+                    continue
+                await self.process(records, producer, stop)
+                await consumer.commit(
+                    {
+                        TopicPartition(tp.topic, tp.partition): msgs[-1].offset + 1
+                        for tp, msgs in batches.items()
+                        if msgs
+                    }
+                )
+        finally:
+            await consumer.stop()
+            await producer.stop()
+            log.info("event=sink_stopped sink=%s applied=%d", self.name, self.stats.applied)
+
+    async def process(
+        self, records: list[ConsumerRecord], producer: AIOKafkaProducer, stop: asyncio.Event
+    ) -> None:
+        good: list[tuple[ConsumerRecord, FileDelta]] = []
+        for record in records:
+            try:
+                good.append((record, decode_delta(record.value)))
+            except ContractError as exc:
+                await self._dead_letter(producer, record, str(exc), attempts=1)
+        if not good:
+            return
+        self.stats.batches += 1
+        if await self._apply([d for _, d in good], stop):
+            self.stats.applied += len(good)
+            return
+        # The batch keeps failing: find the messages that cannot be written, one by one.
+        for record, delta in good:
+            if await self._apply([delta], stop):
+                self.stats.applied += 1
+            else:
+                await self._dead_letter(
+                    producer,
+                    record,
+                    self.stats.errors[-1] if self.stats.errors else "store error",
+                    attempts=self.settings.pipeline.max_retries + 1,
+                )
+
+    async def _apply(self, deltas: list[FileDelta], stop: asyncio.Event) -> bool:
+        pipeline = self.settings.pipeline
+        attempt = 0
+        while True:
+            try:
+                await asyncio.to_thread(self.apply_batch, deltas)
+                return True
+            except Exception as exc:
+                message = f"{type(exc).__name__}: {exc}"
+                self.stats.errors.append(message[:500])
+                unavailable = is_unavailable(exc)
+                if not unavailable and attempt >= pipeline.max_retries:
+                    log.error(
+                        "event=apply_failed sink=%s deltas=%d error=%r",
+                        self.name,
+                        len(deltas),
+                        message,
+                    )
+                    return False
+                if stop.is_set() and unavailable:
+                    raise  # shutting down with the store gone: do not commit, redeliver later
+                delay = min(_MAX_BACKOFF_S, pipeline.retry_backoff_s * (2**attempt))
+                log.warning(
+                    "event=apply_retry sink=%s attempt=%d unavailable=%s delay=%.2f error=%r",
+                    self.name,
+                    attempt + 1,
+                    unavailable,
+                    delay,
+                    message,
+                )
+                self.stats.retries += 1
+                attempt += 1
+                await self._sleep(delay)  # type: ignore[misc]
+
+    async def _dead_letter(
+        self, producer: AIOKafkaProducer, record: ConsumerRecord, reason: str, attempts: int
+    ) -> None:
+        self.stats.dead_lettered += 1
+        log.warning(
+            "event=dead_letter sink=%s reason=%r offset=%s", self.name, reason, record.offset
+        )
+        await producer.send_and_wait(
+            self.topics.dlq,
+            key=record.key,
+            value=dead_letter(
+                stage=f"{self.name}-sink",
+                reason=reason,
+                value=record.value,
+                key=record.key,
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+                attempts=attempts,
+            ),
+        )

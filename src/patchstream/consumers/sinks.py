@@ -1,0 +1,34 @@
+"""The two sinks: what each does with a batch of deltas."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from patchstream.schemas.state import FileDelta
+from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.vector.milvus import MilvusVectorStore, VectorApplyStats
+
+
+class GraphSink:
+    """One atomic write per file, in the order the partition delivered them."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+
+    def __call__(self, deltas: Sequence[FileDelta]) -> None:
+        for delta in deltas:
+            self.store.apply(delta)
+
+
+class VectorSink:
+    """One embed call, one upsert and one flush per batch."""
+
+    def __init__(self, store: MilvusVectorStore) -> None:
+        self.store = store
+        self.totals = VectorApplyStats()
+
+    def __call__(self, deltas: Sequence[FileDelta]) -> None:
+        stats = self.store.apply(deltas)
+        self.totals.files_applied += stats.files_applied
+        self.totals.chunks_embedded += stats.chunks_embedded
+        self.totals.chunks_reused += stats.chunks_reused

@@ -1,0 +1,178 @@
+"""``patchstream up``: start the embedded stack as supervised child processes.
+
+Order: Tansu, FalkorDB, Milvus Lite (each waited for), topics, then the parse workers and
+the two sinks. A crashed child is restarted with backoff; Ctrl-C or SIGTERM stops every
+child in reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchstream.embedded.services import (
+    Service,
+    start_falkordb,
+    start_milvus_lite,
+    start_tansu,
+)
+from patchstream.settings import Settings
+from patchstream.streams.topics import ensure_topics
+
+log = logging.getLogger("patchstream.up")
+_MAX_BACKOFF_S = 30.0
+
+
+def child_environment(settings: Settings) -> dict[str, str]:
+    """Settings every child needs to find the embedded services."""
+    embedded = settings.embedded
+    host = embedded.host
+    return {
+        "PATCHSTREAM_KAFKA__BOOTSTRAP": f"{host}:{embedded.kafka_port}",
+        "PATCHSTREAM_GRAPH__FALKORDB_HOST": host,
+        "PATCHSTREAM_GRAPH__FALKORDB_PORT": str(embedded.falkordb_port),
+        "PATCHSTREAM_VECTOR__MILVUS_URI": f"http://{host}:{embedded.milvus_port}",
+    }
+
+
+@dataclass
+class Worker:
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+
+    def start(self, env: dict[str, str]) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log_file:
+            self.process = subprocess.Popen(
+                self.argv, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.process is None or not self.alive():
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+
+
+class Supervisor:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.data_dir = Path(settings.embedded.data_dir).resolve()
+        self.services: list[Service] = []
+        self.workers: list[Worker] = []
+        self.stopping = False
+
+    def start_services(self) -> None:
+        embedded = self.settings.embedded
+        host = embedded.host
+        self.services.append(start_tansu(self.data_dir / "tansu", embedded.kafka_port, host))
+        self.services.append(
+            start_falkordb(self.data_dir / "falkordb", embedded.falkordb_port, host)
+        )
+        self.services.append(
+            start_milvus_lite(self.data_dir / "milvus", embedded.milvus_port, host)
+        )
+
+    def worker_specs(self) -> list[Worker]:
+        python = sys.executable
+        logs = self.data_dir / "logs"
+        specs = [
+            Worker(f"parse-{i}", [python, "-m", "patchstream.cli.main", "worker"],
+                   logs / f"parse-{i}.log")
+            for i in range(self.settings.embedded.parse_workers)
+        ]  # fmt: skip
+        for sink in ("graph", "vector"):
+            specs.append(
+                Worker(f"{sink}-sink", [python, "-m", "patchstream.cli.main", "sink", sink],
+                       logs / f"{sink}-sink.log")
+            )  # fmt: skip
+        return specs
+
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, **child_environment(self.settings)}
+
+    def start(self) -> None:
+        self.start_services()
+        env = self.environment()
+        os.environ.update(child_environment(self.settings))
+        self.settings = Settings()  # re-read with the embedded addresses
+        asyncio.run(ensure_topics(self.settings.kafka))
+        self.workers = self.worker_specs()
+        for worker in self.workers:
+            worker.start(env)
+
+    def describe(self) -> list[str]:
+        lines = [f"{s.name:<12} listening on {s.url}  (log {s.log_path})" for s in self.services]
+        lines += [f"{w.name:<12} running, pid {w.process.pid if w.process else '-'}  "
+                  f"(log {w.log_path})" for w in self.workers]  # fmt: skip
+        return lines
+
+    def check(self) -> None:
+        """Restart whatever died, with exponential backoff per child."""
+        now = time.monotonic()
+        for index, service in enumerate(self.services):
+            if not service.alive():
+                log.warning(
+                    "event=service_died service=%s code=%s",
+                    service.name,
+                    service.process.returncode,
+                )
+                restart = {"tansu": start_tansu, "falkordb": start_falkordb,
+                           "milvus": start_milvus_lite}[service.name]  # fmt: skip
+                self.services[index] = restart(service.log_path.parent, service.port, service.host)
+        env = self.environment()
+        for worker in self.workers:
+            if worker.alive() or now < worker.next_start:
+                continue
+            code = worker.process.returncode if worker.process else None
+            delay = min(_MAX_BACKOFF_S, 2.0**worker.restarts)
+            if worker.next_start == 0.0 or now >= worker.next_start:
+                log.warning(
+                    "event=worker_restart worker=%s code=%s restarts=%d",
+                    worker.name,
+                    code,
+                    worker.restarts,
+                )
+                worker.start(env)
+                worker.restarts += 1
+                worker.next_start = now + delay
+
+    def stop(self) -> None:
+        self.stopping = True
+        for worker in reversed(self.workers):
+            worker.stop()
+        for service in reversed(self.services):
+            service.stop()
+
+    def run_forever(self, poll_s: float = 1.0) -> None:
+        def on_signal(signum: int, _frame: object) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, on_signal)
+        try:
+            while True:
+                time.sleep(poll_s)
+                self.check()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()

@@ -1,0 +1,1 @@
+"""Snapshot indexing of a directory: scan, publish, wait until both tiers applied."""

@@ -1,0 +1,45 @@
+"""Open the configured stores."""
+
+from __future__ import annotations
+
+from patchstream.embedders.factory import create_embedder
+from patchstream.settings import Settings
+from patchstream.stores.graph.cypher import CypherGraphStore
+from patchstream.stores.vector.milvus import MilvusVectorStore
+
+
+def open_graph_store(settings: Settings) -> CypherGraphStore:
+    graph = settings.graph
+    if graph.backend == "memgraph":
+        from patchstream.stores.graph.memgraph import MemgraphGraphStore
+
+        store: CypherGraphStore = MemgraphGraphStore(
+            host=graph.memgraph_host,
+            port=graph.memgraph_port,
+            username=graph.memgraph_username,
+            password=graph.memgraph_password.get_secret_value(),
+        )
+    else:
+        from patchstream.stores.graph.falkordb import FalkorGraphStore
+
+        password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
+        store = FalkorGraphStore(
+            host=graph.falkordb_host,
+            port=graph.falkordb_port,
+            password=password,
+            graph_prefix=graph.graph_prefix,
+        )
+    store.ensure_schema()
+    return store
+
+
+def open_vector_store(settings: Settings) -> MilvusVectorStore:
+    vector = settings.vector
+    store = MilvusVectorStore(
+        vector.milvus_uri,
+        create_embedder(settings.embedding_settings()),
+        collection_prefix=vector.collection_prefix,
+        token=vector.milvus_token.get_secret_value() if vector.milvus_token else None,
+    )
+    store.ensure_schema()
+    return store

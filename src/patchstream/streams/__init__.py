@@ -1,0 +1,1 @@
+"""Kafka topics, codecs and the Faust parse stage."""

@@ -1,0 +1,93 @@
+"""The parse stage's logic, free of Kafka: one patch event + the file's previous state ->
+deltas to publish, follow-up events and the file's new state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from patchstream.errors import ContractError
+from patchstream.parsing.delta import delete_delta, diff_states
+from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.parsing.hashing import hash_bytes
+from patchstream.schemas.events import PatchEvent, file_key
+from patchstream.schemas.state import FileDelta, FileState
+from patchstream.streams.blobs import BlobReader
+
+
+@dataclass
+class ParseOutput:
+    """``state`` is what the table keeps for the file afterwards (None: forget it)."""
+
+    deltas: list[FileDelta] = field(default_factory=list)
+    events: list[PatchEvent] = field(default_factory=list)
+    state: FileState | None = None
+    stale: bool = False
+
+
+class ParseStage:
+    def __init__(self, builder: FileStateBuilder, blobs: BlobReader) -> None:
+        self.builder = builder
+        self.blobs = blobs
+
+    def content_of(self, event: PatchEvent) -> bytes:
+        if event.content is not None:
+            data = event.content.encode("utf-8")
+        elif event.blob is not None:
+            data = self.blobs.read(event.tenant, event.repo, event.blob.sha)
+        else:
+            raise ContractError(f"op={event.op} event carries no content")
+        if event.content_hash is not None and event.content_hash != hash_bytes(data):
+            raise ContractError(
+                f"content_hash {event.content_hash} does not match the content "
+                f"(xxh3-128 {hash_bytes(data)})"
+            )
+        return data
+
+    def handle(self, event: PatchEvent, previous: FileState | None) -> ParseOutput:
+        if previous is not None and event.version <= previous.version:
+            return ParseOutput(state=previous, stale=True)
+        if event.op == "delete":
+            self.builder.parser.forget(event.key)
+            delta = delete_delta(
+                previous,
+                tenant=event.tenant,
+                repo=event.repo,
+                ref=event.ref,
+                path=event.path,
+                version=event.version,
+                workspace=event.workspace,
+                event=event,
+            )
+            return ParseOutput(deltas=[delta], state=None)
+        data = self.content_of(event)
+        target = FileRef(
+            tenant=event.tenant,
+            repo=event.repo,
+            ref=event.ref,
+            path=event.path,
+            version=event.version,
+            workspace=event.workspace,
+        )
+        state = self.builder.build(target, data, previous, event.edit)
+        output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state)
+        if event.op == "rename" and event.old_path is not None:
+            # The old path lives on its own partition (and table shard): send it a delete.
+            output.events.append(
+                event.model_copy(
+                    update={
+                        "event_id": f"{event.event_id}:from",
+                        "op": "delete",
+                        "path": event.old_path,
+                        "old_path": None,
+                        "content": None,
+                        "blob": None,
+                        "content_hash": None,
+                        "edit": None,
+                    }
+                )
+            )
+        return output
+
+
+def key_of(tenant: str, repo: str, ref: str, path: str, workspace: str | None) -> bytes:
+    return file_key(tenant, repo, ref, path, workspace).encode("utf-8")

@@ -1,0 +1,55 @@
+"""Publishing patch events: keyed by file, ``acks=all``, awaited until the broker has them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+
+from aiokafka import AIOKafkaProducer
+
+from patchstream.schemas.events import PatchEvent
+from patchstream.settings import KafkaSettings
+from patchstream.streams.codec import encode
+from patchstream.streams.topics import Topics, ensure_topics
+
+
+class EventPublisher:
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self.kafka = kafka
+        self.topics = Topics.from_settings(kafka)
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=kafka.bootstrap,
+            acks="all" if kafka.acks == "all" else int(kafka.acks),
+            enable_idempotence=kafka.enable_idempotence,
+            max_request_size=kafka.max_message_bytes,
+            linger_ms=5,
+        )
+
+    async def __aenter__(self) -> EventPublisher:
+        await ensure_topics(self.kafka)
+        await self.producer.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.producer.stop()
+
+    async def publish(self, events: Iterable[PatchEvent]) -> int:
+        """Send every event and wait until the broker acknowledged all of them."""
+        futures = [
+            await self.producer.send(
+                self.topics.patch_events, key=event.key.encode(), value=encode(event)
+            )
+            for event in events
+        ]
+        for future in futures:
+            await future
+        return len(futures)
+
+    async def publish_raw(self, key: bytes | None, value: bytes) -> None:
+        """Send bytes as they are (tests use it to feed malformed events)."""
+        await self.producer.send_and_wait(self.topics.patch_events, key=key, value=value)
