@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install run test lint typecheck unit schemas bench bench-parse bench-sinks clean
+.PHONY: install run parse test lint typecheck unit schemas bench bench-parse bench-sinks clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## run: parse a file of this repository and print its symbols and edges
+## run: start the embedded stack, index this repository (or REPO_DIR=...) and show queries
 run: install
+	bash scripts/run.sh
+
+## parse: print the symbols, edges and chunks of one file (RUN_FILE=...)
+parse: install
 	$(VENV)/bin/patchstream parse $(RUN_FILE) --repo patchstream
 
 ## test: lint, type-check, schema drift and the whole test suite

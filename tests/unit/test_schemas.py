@@ -81,6 +81,7 @@ def test_unsafe_paths_are_rejected(path: str) -> None:
         {"op": "upsert", "content": None},
         {"op": "delete"},
         {"op": "rename", "content": None},
+        {"op": "rename", "old_path": "src/old.py", "content": None},
         {"op": "rename", "old_path": "src/app.py"},
         {"old_path": "src/old.py"},
         {"blob": {"sha": "a" * 40}},
@@ -98,7 +99,7 @@ def test_invalid_events_are_rejected(overrides: dict[str, object]) -> None:
 
 def test_valid_variants() -> None:
     assert _event(op="delete", content=None).op == "delete"
-    renamed = _event(op="rename", old_path="src/old.py", content=None)
+    renamed = _event(op="rename", old_path="src/old.py")
     assert renamed.old_path == "src/old.py"
     blob = _event(content=None, blob={"sha": "b" * 40})
     assert blob.blob is not None and blob.blob.sha == "b" * 40

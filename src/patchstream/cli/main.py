@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from patchstream import __version__
+from patchstream.cli.query import query
 from patchstream.errors import PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -156,6 +157,29 @@ def up(data_dir: str | None) -> None:
 
 
 @cli.command()
+@click.option("--quiet", is_flag=True, help="Print nothing; exit 0 only if everything answers.")
+def status(quiet: bool) -> None:
+    """Whether the services of the configured stack answer on their ports."""
+    from patchstream.embedded.services import port_is_open
+
+    settings = get_settings()
+    milvus = settings.vector.milvus_uri.split("://", 1)[-1]
+    targets = {
+        "kafka": settings.kafka.bootstrap,
+        "falkordb": f"{settings.graph.falkordb_host}:{settings.graph.falkordb_port}",
+        "milvus": milvus,
+    }
+    healthy = True
+    for name, address in targets.items():
+        host, _, port = address.rpartition(":")
+        up_now = port_is_open(host, int(port))
+        healthy &= up_now
+        if not quiet:
+            click.echo(f"{name:<9} {address:<22} {'up' if up_now else 'DOWN'}")
+    sys.exit(0 if healthy else 1)
+
+
+@cli.command()
 def worker() -> None:
     """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
     from patchstream.streams.faust_app import create_app
@@ -283,6 +307,9 @@ def emit(
 
     asyncio.run(send())
     click.echo(json.dumps({"event_id": event.event_id, "key": event.key, "version": event.version}))
+
+
+cli.add_command(query)
 
 
 def main() -> None:

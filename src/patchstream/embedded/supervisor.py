@@ -8,6 +8,7 @@ child in reverse order.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -16,6 +17,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import SecretStr
 
 from patchstream.embedded.services import (
     Service,
@@ -30,16 +33,40 @@ log = logging.getLogger("patchstream.up")
 _MAX_BACKOFF_S = 30.0
 
 
-def child_environment(settings: Settings) -> dict[str, str]:
-    """Settings every child needs to find the embedded services."""
+def with_embedded_addresses(settings: Settings) -> Settings:
+    """The settings clients need to reach the embedded services."""
     embedded = settings.embedded
     host = embedded.host
-    return {
-        "PATCHSTREAM_KAFKA__BOOTSTRAP": f"{host}:{embedded.kafka_port}",
-        "PATCHSTREAM_GRAPH__FALKORDB_HOST": host,
-        "PATCHSTREAM_GRAPH__FALKORDB_PORT": str(embedded.falkordb_port),
-        "PATCHSTREAM_VECTOR__MILVUS_URI": f"http://{host}:{embedded.milvus_port}",
-    }
+    return settings.model_copy(
+        update={
+            "kafka": settings.kafka.model_copy(
+                update={"bootstrap": f"{host}:{embedded.kafka_port}"}
+            ),
+            "graph": settings.graph.model_copy(
+                update={"falkordb_host": host, "falkordb_port": embedded.falkordb_port}
+            ),
+            "vector": settings.vector.model_copy(
+                update={"milvus_uri": f"http://{host}:{embedded.milvus_port}"}
+            ),
+        }
+    )
+
+
+def settings_environment(settings: Settings) -> dict[str, str]:
+    """Every section as ``PATCHSTREAM_<SECTION>`` JSON, secrets included, for child processes."""
+
+    def reveal(value: object) -> object:
+        if isinstance(value, SecretStr):
+            return value.get_secret_value()
+        raise TypeError(f"cannot serialize {type(value).__name__}")
+
+    env = {}
+    for name, value in settings.model_dump().items():
+        if value is None:
+            continue
+        key = f"PATCHSTREAM_{name.upper()}"
+        env[key] = value if isinstance(value, str) else json.dumps(value, default=reveal)
+    return env
 
 
 @dataclass
@@ -108,13 +135,13 @@ class Supervisor:
         return specs
 
     def environment(self) -> dict[str, str]:
-        return {**os.environ, **child_environment(self.settings)}
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+        return {**inherited, **settings_environment(self.settings)}
 
     def start(self) -> None:
+        self.settings = with_embedded_addresses(self.settings)
         self.start_services()
         env = self.environment()
-        os.environ.update(child_environment(self.settings))
-        self.settings = Settings()  # re-read with the embedded addresses
         asyncio.run(ensure_topics(self.settings.kafka))
         self.workers = self.worker_specs()
         for worker in self.workers:

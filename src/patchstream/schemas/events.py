@@ -94,8 +94,10 @@ class PatchEvent(BaseModel):
         has_content = self.content is not None or self.blob is not None
         if self.content is not None and self.blob is not None:
             raise ValueError("send either inline content or a blob reference, not both")
-        if self.op == "upsert" and not has_content:
-            raise ValueError("op=upsert needs content or blob")
+        if self.op in ("upsert", "rename") and not has_content:
+            # A rename carries the new content: the old path's state lives on another
+            # partition, so the parse stage cannot borrow it.
+            raise ValueError(f"op={self.op} needs content or blob")
         if self.op == "delete" and has_content:
             raise ValueError("op=delete carries no content")
         if self.op == "rename":

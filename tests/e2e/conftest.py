@@ -1,0 +1,84 @@
+"""The whole embedded stack, as ``patchstream up`` runs it: Tansu, FalkorDB, Milvus Lite, a
+Faust parse worker and both sinks as child processes, on free ports, in a temporary dir."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.settings import (
+    EmbeddedSettings,
+    KafkaSettings,
+    PipelineSettings,
+    Settings,
+)
+
+ALLOWED_TENANTS = ["default", "acme", "rebuild"]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    settings = Settings(
+        embedded=EmbeddedSettings(
+            data_dir=str(tmp_path_factory.mktemp("stack")),
+            kafka_port=free_port(),
+            falkordb_port=free_port(),
+            milvus_port=free_port(),
+        ),
+        kafka=KafkaSettings(topic_prefix=f"e2e{uuid.uuid4().hex[:6]}.", partitions=4),
+        pipeline=PipelineSettings(
+            allowed_tenants=ALLOWED_TENANTS, sink_batch_wait_ms=50, retry_backoff_s=0.1
+        ),
+    )
+    supervisor = Supervisor(settings)
+    try:
+        supervisor.start()
+        yield supervisor
+    finally:
+        supervisor.stop()
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 120.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    import subprocess
+
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for rel, text in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (root / ".gitignore").write_text("ignored/\n")
+    (root / "ignored").mkdir(exist_ok=True)
+    (root / "ignored" / "skip.py").write_text("def never_indexed():\n    pass\n")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "init",
+        ],
+        check=True,
+    )
+    return root

@@ -1,0 +1,230 @@
+"""End to end over the real broker and stores: index, edit, rename, delete, crash, DLQ."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer
+
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.indexing.run import index_directory
+from patchstream.schemas.events import PatchEvent
+from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.streams.producer import EventPublisher
+from patchstream.streams.topics import Topics
+from tests.e2e.conftest import make_repo, wait_for
+
+UTIL = (
+    "def helper(x):\n    return x + 1\n\n\nclass Base:\n    def run(self):\n"
+    "        return helper(1)\n"
+)
+APP = (
+    "from pkg.util import helper, Base\n\n\ndef main():\n    return helper(2)\n\n\n"
+    "class Job(Base):\n    def run(self):\n        return main()\n"
+)
+JOBS = "from pkg.app import main\n\n\ndef schedule():\n    return main()\n"
+
+
+def _publish(stack: Supervisor, events: list[PatchEvent]) -> None:
+    async def send() -> None:
+        async with EventPublisher(stack.settings.kafka) as publisher:
+            await publisher.publish(events)
+
+    asyncio.run(send())
+
+
+def _event(tenant: str, path: str, version: int, **fields: object) -> PatchEvent:
+    base: dict[str, object] = {
+        "tenant": tenant,
+        "repo": "shop",
+        "path": path,
+        "version": version,
+        "source": "agent",
+        "op": "upsert",
+    }
+    base.update(fields)
+    return PatchEvent.model_validate(base)
+
+
+def _views(stack: Supervisor, tenant: str) -> tuple[set[str], set[str]]:
+    graph = open_graph_store(stack.settings)
+    vectors = open_vector_store(stack.settings)
+    try:
+        snap = graph.snapshot(tenant)
+        symbols = {repr(s).replace(tenant, "T") for s in snap.symbols}
+        edges = {repr(e).replace(tenant, "T") for e in snap.edges}
+        rows = {repr(r[1:]).replace(tenant, "T") for r in vectors.rows(tenant)}
+        return symbols | edges, rows
+    finally:
+        graph.close()
+        vectors.close()
+
+
+def test_index_then_agent_edits_follow(stack: Supervisor, tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "shop", {"pkg/util.py": UTIL, "pkg/app.py": APP, "README.md": "# shop\n"}
+    )
+    summary = asyncio.run(
+        index_directory(
+            stack.settings, repo, repo="shop", tenant="acme", timeout_s=180, progress=False
+        )
+    )
+    assert summary.complete and summary.files_scanned == 4  # .gitignore, README, two modules
+    assert summary.chunks_embedded > 0 and summary.symbols >= 12
+    graph = open_graph_store(stack.settings)
+    try:
+        assert graph.symbols_by_name("acme", "never_indexed") == []  # .gitignore respected
+        callers = {n.symbol.id for n in graph.callers("acme", "shop::pkg/util.py::helper", 1)}
+        assert callers == {"shop::pkg/app.py::main", "shop::pkg/util.py::Base.run"}
+        # Agent writes: edit util, rename app -> jobs/app.py, add jobs.py, delete README.
+        base = time.time_ns()
+        edited = UTIL.replace("return x + 1", "return x + 2")
+        _publish(stack, [
+            _event("acme", "pkg/util.py", base + 1, content=edited),
+            _event("acme", "pkg/core.py", base + 2, op="rename", old_path="pkg/app.py",
+                   content=APP),
+            _event("acme", "pkg/jobs.py", base + 3, content=JOBS.replace("pkg.app", "pkg.core")),
+            _event("acme", "README.md", base + 4, op="delete"),
+        ])  # fmt: skip
+        wait_for(
+            lambda: graph.count_applied("acme", "shop", "main", base + 1) == 5,
+            what="graph to apply the edits",
+        )
+        assert graph.file_symbols("acme", "shop", "main", "pkg/app.py") == []
+        assert graph.file_symbols("acme", "shop", "main", "README.md") == []
+        impact = {n.symbol.id for n in graph.impact("acme", "shop::pkg/util.py::helper", 3)}
+        assert "shop::pkg/jobs.py::schedule" in impact and "shop::pkg/core.py::main" in impact
+    finally:
+        graph.close()
+    vectors = open_vector_store(stack.settings)
+    try:
+        wait_for(
+            lambda: vectors.count_applied("acme", "shop", "main", base + 1) == 5,
+            what="vectors to apply the edits",
+        )
+        paths = {row[1].rsplit("|", 1)[1] for row in vectors.rows("acme")}
+        assert paths == {"pkg/util.py", "pkg/core.py", "pkg/jobs.py"}  # no chunks: .gitignore
+        texts = " ".join(row[-1] for row in vectors.rows("acme"))
+        assert "return x + 2" in texts and "return x + 1" not in texts
+    finally:
+        vectors.close()
+    # Re-index: the agent's files are not in the repo; the repo's are back to their state.
+    again = asyncio.run(
+        index_directory(
+            stack.settings, repo, repo="shop", tenant="acme", timeout_s=180, progress=False
+        )
+    )
+    assert again.complete and again.deleted == 2  # core.py and jobs.py
+    # util.py edited back, app.py and README.md re-created, plus the two deletes.
+    assert again.published == 5 and again.unchanged == 1
+    unchanged = asyncio.run(
+        index_directory(
+            stack.settings, repo, repo="shop", tenant="acme", timeout_s=180, progress=False
+        )
+    )
+    assert unchanged.published == 0 and unchanged.chunks_embedded == 0
+    assert unchanged.unchanged == 4
+
+
+def test_malformed_events_go_to_the_dlq_and_processing_continues(stack: Supervisor) -> None:
+    topics = Topics.from_settings(stack.settings.kafka)
+
+    async def feed() -> None:
+        async with EventPublisher(stack.settings.kafka) as publisher:
+            await publisher.publish_raw(b"k1", b"{not json")
+            await publisher.publish_raw(b"k2", json.dumps({"schema_version": 9}).encode())
+            bad_tenant = _event("mallory", "a.py", 1, content="x = 1\n").model_dump_json()
+            await publisher.publish_raw(b"k3", bad_tenant.encode())
+            bad_path = {**json.loads(_event("acme", "a.py", 1, content="x").model_dump_json()),
+                        "path": "../../etc/passwd"}  # fmt: skip
+            await publisher.publish_raw(b"k4", json.dumps(bad_path).encode())
+            await publisher.publish(
+                [_event("acme", "after/dlq.py", 7, content="def ok():\n    pass\n")]
+            )
+
+    asyncio.run(feed())
+
+    async def read_dlq() -> list[dict[str, object]]:
+        consumer = AIOKafkaConsumer(
+            topics.dlq, bootstrap_servers=stack.settings.kafka.bootstrap,
+            auto_offset_reset="earliest", enable_auto_commit=False,
+        )  # fmt: skip
+        await consumer.start()
+        found: list[dict[str, object]] = []
+        try:
+            deadline = time.monotonic() + 60
+            while len(found) < 4 and time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=500)
+                found += [json.loads(r.value) for rs in batch.values() for r in rs]
+        finally:
+            await consumer.stop()
+        return found
+
+    records = asyncio.run(read_dlq())
+    reasons = {str(r["key"]): str(r["reason"]) for r in records}
+    assert reasons["k1"].startswith("not JSON")
+    assert "schema_version 9 is not supported" in reasons["k2"]
+    assert reasons["k3"] == "unknown tenant 'mallory'"
+    assert "path" in reasons["k4"] and "'..'" in reasons["k4"]
+    assert all(r["stage"] == "parse" and r["value"] for r in records)
+    graph = open_graph_store(stack.settings)
+    try:
+        wait_for(
+            lambda: bool(graph.file_symbols("acme", "shop", "main", "after/dlq.py")),
+            what="the valid event after the bad ones",
+        )
+    finally:
+        graph.close()
+
+
+def test_crashed_worker_and_sink_recover_to_a_clean_rebuild(stack: Supervisor) -> None:
+    files = {f"mod{i}.py": f"def f{i}(x):\n    return f{(i + 1) % 40}(x)\n" for i in range(40)}
+    base = time.time_ns()
+    events = [_event("default", path, base + n, content=text)
+              for n, (path, text) in enumerate(sorted(files.items()))]  # fmt: skip
+    edits = [_event("default", path, base + 100 + n, content=text + "\n\nEXTRA = 1\n")
+             for n, (path, text) in enumerate(sorted(files.items())[:20])]  # fmt: skip
+    _publish(stack, events)
+    parse = next(w for w in stack.workers if w.name == "parse-0")
+    vector_sink = next(w for w in stack.workers if w.name == "vector-sink")
+    assert parse.process is not None and vector_sink.process is not None
+    os.kill(parse.process.pid, signal.SIGKILL)
+    os.kill(vector_sink.process.pid, signal.SIGKILL)
+    _publish(stack, edits)
+    wait_for(lambda: not parse.alive() and not vector_sink.alive(), 10, "the kill")
+    stack.check()  # the supervisor restarts both
+    assert parse.alive() and vector_sink.alive() and parse.restarts == 1
+    # The same final states, applied directly to empty stores for another tenant.
+    final = {e.path: e.content for e in events}
+    final.update({e.path: e.content for e in edits})
+    graph = open_graph_store(stack.settings)
+    vectors = open_vector_store(stack.settings)
+    try:
+        wait_for(lambda: graph.count_applied("default", "shop", "main", base) == 40
+                 and graph.count_applied("default", "shop", "main", base + 100) == 20,
+                 timeout=240, what="graph after the crash")  # fmt: skip
+        wait_for(lambda: vectors.count_applied("default", "shop", "main", base + 100) == 20
+                 and vectors.count_applied("default", "shop", "main", base) == 40,
+                 timeout=240, what="vectors after the crash")  # fmt: skip
+    finally:
+        graph.close()
+        vectors.close()
+    _publish(stack, [_event("rebuild", p, base + 500, content=c) for p, c in final.items()])
+    graph = open_graph_store(stack.settings)
+    try:
+        wait_for(lambda: graph.count_applied("rebuild", "shop", "main", base + 500) == 40,
+                 timeout=240, what="rebuild graph")  # fmt: skip
+    finally:
+        graph.close()
+    vectors = open_vector_store(stack.settings)
+    try:
+        wait_for(lambda: vectors.count_applied("rebuild", "shop", "main", base + 500) == 40,
+                 timeout=240, what="rebuild vectors")  # fmt: skip
+    finally:
+        vectors.close()
+    assert _views(stack, "default") == _views(stack, "rebuild")
