@@ -91,6 +91,11 @@ class KafkaSettings(BaseModel):
         default=False, description="Tansu has no idempotent producer; a real Kafka may enable it"
     )
     max_message_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    fetch_max_wait_ms: int = Field(
+        default=50,
+        gt=0,
+        description="Tansu answers a fetch only when this expires, so it bounds each hop's latency",
+    )
 
 
 class PipelineSettings(BaseModel):

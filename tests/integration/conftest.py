@@ -15,7 +15,13 @@ from urllib.parse import urlparse
 
 import pytest
 
-from patchstream.embedded.services import Service, free_port, start_falkordb, start_milvus_lite
+from patchstream.embedded.services import (
+    Service,
+    free_port,
+    start_falkordb,
+    start_milvus_lite,
+    start_tansu,
+)
 from patchstream.embedders.hashing import HashingEmbedder
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.graph.falkordb import FalkorGraphStore
@@ -40,6 +46,13 @@ class CountingEmbedder(HashingEmbedder):
 @pytest.fixture(scope="session")
 def falkordb_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     service = start_falkordb(tmp_path_factory.mktemp("falkordb"), free_port())
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="session")
+def tansu_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    service = start_tansu(tmp_path_factory.mktemp("tansu"), free_port())
     yield service
     service.stop()
 

@@ -195,3 +195,15 @@ def test_large_files_are_written_in_chunked_batches(graph: CypherGraphStore, ten
     assert len(graph.file_symbols(tenant, "app", "main", "big.py")) == 1202
     callees = graph.callees(tenant, "app::big.py::f10", 2)
     assert [(n.symbol.name, n.depth) for n in callees] == [("f11", 1), ("f12", 2)]
+
+
+def test_file_state_reads_back_what_was_applied(graph: CypherGraphStore, tenant: str) -> None:
+    delta = upsert(tenant, "pkg/app.py", APP, 4)
+    graph.apply(delta)
+    graph.apply(upsert(tenant, "pkg/util.py", UTIL, 1))  # resolves app's references
+    state = graph.file_state(tenant, "app", "main", "pkg/app.py")
+    assert state is not None and state.version == 4
+    assert state.symbols == delta.symbols
+    assert set(state.edges) == set(delta.edges)  # references stay references, resolved or not
+    graph.apply(delete(tenant, "pkg/app.py", 5))
+    assert graph.file_state(tenant, "app", "main", "pkg/app.py") is None

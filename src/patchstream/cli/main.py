@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -185,8 +187,11 @@ def worker() -> None:
     from patchstream.streams.faust_app import create_app
 
     configure_logging()
+    if os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL"):
+        logging.getLogger("faust").setLevel(os.environ["PATCHSTREAM_FAUST_LOG_LEVEL"].upper())
     app = create_app(get_settings())
-    sys.argv = ["patchstream-parse", "worker", "--loglevel", "warn"]
+    level = os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL", "warn")
+    sys.argv = ["patchstream-parse", "worker", "--loglevel", level]
     app.main()
 
 

@@ -82,6 +82,7 @@ class SinkRunner:
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=kafka.max_message_bytes,
             fetch_max_bytes=kafka.max_message_bytes * 2,
+            fetch_max_wait_ms=kafka.fetch_max_wait_ms,
         )
         producer = AIOKafkaProducer(
             bootstrap_servers=kafka.bootstrap,

@@ -135,8 +135,12 @@ class Supervisor:
         return specs
 
     def environment(self) -> dict[str, str]:
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
-        return {**inherited, **settings_environment(self.settings)}
+        sections = settings_environment(self.settings)
+        # Nested overrides (PATCHSTREAM_KAFKA__...) would fight the JSON sections; drop them.
+        inherited = {
+            k: v for k, v in os.environ.items() if not any(k.startswith(f"{s}__") for s in sections)
+        }
+        return {**inherited, **sections}
 
     def start(self) -> None:
         self.settings = with_embedded_addresses(self.settings)

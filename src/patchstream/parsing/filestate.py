@@ -235,6 +235,8 @@ def _keep_last_good(
     kept_edges = {
         e for e in kept_edges if e.src in merged and (e.ref is not None or e.dst in merged)
     }
-    kept_chunks = {c.id: c for c in chunks if c.symbol_id not in restore}
+    # A previous state read back from the graph has no chunks: keep the new ones then.
+    owners_with_chunks = {c.symbol_id for c in previous.chunks}
+    kept_chunks = {c.id: c for c in chunks if c.symbol_id not in (restore & owners_with_chunks)}
     kept_chunks.update({c.id: c for c in previous.chunks if c.symbol_id in restore})
     return list(merged.values()), list(kept_edges), list(kept_chunks.values())

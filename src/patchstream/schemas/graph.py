@@ -45,6 +45,14 @@ class Reference(BaseModel):
     name: str
     module: str | None = None
 
+    @classmethod
+    def from_dst(cls, dst: str) -> Reference:
+        """Inverse of :meth:`as_dst` (names never contain ``@``)."""
+        if not dst.startswith(REF_PREFIX):
+            raise ValueError(f"{dst!r} is not a reference")
+        name, separator, module = dst[len(REF_PREFIX) :].partition("@")
+        return cls(name=name, module=module if separator else None)
+
     def as_dst(self) -> str:
         return (
             f"{REF_PREFIX}{self.name}"

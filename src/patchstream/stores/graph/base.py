@@ -16,7 +16,7 @@ import abc
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from patchstream.schemas.state import FileDelta
+from patchstream.schemas.state import FileDelta, FileState
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,12 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def file_version(self, tenant: str, repo: str, ref: str, path: str) -> FileVersion | None: ...
+
+    @abc.abstractmethod
+    def file_state(
+        self, tenant: str, repo: str, ref: str, path: str, workspace: str | None = None
+    ) -> FileState | None:
+        """The file's stored symbols and edges as a state (chunks are the vector tier's)."""
 
     @abc.abstractmethod
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...

@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.graph import Edge, EdgeType, Symbol, SymbolKind
-from patchstream.schemas.state import FileDelta
+from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol, SymbolKind
+from patchstream.schemas.state import FileDelta, FileFlags, FileState
 from patchstream.stores.graph.base import (
     ApplyResult,
     FileVersion,
@@ -453,6 +453,48 @@ class CypherGraphStore(GraphStore):
             return None
         version, deleted, applied_at, _module = rows[0]
         return FileVersion(int(version), _from_epoch(applied_at), bool(deleted))
+
+    def file_state(
+        self, tenant: str, repo: str, ref: str, path: str, workspace: str | None = None
+    ) -> FileState | None:
+        if not tenant:
+            return None
+        fuid = f"{scope_of(tenant, repo, ref, workspace)}|{path}"
+        fence = self._read(
+            tenant,
+            "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.content_hash, "
+            "f.language, f.flags",
+            {"fuid": fuid},
+        )
+        if not fence or fence[0][1]:
+            return None
+        version, _deleted, content_hash, language, flags = fence[0]
+        symbol_fields = set(Symbol.model_fields)
+        symbols = [
+            Symbol.model_validate({k: v for k, v in r[0].items() if k in symbol_fields})
+            for r in self._read(
+                tenant, "MATCH (s:Symbol {file_uid: $fuid}) RETURN properties(s)", {"fuid": fuid}
+            )
+        ]
+        stored = self._stored(tenant, fuid)
+        edges = [Edge(type=EdgeType(t), src=s, dst=d) for s, t, d in stored.local_edges]
+        edges += [
+            Edge.to_ref(EdgeType(t), s, Reference.from_dst(d)) for s, t, d in stored.ref_edges
+        ]
+        return FileState(
+            tenant=tenant,
+            repo=repo,
+            ref=ref,
+            workspace=workspace,
+            path=path,
+            version=int(version),
+            language=language,
+            content_hash=content_hash or "",
+            size_bytes=0,
+            flags=FileFlags(**{name: True for name in flags or []}),
+            symbols=tuple(sorted(symbols, key=lambda s: s.id)),
+            edges=tuple(sorted(edges, key=Edge.sort_key)),
+        )
 
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
         if not tenant:

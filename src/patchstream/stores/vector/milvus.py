@@ -311,6 +311,19 @@ class MilvusVectorStore:
         )
         return int(rows[0]["count(*)"]) if rows else 0
 
+    def file_version(self, tenant: str, repo: str, ref: str, path: str) -> int | None:
+        """The applied version of one file, or None."""
+        if not tenant:
+            return None
+        file_uid = f"{scope_of(tenant, repo, ref)}|{path}"
+        rows = self.client.query(
+            self.files,
+            filter=f"tenant == {lit(tenant)} and file_uid == {lit(file_uid)}",
+            output_fields=["version"],
+            limit=1,
+        )
+        return int(rows[0]["version"]) if rows else None
+
     def embed_counts(self, tenant: str, repo: str, ref: str, min_version: int) -> tuple[int, int]:
         """(chunks embedded, chunks reused) by the files applied at ``min_version`` or later."""
         if not tenant:

@@ -1,0 +1,71 @@
+"""``patchstream up`` as a user runs it: starts everything, says where, stops on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from patchstream.embedded.services import free_port, port_is_open
+
+
+def _env(tmp_path: Path, ports: dict[str, int]) -> dict[str, str]:
+    embedded = {"data_dir": str(tmp_path / "data"), **ports}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env["PATCHSTREAM_EMBEDDED"] = json.dumps(embedded)
+    return env
+
+
+def _ports() -> dict[str, int]:
+    return {"kafka_port": free_port(), "falkordb_port": free_port(), "milvus_port": free_port()}
+
+
+def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    ports = _ports()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "patchstream.cli.main", "up"],
+        env=_env(tmp_path, ports), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    assert process.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        if line.startswith("Index a repository"):
+            break
+    output = "".join(lines)
+    assert "patchstream is up" in output, output
+    for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"]),
+                       ("milvus", ports["milvus_port"])):  # fmt: skip
+        assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
+        assert port_is_open("127.0.0.1", port)
+    pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
+    assert len(pids) == 3  # parse worker, graph sink, vector sink
+    process.send_signal(signal.SIGINT)
+    assert process.wait(90) == 0
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )
+    assert not any(port_is_open("127.0.0.1", port) for port in ports.values())
+
+
+def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
+    ports = _ports()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports["kafka_port"]))
+        taken.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "up"],
+            env=_env(tmp_path, ports), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"127.0.0.1:{ports['kafka_port']} is already in use" in result.stderr + result.stdout
