@@ -175,17 +175,12 @@ class Supervisor:
             if worker.alive() or now < worker.next_start:
                 continue
             code = worker.process.returncode if worker.process else None
-            delay = min(_MAX_BACKOFF_S, 2.0**worker.restarts)
-            if worker.next_start == 0.0 or now >= worker.next_start:
-                log.warning(
-                    "event=worker_restart worker=%s code=%s restarts=%d",
-                    worker.name,
-                    code,
-                    worker.restarts,
-                )
-                worker.start(env)
-                worker.restarts += 1
-                worker.next_start = now + delay
+            log.warning("event=worker_restart worker=%s code=%s restarts=%d", worker.name, code,
+                        worker.restarts)  # fmt: skip
+            worker.start(env)
+            # A child that keeps crashing is restarted less and less often.
+            worker.next_start = now + min(_MAX_BACKOFF_S, 2.0**worker.restarts)
+            worker.restarts += 1
 
     def stop(self) -> None:
         self.stopping = True

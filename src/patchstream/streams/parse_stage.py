@@ -9,7 +9,7 @@ from patchstream.errors import ContractError
 from patchstream.parsing.delta import delete_delta, diff_states
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.events import PatchEvent, file_key
+from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileDelta, FileState
 from patchstream.streams.blobs import BlobReader
 
@@ -87,7 +87,3 @@ class ParseStage:
                 )
             )
         return output
-
-
-def key_of(tenant: str, repo: str, ref: str, path: str, workspace: str | None) -> bytes:
-    return file_key(tenant, repo, ref, path, workspace).encode("utf-8")

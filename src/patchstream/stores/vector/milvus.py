@@ -101,7 +101,6 @@ class MilvusVectorStore:
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
         self.chunks = f"{collection_prefix}chunks_{slug}"
         self.files = f"{collection_prefix}files_{slug}"
-        self._last_embedded: set[str] = set()
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -208,9 +207,9 @@ class MilvusVectorStore:
             for pk, (chunk, fp) in sorted(wanted.items()):
                 if held.fps.get(pk) != fp:
                     to_write.append((delta, chunk, pk, fp))
-        before_embedded = stats.chunks_embedded
-        vectors = self._vectors(tenant, {c.content_hash: c.text for _, c, _, _ in to_write}, stats)
-        embedded_hashes = self._last_embedded if stats.chunks_embedded > before_embedded else set()
+        vectors, embedded_hashes = self._vectors(
+            tenant, {c.content_hash: c.text for _, c, _, _ in to_write}, stats
+        )
         per_file: dict[str, tuple[int, int]] = {}
         credited: set[str] = set()
         for delta in fresh:
@@ -275,8 +274,9 @@ class MilvusVectorStore:
 
     def _vectors(
         self, tenant: str, texts_by_hash: dict[str, str], stats: VectorApplyStats
-    ) -> dict[str, list[float]]:
-        """Vectors for content hashes: reused from the tenant's rows, embedded otherwise."""
+    ) -> tuple[dict[str, list[float]], set[str]]:
+        """Vectors for content hashes, reused from the tenant's rows or embedded (the second
+        item: the hashes that had to be embedded)."""
         vectors: dict[str, list[float]] = {}
         hashes = sorted(texts_by_hash)
         for batch in _batches(hashes):
@@ -288,7 +288,6 @@ class MilvusVectorStore:
             ):
                 vectors.setdefault(row["content_hash"], [float(v) for v in row["dense"]])
         missing = [h for h in hashes if h not in vectors]
-        self._last_embedded = set(missing)
         stats.chunks_reused += len(hashes) - len(missing)
         if missing:
             started = time.perf_counter()
@@ -296,7 +295,7 @@ class MilvusVectorStore:
             stats.embed_seconds += time.perf_counter() - started
             stats.chunks_embedded += len(missing)
             vectors.update(zip(missing, embedded, strict=True))
-        return vectors
+        return vectors, set(missing)
 
     def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
         """Files of a branch whose applied version is >= ``min_version``."""
