@@ -21,6 +21,7 @@ from patchstream.errors import ContractError
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import Settings
 from patchstream.streams.codec import dead_letter, decode_delta
+from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
 
 log = logging.getLogger("patchstream.sink")
@@ -84,12 +85,7 @@ class SinkRunner:
             fetch_max_bytes=kafka.max_message_bytes * 2,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
         )
-        producer = AIOKafkaProducer(
-            bootstrap_servers=kafka.bootstrap,
-            acks="all" if kafka.acks == "all" else int(kafka.acks),
-            enable_idempotence=kafka.enable_idempotence,
-            max_request_size=kafka.max_message_bytes,
-        )
+        producer = make_producer(kafka)
         await producer.start()
         await consumer.start()
         log.info("event=sink_started sink=%s group=%s", self.name, self.group_id)

@@ -13,17 +13,22 @@ from patchstream.streams.codec import encode
 from patchstream.streams.topics import Topics, ensure_topics
 
 
+def make_producer(kafka: KafkaSettings, linger_ms: int = 0) -> AIOKafkaProducer:
+    """A producer with the pipeline's durability settings (``acks=all`` by default)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=kafka.bootstrap,
+        acks="all" if kafka.acks == "all" else int(kafka.acks),
+        enable_idempotence=kafka.enable_idempotence,
+        max_request_size=kafka.max_message_bytes,
+        linger_ms=linger_ms,
+    )
+
+
 class EventPublisher:
     def __init__(self, kafka: KafkaSettings) -> None:
         self.kafka = kafka
         self.topics = Topics.from_settings(kafka)
-        self.producer = AIOKafkaProducer(
-            bootstrap_servers=kafka.bootstrap,
-            acks="all" if kafka.acks == "all" else int(kafka.acks),
-            enable_idempotence=kafka.enable_idempotence,
-            max_request_size=kafka.max_message_bytes,
-            linger_ms=5,
-        )
+        self.producer = make_producer(kafka, linger_ms=5)
 
     async def __aenter__(self) -> EventPublisher:
         await ensure_topics(self.kafka)
