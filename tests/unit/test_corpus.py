@@ -5,7 +5,9 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
+import aiokafka
 import click
+import faust
 import hypothesis
 import pydantic
 import pytest
@@ -15,6 +17,8 @@ from patchstream.schemas.graph import SymbolKind
 from tests.conftest import build_state
 
 CORPORA = {
+    "aiokafka": Path(aiokafka.__file__).parent,
+    "faust": Path(faust.__file__).parent,
     "pydantic": Path(pydantic.__file__).parent,
     "hypothesis": Path(hypothesis.__file__).parent,
     "click": Path(click.__file__).parent,
