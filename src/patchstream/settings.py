@@ -124,6 +124,23 @@ class EmbeddedSettings(BaseModel):
     parse_workers: int = Field(default=1, gt=0)
 
 
+class QuerySettings(BaseModel):
+    """The read side: where the query service listens, who may call it, context defaults."""
+
+    host: str = "127.0.0.1"
+    port: int = 8731
+    url: str = Field(default="http://127.0.0.1:8731", description="where clients find it")
+    api_keys: dict[str, str] = Field(
+        default_factory=lambda: {"dev-local-key": "default"},
+        description="API key -> tenant. The default key is for the embedded stack only.",
+    )
+    api_key: SecretStr = Field(
+        default=SecretStr("dev-local-key"), description="the key the CLI and MCP server send"
+    )
+    default_budget_tokens: int = Field(default=8000, gt=0)
+    entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
+
+
 class Settings(BaseSettings):
     """All patchstream settings."""
 
@@ -140,6 +157,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+    query: QuerySettings = Field(default_factory=QuerySettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

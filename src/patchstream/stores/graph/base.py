@@ -60,6 +60,19 @@ class RepoVersion:
 
 
 @dataclass(frozen=True)
+class SessionWrite:
+    """A file an agent session wrote, and the symbols that write changed."""
+
+    repo: str
+    ref: str
+    path: str
+    version: int
+    applied_at: datetime
+    deleted: bool
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ApplyResult:
     applied: bool
     reason: str = "applied"
@@ -125,6 +138,18 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def file_version(self, tenant: str, repo: str, ref: str, path: str) -> FileVersion | None: ...
+
+    @abc.abstractmethod
+    def session_files(
+        self, tenant: str, session_id: str, repo: str | None = None, limit: int = 5
+    ) -> list[SessionWrite]:
+        """The files a session wrote most recently, newest first."""
+
+    @abc.abstractmethod
+    def file_sources(
+        self, tenant: str, scope_paths: list[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], str]:
+        """(repo, ref, path) -> source of the file's last write."""
 
     @abc.abstractmethod
     def file_state(

@@ -39,6 +39,7 @@ from patchstream.stores.graph.base import (
     GraphStore,
     Neighbor,
     RepoVersion,
+    SessionWrite,
     StoredSymbol,
 )
 from patchstream.stores.graph.keys import reference_keys, scope_of, symbol_key
@@ -325,6 +326,10 @@ class CypherGraphStore(GraphStore):
                         "content_hash": delta.content_hash,
                         "language": delta.language,
                         "flags": delta.flags.raised(),
+                        "source": delta.source,
+                        "session_id": delta.session_id,
+                        "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
+                        "changed": sorted(r["id"] for r in rows),
                     },
                 },
             )
@@ -453,6 +458,47 @@ class CypherGraphStore(GraphStore):
             return None
         version, deleted, applied_at, _module = rows[0]
         return FileVersion(int(version), _from_epoch(applied_at), bool(deleted))
+
+    def session_files(
+        self, tenant: str, session_id: str, repo: str | None = None, limit: int = 5
+    ) -> list[SessionWrite]:
+        """The files a session wrote most recently, newest first, with the symbols it changed."""
+        if not tenant or not session_id:
+            return []
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence) WHERE f.tenant = $tenant AND f.session_id = $session "
+            "AND ($repo IS NULL OR f.repo = $repo) "
+            "RETURN f.repo, f.ref, f.path, f.version, f.applied_at, f.deleted, f.changed "
+            "ORDER BY f.applied_at DESC LIMIT $limit",
+            {"tenant": tenant, "session": session_id, "repo": repo, "limit": int(limit)},
+        )
+        return [
+            SessionWrite(
+                repo=r[0],
+                ref=r[1],
+                path=r[2],
+                version=int(r[3]),
+                applied_at=_from_epoch(r[4]),
+                deleted=bool(r[5]),
+                changed=tuple(r[6] or ()),
+            )
+            for r in rows
+        ]
+
+    def file_sources(
+        self, tenant: str, scope_paths: list[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], str]:
+        """(repo, ref, path) -> the source of the file's last write (github, agent, ...)."""
+        if not tenant or not scope_paths:
+            return {}
+        uids = [f"{scope_of(tenant, repo, ref)}|{path}" for repo, ref, path in scope_paths]
+        rows = self._read(
+            tenant,
+            "UNWIND $uids AS uid MATCH (f:Fence {uid: uid}) RETURN f.repo, f.ref, f.path, f.source",
+            {"uids": uids},
+        )
+        return {(r[0], r[1], r[2]): r[3] or "snapshot" for r in rows}
 
     def file_state(
         self, tenant: str, repo: str, ref: str, path: str, workspace: str | None = None

@@ -429,24 +429,37 @@ class MilvusVectorStore:
                 continue
             if path_prefix and not str(entity["path"]).startswith(path_prefix):
                 continue
-            hits.append(
-                SearchHit(
-                    score=float(hit["distance"]),
-                    chunk_id=entity["chunk_id"],
-                    symbol_id=entity["symbol_id"],
-                    repo=entity["repo"],
-                    ref=entity["ref"],
-                    path=entity["path"],
-                    kind=entity["kind"],
-                    source=entity["source"],
-                    start_line=int(entity["start_line"]),
-                    end_line=int(entity["end_line"]),
-                    content_hash=entity["content_hash"],
-                    version=int(entity["version"]),
-                    text=entity["text"],
-                )
-            )
+            hits.append(_hit(entity, float(hit["distance"])))
         return hits
+
+    def chunks_for_symbols(
+        self, tenant: str, symbol_ids: Sequence[str], ref: str | None = None
+    ) -> list[SearchHit]:
+        """Every chunk owned by the given symbols, in file order."""
+        if not tenant or not symbol_ids:
+            return []
+        where = f"tenant == {lit(tenant)} and symbol_id in {lit_list(symbol_ids)}"
+        if ref:
+            where += f" and ref == {lit(ref)}"
+        fields = [f for f in _ROW_FIELDS if f != "fp"]
+        rows = self.client.query(self.chunks, filter=where, output_fields=fields,
+                                 limit=_QUERY_LIMIT)  # fmt: skip
+        hits = [_hit(row, 0.0) for row in rows if row.get("tenant") == tenant]
+        return sorted(hits, key=lambda h: (h.path, h.start_line, h.chunk_id))
+
+    def last_applied(self, tenant: str, repo: str | None = None) -> tuple[int, float | None]:
+        """(files, newest applied_at) of the tenant, or of one repository."""
+        if not tenant:
+            return (0, None)
+        where = f"tenant == {lit(tenant)}"
+        if repo:
+            where += (
+                f" and file_uid like {lit(scope_of(tenant, repo, '').rsplit('|', 1)[0] + '|%')}"
+            )
+        rows = self.client.query(self.files, filter=where, output_fields=["applied_at"],
+                                 limit=_QUERY_LIMIT)  # fmt: skip
+        times = [float(r["applied_at"]) for r in rows]
+        return (len(times), max(times) if times else None)
 
     def rows(self, tenant: str) -> set[tuple[str, ...]]:
         """Every row of a tenant, without vectors (tests compare stores with it)."""
@@ -475,6 +488,24 @@ class MilvusVectorStore:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _hit(entity: dict[str, Any], score: float) -> SearchHit:
+    return SearchHit(
+        score=score,
+        chunk_id=entity["chunk_id"],
+        symbol_id=entity["symbol_id"],
+        repo=entity["repo"],
+        ref=entity["ref"],
+        path=entity["path"],
+        kind=entity["kind"],
+        source=entity["source"],
+        start_line=int(entity["start_line"]),
+        end_line=int(entity["end_line"]),
+        content_hash=entity["content_hash"],
+        version=int(entity["version"]),
+        text=entity["text"],
+    )
 
 
 def _file_uid(delta: FileDelta) -> str:
