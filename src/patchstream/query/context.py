@@ -1,0 +1,157 @@
+"""Token-budgeted context assembly: pure logic over candidate blocks.
+
+Candidates come in priority order (session changes, entry code, caller and callee
+signatures, semantic chunks, prose). Each is rendered with a provenance header; blocks of
+the same file whose lines overlap or touch are merged into one, never repeated; the budget
+is never exceeded, counted on the final text with the configured encoding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from patchstream.parsing.tokens import TokenCounter
+
+# Zero-width, bidirectional-control and other invisible characters used to hide instructions.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One piece of context and where it came from."""
+
+    kind: (
+        str  # session-change | entry-code | caller-signature | callee-signature | semantic | prose
+    )
+    repo: str
+    ref: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    symbol_id: str | None = None
+    version: int | None = None
+    source: str = "code"  # code | signature | doc
+    trust: str = "repository"  # repository | agent-written
+    key: str = ""  # identical keys are the same content
+
+
+@dataclass
+class Block:
+    kind: str
+    repo: str
+    ref: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    symbol_ids: list[str]
+    version: int | None
+    source: str
+    trust: str
+    flags: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+    def header(self) -> str:
+        where = f"{self.repo}@{self.ref}:{self.path}:{self.start_line}-{self.end_line}"
+        return f"### {where} [{self.kind}; {self.source}; trust={self.trust}]"
+
+    def render(self) -> str:
+        return f"{self.header()}\n{self.text}\n"
+
+
+def unicode_flags(text: str) -> list[str]:
+    flags = []
+    if _INVISIBLE.search(text):
+        flags.append("invisible_unicode")
+    if _BIDI.search(text):
+        flags.append("bidi_control")
+    return flags
+
+
+def _block(candidate: Candidate) -> Block:
+    return Block(
+        kind=candidate.kind,
+        repo=candidate.repo,
+        ref=candidate.ref,
+        path=candidate.path,
+        start_line=candidate.start_line,
+        end_line=candidate.end_line,
+        text=candidate.text.rstrip("\n"),
+        symbol_ids=[candidate.symbol_id] if candidate.symbol_id else [],
+        version=candidate.version,
+        source=candidate.source,
+        trust=candidate.trust,
+        flags=unicode_flags(candidate.text),
+    )
+
+
+def _merge_into(blocks: list[Block], new: Block) -> bool:
+    """Merge ``new`` into a selected block of the same file it overlaps or touches."""
+    for index, held in enumerate(blocks):
+        same_file = (held.repo, held.ref, held.path) == (new.repo, new.ref, new.path)
+        if not same_file or held.source != new.source:
+            continue
+        if new.start_line > held.end_line + 1 or held.start_line > new.end_line + 1:
+            continue
+        if new.text in held.text:
+            held.symbol_ids = sorted({*held.symbol_ids, *new.symbol_ids})
+            return True
+        first, second = (held, new) if held.start_line <= new.start_line else (new, held)
+        blocks[index] = replace(
+            held,
+            start_line=min(held.start_line, new.start_line),
+            end_line=max(held.end_line, new.end_line),
+            text=f"{first.text}\n{second.text}",
+            symbol_ids=sorted({*held.symbol_ids, *new.symbol_ids}),
+            flags=sorted({*held.flags, *new.flags}),
+            trust="agent-written" if "agent-written" in (held.trust, new.trust) else held.trust,
+        )
+        return True
+    return False
+
+
+def assemble(
+    candidates: list[Candidate], budget: int, counter: TokenCounter
+) -> tuple[list[Block], int]:
+    """Fill ``budget`` tokens with candidates in order; returns blocks and tokens used."""
+    selected: list[Block] = []
+    seen: set[str] = set()
+    used = 0
+    memo: dict[str, int] = {}
+
+    def tokens(block: Block) -> int:
+        rendered = block.render()
+        if rendered not in memo:
+            memo[rendered] = counter.count(rendered)
+        return memo[rendered]
+
+    for candidate in candidates:
+        if candidate.key and candidate.key in seen:
+            continue
+        if (
+            candidate.source == "signature"
+            and candidate.symbol_id
+            and any(
+                candidate.symbol_id in b.symbol_ids for b in selected if b.source != "signature"
+            )
+        ):
+            continue  # its code is already in the context
+        trial = [replace(b) for b in selected]
+        if not _merge_into(trial, _block(candidate)):
+            trial.append(_block(candidate))
+        cost = sum(tokens(b) for b in trial)
+        if cost > budget:
+            continue
+        selected, used = trial, cost
+        if candidate.key:
+            seen.add(candidate.key)
+    # The sum of parts can differ from the whole by a token at a seam: check the whole.
+    while selected and counter.count("".join(b.render() for b in selected)) > budget:
+        selected.pop()
+    for block in selected:
+        block.tokens = tokens(block)
+    used = counter.count("".join(b.render() for b in selected)) if selected else 0
+    return selected, used

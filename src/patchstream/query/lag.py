@@ -1,0 +1,61 @@
+"""Consumer lag of the pipeline's groups: end offset minus committed offset, per partition."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from patchstream.settings import KafkaSettings
+from patchstream.streams.topics import Topics
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    group: str
+    topic: str
+    pending: int
+    by_partition: dict[int, int]
+
+
+class LagProbe:
+    """Reads committed and end offsets; results are cached for ``ttl_s`` seconds."""
+
+    def __init__(self, kafka: KafkaSettings, ttl_s: float = 1.0) -> None:
+        self.kafka = kafka
+        self.topics = Topics.from_settings(kafka)
+        self.ttl_s = ttl_s
+        self._cache: tuple[float, dict[str, GroupLag]] | None = None
+        prefix = kafka.topic_prefix
+        self.groups = {
+            "parse": (f"{prefix}parse", self.topics.patch_events),
+            "graph": (f"{prefix}graph-sink", self.topics.file_deltas),
+            "vector": (f"{prefix}vector-sink", self.topics.file_deltas),
+        }
+
+    async def lags(self) -> dict[str, GroupLag]:
+        if self._cache and time.monotonic() - self._cache[0] < self.ttl_s:
+            return self._cache[1]
+        result: dict[str, GroupLag] = {}
+        for tier, (group, topic) in self.groups.items():
+            consumer = AIOKafkaConsumer(
+                bootstrap_servers=self.kafka.bootstrap, group_id=group, enable_auto_commit=False
+            )
+            await consumer.start()
+            try:
+                partitions = sorted(consumer.partitions_for_topic(topic) or set())
+                if not partitions:
+                    await consumer._client.force_metadata_update()
+                    partitions = sorted(consumer.partitions_for_topic(topic) or set())
+                tps = [TopicPartition(topic, p) for p in partitions]
+                ends = await consumer.end_offsets(tps) if tps else {}
+                by_partition = {}
+                for tp in tps:
+                    committed = await consumer.committed(tp) or 0
+                    by_partition[tp.partition] = max(0, ends.get(tp, 0) - committed)
+            finally:
+                await consumer.stop()
+            result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition)
+        self._cache = (time.monotonic(), result)
+        return result

@@ -1,0 +1,160 @@
+"""The query service's logic over the two stores; the HTTP layer only adds auth and JSON."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from patchstream.parsing.tokens import TokenCounter
+from patchstream.query.context import Block, Candidate, assemble
+from patchstream.query.read_tokens import PendingWrite
+from patchstream.settings import Settings
+from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
+from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
+
+_CODE_KINDS = ("function", "class", "interface")
+
+
+@dataclass
+class ContextResult:
+    blocks: list[Block]
+    tokens_used: int
+    budget_tokens: int
+    entry_points: list[str]
+
+
+class QueryService:
+    def __init__(self, settings: Settings, graph: GraphStore, vectors: MilvusVectorStore) -> None:
+        self.settings = settings
+        self.graph = graph
+        self.vectors = vectors
+        self.counter = TokenCounter(settings.parsing.token_encoding)
+
+    def search(
+        self,
+        tenant: str,
+        query: str,
+        limit: int = 10,
+        repo: str | None = None,
+        ref: str | None = None,
+        path_prefix: str | None = None,
+        kind: str | None = None,
+    ) -> list[SearchHit]:
+        return self.vectors.search(
+            tenant, query, limit=limit, repo=repo, ref=ref, path_prefix=path_prefix, kind=kind
+        )
+
+    def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
+        return self.graph.symbol(tenant, symbol_id, ref)
+
+    def walk(self, tenant: str, kind: str, symbol_id: str, depth: int, ref: str) -> list[Neighbor]:
+        walks = {"callers": self.graph.callers, "callees": self.graph.callees,
+                 "impact": self.graph.impact}  # fmt: skip
+        return walks[kind](tenant, symbol_id, depth, ref)
+
+    def context(
+        self,
+        tenant: str,
+        query: str,
+        budget: int,
+        repo: str | None = None,
+        ref: str | None = "main",
+        session: str | None = None,
+    ) -> ContextResult:
+        candidates: list[Candidate] = []
+        if session:
+            candidates += self._session_candidates(tenant, session, repo)
+        hits = self.search(tenant, query, limit=self.settings.query.entry_points * 4,
+                           repo=repo, ref=ref)  # fmt: skip
+        entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
+        for hit in entries:
+            candidates.append(_from_hit("entry-code", hit))
+        for hit in entries:
+            for direction in ("callers", "callees"):
+                for neighbor in self.walk(tenant, direction, hit.symbol_id, 2, hit.ref):
+                    candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
+        for hit in hits:
+            if hit not in entries:
+                candidates.append(_from_hit("prose" if hit.source == "doc" else "semantic", hit))
+        candidates = self._with_trust(tenant, candidates)
+        blocks, used = assemble(candidates, budget, self.counter)
+        return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
+
+    def _session_candidates(self, tenant: str, session: str, repo: str | None) -> list[Candidate]:
+        candidates = []
+        for write in self.graph.session_files(tenant, session, repo):
+            if write.deleted or not write.changed:
+                continue
+            for chunk in self.vectors.chunks_for_symbols(tenant, list(write.changed), write.ref):
+                candidates.append(_from_hit("session-change", chunk))
+        return candidates
+
+    def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
+        files = sorted({(c.repo, c.ref, c.path) for c in candidates})
+        sources = self.graph.file_sources(tenant, files)
+        result = []
+        for candidate in candidates:
+            source = sources.get((candidate.repo, candidate.ref, candidate.path), "snapshot")
+            trust = "agent-written" if source in ("agent", "cli") else "repository"
+            result.append(Candidate(**{**candidate.__dict__, "trust": trust}))
+        return result
+
+    def freshness(self, tenant: str, repo: str, ref: str = "main") -> dict[str, object]:
+        graph = self.graph.repo_version(tenant, repo, ref)
+        files, vector_last = self.vectors.last_applied(tenant, repo)
+        now = time.time()
+        return {
+            "graph": {
+                "files": graph.files,
+                "last_version": graph.max_version,
+                "last_applied_at": graph.last_applied_at.timestamp()
+                if graph.last_applied_at
+                else None,
+            },
+            "vector": {"files": files, "last_applied_at": vector_last},
+            "as_of": now,
+        }
+
+    def applied(self, tenant: str, write: PendingWrite) -> tuple[bool, bool]:
+        """Whether each tier holds ``write`` (or something newer)."""
+        graph = self.graph.file_version(tenant, write.repo, write.ref, write.path)
+        vector = self.vectors.file_version(tenant, write.repo, write.ref, write.path)
+        return (
+            graph is not None and graph.version >= write.version,
+            vector is not None and vector >= write.version,
+        )
+
+
+def _from_hit(kind: str, hit: SearchHit) -> Candidate:
+    return Candidate(
+        kind=kind,
+        repo=hit.repo,
+        ref=hit.ref,
+        path=hit.path,
+        start_line=hit.start_line,
+        end_line=hit.end_line,
+        text=hit.text,
+        symbol_id=hit.symbol_id,
+        version=hit.version,
+        source="doc" if hit.source == "doc" else "code",
+        key=hit.chunk_id,
+    )
+
+
+def _signature(kind: str, neighbor: Neighbor) -> Candidate:
+    symbol = neighbor.symbol
+    text = symbol.signature or symbol.qualified_name
+    if symbol.doc:
+        text += f"\n    # {symbol.doc}"
+    return Candidate(
+        kind=kind,
+        repo=symbol.repo,
+        ref=symbol.ref,
+        path=symbol.path,
+        start_line=symbol.start_line,
+        end_line=symbol.start_line,
+        text=text,
+        symbol_id=symbol.id,
+        source="signature",
+        key=f"sig:{symbol.id}",
+    )
