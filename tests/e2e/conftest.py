@@ -16,6 +16,7 @@ from patchstream.settings import (
     EmbeddedSettings,
     KafkaSettings,
     PipelineSettings,
+    QuerySettings,
     Settings,
 )
 
@@ -34,6 +35,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
         kafka=KafkaSettings(topic_prefix=f"e2e{uuid.uuid4().hex[:6]}.", partitions=4),
         pipeline=PipelineSettings(
             allowed_tenants=ALLOWED_TENANTS, sink_batch_wait_ms=50, retry_backoff_s=0.1
+        ),
+        query=QuerySettings(
+            port=free_port(),
+            api_keys={"key-acme": "acme", "key-default": "default", "key-rebuild": "rebuild"},
         ),
     )
     supervisor = Supervisor(settings)

@@ -181,6 +181,40 @@ def status(quiet: bool) -> None:
     sys.exit(0 if healthy else 1)
 
 
+@cli.command("query-service")
+def query_service() -> None:
+    """Run the read-only query service (HTTP API)."""
+    import uvicorn
+
+    from patchstream.query.api import create_api
+
+    configure_logging()
+    settings = get_settings()
+    uvicorn.run(
+        create_api(settings), host=settings.query.host, port=settings.query.port,
+        log_level="warning",
+    )  # fmt: skip
+
+
+@cli.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("schemas/openapi.json"), show_default=True)  # fmt: skip
+@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the API.")
+def openapi(out: Path, check: bool) -> None:
+    """Write (or check) the query service's OpenAPI document."""
+    from patchstream.query.api import openapi_document
+
+    text = openapi_document()
+    if check:
+        if not out.is_file() or out.read_text() != text:
+            click.echo(f"{out} is out of date; run `patchstream openapi`")
+            sys.exit(1)
+        click.echo(f"{out} up to date")
+        return
+    out.write_text(text)
+    click.echo(f"wrote {out}")
+
+
 @cli.command()
 def worker() -> None:
     """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
@@ -310,8 +344,19 @@ def emit(
         async with EventPublisher(get_settings().kafka) as publisher:
             await publisher.publish([event])
 
+    from patchstream.query.read_tokens import make_read_token
+
     asyncio.run(send())
-    click.echo(json.dumps({"event_id": event.event_id, "key": event.key, "version": event.version}))
+    click.echo(
+        json.dumps(
+            {
+                "event_id": event.event_id,
+                "key": event.key,
+                "version": event.version,
+                "read_token": make_read_token([event]),
+            }
+        )
+    )
 
 
 cli.add_command(query)

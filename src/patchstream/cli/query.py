@@ -1,96 +1,145 @@
-"""``patchstream query``: read the stores of a running stack directly (search, graph walks)."""
+"""``patchstream query``: ask the query service of a running stack (HTTP, Bearer key)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote
 
 import click
+import httpx
 
 from patchstream.settings import get_settings
-from patchstream.stores.graph.base import Neighbor, StoredSymbol
-from patchstream.stores.graph.cypher import CypherGraphStore
+
+
+def _client() -> httpx.Client:
+    settings = get_settings().query
+    return httpx.Client(
+        base_url=settings.url,
+        headers={"Authorization": f"Bearer {settings.api_key.get_secret_value()}"},
+        timeout=60.0,
+    )
+
+
+def call(method: str, path: str, **kwargs: Any) -> Any:
+    try:
+        with _client() as client:
+            response = client.request(method, path, **kwargs)
+    except httpx.TransportError as exc:
+        raise click.ClickException(
+            f"query service unreachable at {get_settings().query.url} ({exc}); "
+            "is `patchstream up` running?"
+        ) from exc
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {response.text}")
+    return response.json()
 
 
 @click.group()
 def query() -> None:
-    """Search the index and walk the code graph."""
+    """Search the index, walk the code graph, assemble context."""
 
 
-def _resolve(graph: CypherGraphStore, tenant: str, name_or_id: str, repo: str | None) -> str:
+def _resolve(name_or_id: str, repo: str | None) -> str:
     if "::" in name_or_id:
         return name_or_id
-    found = graph.symbols_by_name(tenant, name_or_id, repo=repo)
-    if not found:
-        raise click.ClickException(f"no symbol named {name_or_id!r} for tenant {tenant!r}")
-    if len(found) > 1:
-        click.echo(f"{len(found)} symbols named {name_or_id!r}; using {found[0].id}", err=True)
-    return found[0].id
-
-
-def _print_neighbors(items: list[Neighbor], as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps([{**asdict(n.symbol), "depth": n.depth} for n in items]))
-        return
-    for n in items:
-        click.echo(f"{n.depth}  {_where(n.symbol):<50} {n.symbol.signature or n.symbol.name}")
-
-
-def _where(symbol: StoredSymbol) -> str:
-    return f"{symbol.path}:{symbol.start_line}-{symbol.end_line}"
+    found = call(
+        "GET", "/v1/symbols", params={"name": name_or_id, **({"repo": repo} if repo else {})}
+    )
+    symbols = found["symbols"]
+    if not symbols:
+        raise click.ClickException(f"no symbol named {name_or_id!r}")
+    if len(symbols) > 1:
+        click.echo(
+            f"{len(symbols)} symbols named {name_or_id!r}; using {symbols[0]['id']}", err=True
+        )
+    return str(symbols[0]["id"])
 
 
 @query.command()
 @click.argument("text")
-@click.option("--tenant", default="default", show_default=True)
 @click.option("--repo", default=None)
+@click.option("--ref", default=None)
+@click.option("--path-prefix", default=None)
+@click.option("--kind", default=None)
 @click.option("--limit", default=10, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
-def search(text: str, tenant: str, repo: str | None, limit: int, as_json: bool) -> None:
-    """Hybrid (dense + BM25) search over code chunks."""
-    from patchstream.stores.factory import open_vector_store
-
-    store = open_vector_store(get_settings())
-    try:
-        hits = store.search(tenant, text, limit=limit, repo=repo)
-    finally:
-        store.close()
+@click.option("--json", "as_json", is_flag=True, help="Print the API response.")
+def search(
+    text: str, repo: str | None, ref: str | None, path_prefix: str | None, kind: str | None,
+    limit: int, as_json: bool,
+) -> None:  # fmt: skip
+    """Hybrid (dense + BM25, fused by RRF) search over code chunks."""
+    body = {"query": text, "limit": limit, "repo": repo, "ref": ref,
+            "path_prefix": path_prefix, "kind": kind}  # fmt: skip
+    result = call("POST", "/v1/search", json=body)
     if as_json:
-        click.echo(json.dumps([asdict(h) for h in hits]))
+        click.echo(json.dumps(result))
         return
-    for hit in hits:
-        first = hit.text.strip().splitlines()[0] if hit.text.strip() else ""
-        click.echo(f"{hit.score:.4f}  {hit.path}:{hit.start_line}-{hit.end_line}  {first[:80]}")
+    for hit in result["hits"]:
+        first = hit["text"].strip().splitlines()[0] if hit["text"].strip() else ""
+        click.echo(f"{hit['score']:.4f}  {hit['path']}:{hit['start_line']}-{hit['end_line']}  "
+                   f"{first[:80]}")  # fmt: skip
 
 
-def _walk(kind: str) -> Any:
+def _walk(kind: str) -> None:
     @click.argument("name_or_id")
-    @click.option("--tenant", default="default", show_default=True)
     @click.option("--repo", default=None)
     @click.option("--ref", default="main", show_default=True)
     @click.option("--depth", default=1 if kind != "impact" else 3, show_default=True)
-    @click.option("--json", "as_json", is_flag=True)
-    def command(
-        name_or_id: str, tenant: str, repo: str | None, ref: str, depth: int, as_json: bool
-    ) -> None:
-        from patchstream.stores.factory import open_graph_store
-
-        graph = open_graph_store(get_settings())
-        try:
-            symbol_id = _resolve(graph, tenant, name_or_id, repo)
-            walk = getattr(graph, kind)
-            _print_neighbors(walk(tenant, symbol_id, depth, ref), as_json)
-        finally:
-            graph.close()
+    @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
+    def command(name_or_id: str, repo: str | None, ref: str, depth: int, as_json: bool) -> None:
+        symbol_id = _resolve(name_or_id, repo)
+        result = call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
+                      params={"depth": depth, "ref": ref})  # fmt: skip
+        if as_json:
+            click.echo(json.dumps(result))
+            return
+        for item in result[kind]:
+            where = f"{item['path']}:{item['start_line']}-{item['end_line']}"
+            click.echo(f"{item['depth']}  {where:<50} {item['signature'] or item['name']}")
 
     command.__doc__ = {
         "callers": "Who calls NAME_OR_ID (depth 1 or 2).",
         "callees": "What NAME_OR_ID calls (depth 1 or 2).",
         "impact": "Every transitive caller and overrider of NAME_OR_ID.",
     }[kind]
-    return query.command(name=kind)(command)
+    query.command(name=kind)(command)
 
 
 for _kind in ("callers", "callees", "impact"):
     _walk(_kind)
+
+
+@query.command()
+@click.argument("text")
+@click.option("--budget", default=None, type=int, help="Token budget (default from settings).")
+@click.option("--repo", default=None)
+@click.option("--ref", default="main", show_default=True)
+@click.option("--session", default=None, help="Put this agent session's recent writes first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API response.")
+def context(
+    text: str, budget: int | None, repo: str | None, ref: str, session: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Token-budgeted context for TEXT: entry code, callers/callees, semantic chunks."""
+    body = {"query": text, "budget_tokens": budget or get_settings().query.default_budget_tokens,
+            "repo": repo, "ref": ref, "session": session}  # fmt: skip
+    result = call("POST", "/v1/context", json=body)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    for block in result["blocks"]:
+        p = block["provenance"]
+        flags = f" flags={','.join(block['flags'])}" if block["flags"] else ""
+        click.echo(f"### {p['repo']}@{p['ref']}:{p['path']}:{p['start_line']}-{p['end_line']} "
+                   f"[{block['kind']}; trust={p['trust']}]{flags}")  # fmt: skip
+        click.echo(block["text"])
+    click.echo(f"-- tokens_used={result['tokens_used']} of {result['budget_tokens']}")
+
+
+@query.command()
+@click.argument("repo")
+@click.option("--ref", default="main", show_default=True)
+def freshness(repo: str, ref: str) -> None:
+    """Per tier: files, last applied version and time, pending events, lag."""
+    click.echo(json.dumps(call("GET", "/v1/freshness", params={"repo": repo, "ref": ref})))

@@ -22,6 +22,9 @@ from pydantic import SecretStr
 
 from patchstream.embedded.services import (
     Service,
+    ServiceError,
+    ensure_port_free,
+    port_is_open,
     start_falkordb,
     start_milvus_lite,
     start_tansu,
@@ -47,6 +50,9 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             ),
             "vector": settings.vector.model_copy(
                 update={"milvus_uri": f"http://{host}:{embedded.milvus_port}"}
+            ),
+            "query": settings.query.model_copy(
+                update={"host": host, "url": f"http://{host}:{settings.query.port}"}
             ),
         }
     )
@@ -74,6 +80,7 @@ class Worker:
     name: str
     argv: list[str]
     log_path: Path
+    port: int | None = None
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
@@ -132,6 +139,10 @@ class Supervisor:
                 Worker(f"{sink}-sink", [python, "-m", "patchstream.cli.main", "sink", sink],
                        logs / f"{sink}-sink.log")
             )  # fmt: skip
+        specs.append(
+            Worker("query", [python, "-m", "patchstream.cli.main", "query-service"],
+                   logs / "query.log", port=self.settings.query.port)
+        )  # fmt: skip
         return specs
 
     def environment(self) -> dict[str, str]:
@@ -149,12 +160,31 @@ class Supervisor:
         asyncio.run(ensure_topics(self.settings.kafka))
         self.workers = self.worker_specs()
         for worker in self.workers:
+            if worker.port is not None:
+                ensure_port_free(worker.name, self.settings.query.host, worker.port)
             worker.start(env)
+        for worker in self.workers:  # the HTTP service is ready when it listens
+            if worker.port is not None:
+                self._wait_for_port(worker)
+
+    def _wait_for_port(self, worker: Worker, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if port_is_open(self.settings.query.host, worker.port or 0):
+                return
+            if not worker.alive():
+                break
+            time.sleep(0.1)
+        raise ServiceError(
+            f"{worker.name} did not listen on port {worker.port}; see {worker.log_path}"
+        )
 
     def describe(self) -> list[str]:
         lines = [f"{s.name:<12} listening on {s.url}  (log {s.log_path})" for s in self.services]
-        lines += [f"{w.name:<12} running, pid {w.process.pid if w.process else '-'}  "
-                  f"(log {w.log_path})" for w in self.workers]  # fmt: skip
+        for w in self.workers:
+            where = f"listening on {self.settings.query.host}:{w.port}, " if w.port else ""
+            pid = w.process.pid if w.process else "-"
+            lines.append(f"{w.name:<12} {where}running, pid {pid}  (log {w.log_path})")
         return lines
 
     def check(self) -> None:

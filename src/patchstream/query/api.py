@@ -1,7 +1,6 @@
 """The query service's HTTP API (FastAPI). Read only; every read is scoped to the tenant of
 the caller's API key, resolved on the server."""
 
-from __future__ import annotations
 
 import asyncio
 import hmac
@@ -233,3 +232,11 @@ def create_api(settings: Settings, factory: ServiceFactory = _default_factory) -
             await asyncio.sleep(0.05)
 
     return app
+
+
+def openapi_document() -> str:
+    """The API's OpenAPI document, deterministic, as checked into ``schemas/openapi.json``."""
+    import json
+
+    document = create_api(Settings()).openapi()
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
