@@ -114,3 +114,13 @@ def test_edge_dst_must_match_reference() -> None:
         Edge(type=EdgeType.CALLS, src="r::a.py::f", dst="r::b.py::g", ref=ref)
     with pytest.raises(ValidationError):
         Edge(type=EdgeType.CALLS, src="r::a.py::f", dst="ref:helper")
+
+
+def test_checked_in_openapi_matches_the_service() -> None:
+    from patchstream.query.api import openapi_document
+
+    checked_in = (SCHEMA_DIR / "openapi.json").read_text()
+    assert checked_in == openapi_document(), "run `patchstream openapi` and commit the result"
+    paths = json.loads(checked_in)["paths"]
+    assert {"/v1/search", "/v1/context", "/v1/freshness", "/v1/wait", "/v1/symbols"} <= set(paths)
+    assert "/v1/symbols/{symbol_id}/callers" in paths
