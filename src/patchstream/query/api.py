@@ -199,7 +199,9 @@ def create_api(settings: Settings, factory: ServiceFactory = _default_factory) -
             )
             for b in result.blocks
         ]
-        fresh = await freshness_of(tenant, body.repo, body.ref or "main")
+        # Without a repo filter, report the freshness of the repository the context came from.
+        repo = body.repo or (result.blocks[0].repo if result.blocks else None)
+        fresh = await freshness_of(tenant, repo, body.ref or "main")
         return ContextResponse(
             blocks=blocks, tokens_used=result.tokens_used, budget_tokens=result.budget_tokens,
             entry_points=result.entry_points, freshness=fresh,
