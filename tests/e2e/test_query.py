@@ -100,6 +100,12 @@ def test_context_fits_any_budget_and_says_where_it_came_from(indexed: Supervisor
         assert set(result["freshness"]) >= {"graph", "vector", "as_of", "pending_events"}
         texts = [b["text"] for b in result["blocks"]]
         assert len(texts) == len(set(texts))  # nothing repeated
+        prose = client.post("/v1/search", json={"query": "Invoices add tax by country"}).json()
+        assert prose["hits"][0]["source"] == "doc" and prose["hits"][0]["path"] == "docs/billing.md"
+        wide = client.post("/v1/context", json={"query": "invoices tax by country",
+                                                "budget_tokens": 20000}).json()  # fmt: skip
+        kinds = [b["kind"] for b in wide["blocks"]]
+        assert "prose" in kinds and kinds.index("prose") > kinds.index("entry-code")
 
 
 def test_tenant_canaries_never_cross(indexed: Supervisor) -> None:

@@ -68,3 +68,15 @@ def test_nested_functions_stay_in_their_outer_chunk(builder: FileStateBuilder) -
     kinds = {s.qualified_name: s.kind for s in state.symbols}
     assert kinds["outer.inner"] is SymbolKind.FUNCTION
     assert [c.symbol_id for c in state.chunks] == ["r::n.py::outer"]
+
+
+def test_markdown_is_prose_cut_by_section(builder: FileStateBuilder) -> None:
+    doc = (
+        "# Title\n\nIntro.\n\n## Install\n\n```bash\n# not a heading\npip install x\n```\n\n"
+        "## Use\n\nCall it.\n"
+    )
+    state = build_state(builder, "docs/guide.md", doc.encode())
+    assert state.language == "markdown"
+    starts = sorted(c.start_line for c in state.chunks)
+    assert starts == [1, 5, 12]  # the fenced '# not a heading' does not open a section
+    assert all(c.symbol_id == "r::docs/guide.md" for c in state.chunks)

@@ -17,6 +17,7 @@ from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.languages import language_for_path
+from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import EditHint, file_key
@@ -82,6 +83,17 @@ class FileStateBuilder:
         except UnicodeDecodeError:
             text = data.decode("utf-8", errors="replace")
             not_utf8 = True
+        if language is None and is_prose(target.path):
+            chunks = prose_chunks(
+                target.path, text, shell.symbols[0], self.counter, self.settings.chunk_max_tokens
+            )
+            return shell.model_copy(
+                update={
+                    "language": PROSE_LANGUAGE,
+                    "flags": FileFlags(not_utf8=not_utf8),
+                    "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
+                }
+            )
         if language is None:
             return shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)})
         source = text.encode("utf-8") if not_utf8 else data

@@ -1,7 +1,6 @@
 """The query service's HTTP API (FastAPI). Read only; every read is scoped to the tenant of
 the caller's API key, resolved on the server."""
 
-
 import asyncio
 import hmac
 import time

@@ -73,9 +73,10 @@ class QueryService:
             for direction in ("callers", "callees"):
                 for neighbor in self.walk(tenant, direction, hit.symbol_id, 2, hit.ref):
                     candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
-        for hit in hits:
-            if hit not in entries:
-                candidates.append(_from_hit("prose" if hit.source == "doc" else "semantic", hit))
+        rest = [h for h in hits if h not in entries]
+        # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
+        for hit in sorted(rest, key=lambda h: h.source == "doc"):
+            candidates.append(_from_hit("prose" if hit.source == "doc" else "semantic", hit))
         candidates = self._with_trust(tenant, candidates)
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])

@@ -1,0 +1,72 @@
+"""Prose memory: Markdown (README, docs, ADRs) cut into section chunks owned by the file."""
+
+from __future__ import annotations
+
+from patchstream.parsing.hashing import hash_code
+from patchstream.parsing.tokens import TokenCounter
+from patchstream.schemas.chunks import Chunk
+from patchstream.schemas.graph import Symbol, SymbolKind
+
+PROSE_EXTENSIONS = (".md", ".markdown", ".mdx", ".rst", ".adoc")
+PROSE_LANGUAGE = "markdown"
+
+
+def is_prose(path: str) -> bool:
+    return path.lower().endswith(PROSE_EXTENSIONS)
+
+
+def _section_starts(lines: list[str]) -> tuple[int, ...]:
+    """1-based lines that open a section (ATX headings; fenced code is not a heading)."""
+    starts = []
+    fenced = False
+    for number, line in enumerate(lines, start=1):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and stripped.startswith("#") and stripped.lstrip("#").startswith(" "):
+            starts.append(number)
+    return tuple(starts)
+
+
+def prose_chunks(
+    path: str, text: str, file_node: Symbol, counter: TokenCounter, max_tokens: int
+) -> list[Chunk]:
+    """One chunk per section (a long section is cut between lines), owned by the File node."""
+    lines = text.split("\n")
+    starts = [1, *(s for s in _section_starts(lines) if s > 1)]
+    bounds = [*starts[1:], len(lines) + 1]
+    pieces: list[tuple[int, int, str]] = []
+    for first, after in zip(starts, bounds, strict=True):
+        current: list[int] = []
+        used = 0
+        for number in range(first, after):
+            cost = counter.count(lines[number - 1]) + 1
+            if current and used + cost > max_tokens:
+                pieces.append(_piece(lines, current))
+                current, used = [], 0
+            current.append(number)
+            used += cost
+        if current:
+            pieces.append(_piece(lines, current))
+    chunks = []
+    for part, (first, last, body) in enumerate(p for p in pieces if p[2].strip()):
+        chunks.append(
+            Chunk(
+                id=f"{file_node.id}#{part}",
+                symbol_id=file_node.id,
+                path=path,
+                kind=SymbolKind.FILE,
+                start_line=first,
+                end_line=last,
+                content_hash=hash_code(body),
+                tokens=counter.count(body),
+                text=body,
+            )
+        )
+    return chunks
+
+
+def _piece(lines: list[str], numbers: list[int]) -> tuple[int, int, str]:
+    while len(numbers) > 1 and not lines[numbers[-1] - 1].strip():
+        numbers = numbers[:-1]
+    return numbers[0], numbers[-1], "\n".join(lines[n - 1] for n in numbers)
