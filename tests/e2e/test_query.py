@@ -164,3 +164,40 @@ def test_read_your_writes_and_session_context(indexed: Supervisor) -> None:
             "/v1/wait", params={"read_token": make_read_token([event]), "timeout": 1}
         )
         assert other.status_code == 404
+
+
+def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
+    import json as jsonlib
+    import os
+    import sys
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {**os.environ, "PATCHSTREAM_QUERY": jsonlib.dumps(
+        {"url": indexed.settings.query.url, "api_key": "key-acme"}
+    )}  # fmt: skip
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "patchstream.cli.main", "mcp"], env=env)  # fmt: skip
+
+    async def session() -> tuple[set[str], dict[str, object], dict[str, object]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            callers = await client.call_tool("find_callers", {"symbol": "tax", "depth": 2})
+            context = await client.call_tool("get_context",
+                                             {"query": "invoice tax", "budget_tokens": 500})  # fmt: skip
+            return (
+                tools,
+                jsonlib.loads(callers.content[0].text),  # type: ignore[union-attr]
+                jsonlib.loads(context.content[0].text),  # type: ignore[union-attr]
+            )
+
+    tools, callers, context = asyncio.run(session())
+    assert tools == {"search_code", "get_context", "find_callers", "find_callees",
+                     "impact_of_change", "get_symbol", "freshness"}  # fmt: skip
+    found = callers["callers"]
+    assert {(c["qualified_name"], c["depth"]) for c in found} == {  # type: ignore[attr-defined]
+        ("Invoice.total", 1), ("render", 2),
+    }  # fmt: skip
+    assert 0 < context["tokens_used"] <= 500  # type: ignore[operator]

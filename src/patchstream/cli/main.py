@@ -216,6 +216,21 @@ def openapi(out: Path, check: bool) -> None:
 
 
 @cli.command()
+@click.option("--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio",
+              show_default=True)  # fmt: skip
+@click.option("--port", default=8732, show_default=True, help="For streamable-http.")
+def mcp(transport: str, port: int) -> None:
+    """Serve the query tools to MCP clients (Claude Code, Cursor)."""
+    from patchstream.query.mcp_server import create_mcp_server
+
+    server = create_mcp_server(get_settings())
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", port=port)
+
+
+@cli.command()
 def worker() -> None:
     """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
     from patchstream.streams.faust_app import create_app

@@ -7,32 +7,19 @@ from typing import Any
 from urllib.parse import quote
 
 import click
-import httpx
 
+from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.settings import get_settings
 
 
-def _client() -> httpx.Client:
-    settings = get_settings().query
-    return httpx.Client(
-        base_url=settings.url,
-        headers={"Authorization": f"Bearer {settings.api_key.get_secret_value()}"},
-        timeout=60.0,
-    )
-
-
 def call(method: str, path: str, **kwargs: Any) -> Any:
+    client = QueryClient(get_settings().query)
     try:
-        with _client() as client:
-            response = client.request(method, path, **kwargs)
-    except httpx.TransportError as exc:
-        raise click.ClickException(
-            f"query service unreachable at {get_settings().query.url} ({exc}); "
-            "is `patchstream up` running?"
-        ) from exc
-    if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {response.text}")
-    return response.json()
+        return client.call(method, path, **kwargs)
+    except QueryServiceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        client.close()
 
 
 @click.group()
@@ -41,19 +28,13 @@ def query() -> None:
 
 
 def _resolve(name_or_id: str, repo: str | None) -> str:
-    if "::" in name_or_id:
-        return name_or_id
-    found = call(
-        "GET", "/v1/symbols", params={"name": name_or_id, **({"repo": repo} if repo else {})}
-    )
-    symbols = found["symbols"]
-    if not symbols:
-        raise click.ClickException(f"no symbol named {name_or_id!r}")
-    if len(symbols) > 1:
-        click.echo(
-            f"{len(symbols)} symbols named {name_or_id!r}; using {symbols[0]['id']}", err=True
-        )
-    return str(symbols[0]["id"])
+    client = QueryClient(get_settings().query)
+    try:
+        return client.resolve(name_or_id, repo)
+    except QueryServiceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        client.close()
 
 
 @query.command()
