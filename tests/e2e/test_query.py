@@ -185,8 +185,8 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
             await client.initialize()
             tools = {tool.name for tool in (await client.list_tools()).tools}
             callers = await client.call_tool("find_callers", {"symbol": "tax", "depth": 2})
-            context = await client.call_tool("get_context",
-                                             {"query": "invoice tax", "budget_tokens": 500})  # fmt: skip
+            question = {"query": "invoice tax", "budget_tokens": 500}
+            context = await client.call_tool("get_context", question)
             return (
                 tools,
                 jsonlib.loads(callers.content[0].text),  # type: ignore[union-attr]
