@@ -103,7 +103,9 @@ def create_api(settings: Settings, factory: ServiceFactory = _default_factory) -
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state["service"] = await asyncio.to_thread(factory, settings)
         state["lag"] = LagProbe(settings.kafka)
+        refresher = asyncio.create_task(state["lag"].run())
         yield
+        refresher.cancel()
 
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
     Tenant = Annotated[str, Depends(_tenant_resolver(settings))]  # noqa: N806

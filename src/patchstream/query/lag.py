@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -34,9 +36,20 @@ class LagProbe:
             "vector": (f"{prefix}vector-sink", self.topics.file_deltas),
         }
 
+    async def run(self) -> None:
+        """Refresh in the background, so requests never wait on the bus."""
+        while True:
+            # The bus may be down: keep the last snapshot and try again.
+            with contextlib.suppress(Exception):
+                await self._refresh()
+            await asyncio.sleep(self.ttl_s)
+
     async def lags(self) -> dict[str, GroupLag]:
-        if self._cache and time.monotonic() - self._cache[0] < self.ttl_s:
+        if self._cache is not None:
             return self._cache[1]
+        return await self._refresh()
+
+    async def _refresh(self) -> dict[str, GroupLag]:
         result: dict[str, GroupLag] = {}
         for tier, (group, topic) in self.groups.items():
             consumer = AIOKafkaConsumer(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from patchstream.parsing.tokens import TokenCounter
@@ -29,6 +30,7 @@ class QueryService:
         self.graph = graph
         self.vectors = vectors
         self.counter = TokenCounter(settings.parsing.token_encoding)
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
 
     def search(
         self,
@@ -69,10 +71,14 @@ class QueryService:
         entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
         for hit in entries:
             candidates.append(_from_hit("entry-code", hit))
-        for hit in entries:
-            for direction in ("callers", "callees"):
-                for neighbor in self.walk(tenant, direction, hit.symbol_id, 2, hit.ref):
-                    candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
+        walks = [(hit, direction) for hit in entries for direction in ("callers", "callees")]
+        # Independent graph reads: run them side by side.
+        results = self._pool.map(
+            lambda job: self.walk(tenant, job[1], job[0].symbol_id, 2, job[0].ref), walks
+        )
+        for (_hit, direction), neighbors in zip(walks, results, strict=True):
+            for neighbor in neighbors:
+                candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
         rest = [h for h in hits if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source == "doc"):

@@ -411,13 +411,15 @@ class CypherGraphStore(GraphStore):
             return []
         depth = max(1, min(int(depth), _MAX_DEPTH))
         pattern = (
-            f"(n:Symbol)-[:{types}*1..{depth}]->(t:Symbol {{uid: $uid}})"
+            f"(n:Symbol)-[:{types}*1..{depth}]->(t)"
             if inbound
-            else f"(t:Symbol {{uid: $uid}})-[:{types}*1..{depth}]->(n:Symbol)"
+            else f"(t)-[:{types}*1..{depth}]->(n:Symbol)"
         )
+        # Anchor on the indexed uid first (WITH), so the planner expands from one node.
         rows = self._read(
             tenant,
-            f"MATCH p = {pattern} WHERE n.tenant = $tenant AND n.uid <> t.uid "
+            f"MATCH (t:Symbol {{uid: $uid}}) WITH t MATCH p = {pattern} "
+            "WHERE n.tenant = $tenant AND n.uid <> t.uid "
             "RETURN properties(n), min(size(relationships(p))) AS d",
             {"uid": f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}", "tenant": tenant},
         )

@@ -1,0 +1,114 @@
+"""Query bench: latency percentiles of search, callers (depth 2), impact and context through the
+HTTP API, on a corpus indexed by the real pipeline (the largest of the benches).
+
+    python bench/query.py [--packages pydantic hypothesis faust] [--requests 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine, package_tree, update_readme_row
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.indexing.run import index_directory
+from patchstream.settings import EmbeddedSettings, KafkaSettings, QuerySettings, Settings
+from patchstream.stores.factory import open_graph_store
+from pipeline import percentile
+
+QUERIES = [
+    "validate a model field", "retry with backoff", "parse a configuration file",
+    "serialize to json", "generate test data strategies", "stream processing agent",
+    "table changelog recovery", "schema for a dataclass", "shrink a failing example",
+    "consumer group rebalance",
+]  # fmt: skip
+
+
+def timed(call: object, *args: object, **kwargs: object) -> float:
+    started = time.perf_counter()
+    response = call(*args, **kwargs)  # type: ignore[operator]
+    response.raise_for_status()
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--packages", nargs="+", default=["pydantic", "hypothesis", "faust"])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args()
+    rows: dict[str, str] = {}
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus"
+        for name in args.packages:
+            shutil.copytree(package_tree(name), corpus / name,
+                            ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        settings = Settings(
+            embedded=EmbeddedSettings(data_dir=str(Path(tmp) / "stack"), kafka_port=free_port(),
+                                      falkordb_port=free_port(), milvus_port=free_port()),
+            kafka=KafkaSettings(topic_prefix="qbench."),
+            query=QuerySettings(port=free_port(), api_keys={"bench-key": "bench"}),
+        )  # fmt: skip
+        stack = Supervisor(settings)
+        try:
+            stack.start()
+            summary = asyncio.run(index_directory(stack.settings, corpus, repo="corpus",
+                                                  tenant="bench", progress=False))  # fmt: skip
+            rows["corpus"] = (f"{summary.files_scanned} files, {summary.symbols} symbols, "
+                              f"{summary.chunks_embedded} chunks")  # fmt: skip
+            graph = open_graph_store(stack.settings)
+            functions = [s for q in ("run", "validate", "get", "send", "example", "process")
+                         for s in graph.symbols_by_name("bench", q)]  # fmt: skip
+            graph.close()
+            ids = [s.id for s in functions] or ["corpus::none::x"]
+            client = httpx.Client(base_url=stack.settings.query.url, timeout=60,
+                                  headers={"Authorization": "Bearer bench-key"})  # fmt: skip
+            timings: dict[str, list[float]] = {"search": [], "callers d2": [], "impact d3": [],
+                                               "context 8k": []}  # fmt: skip
+            for _ in range(10):  # warm-up
+                client.post("/v1/search", json={"query": rng.choice(QUERIES)})
+            for _ in range(args.requests):
+                query = rng.choice(QUERIES)
+                symbol = quote(rng.choice(ids), safe="/:")
+                timings["search"].append(timed(client.post, "/v1/search", json={"query": query}))
+                timings["callers d2"].append(
+                    timed(client.get, f"/v1/symbols/{symbol}/callers", params={"depth": 2})
+                )
+                timings["impact d3"].append(
+                    timed(client.get, f"/v1/symbols/{symbol}/impact", params={"depth": 3})
+                )
+                timings["context 8k"].append(
+                    timed(client.post, "/v1/context", json={"query": query, "budget_tokens": 8000})
+                )
+            client.close()
+            for name, values in timings.items():
+                rows[f"{name} ms p50/p95/p99"] = (f"{percentile(values, 50):.1f}/"
+                                                  f"{percentile(values, 95):.1f}/"
+                                                  f"{percentile(values, 99):.1f}")  # fmt: skip
+        finally:
+            stack.stop()
+    print(f"corpus: {', '.join(args.packages)}; requests: {args.requests}; machine: {machine()}")
+    width = max(map(len, rows))
+    for name, value in rows.items():
+        print(f"{name:<{width}}  {value}")
+    if args.update_readme:
+        update_readme_row(
+            "query", "make bench-query", "; ".join(f"{k} {v}" for k, v in rows.items())
+        )
+
+
+if __name__ == "__main__":
+    main()
