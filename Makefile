@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline clean
+.PHONY: install run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,13 +40,16 @@ unit: install
 schemas: install
 	$(VENV)/bin/patchstream schemas
 
-bench: bench-parse bench-sinks bench-pipeline
+bench: bench-parse bench-sinks bench-pipeline bench-query
 
 bench-parse: install
 	$(PY) bench/parse.py --update-readme
 
 bench-sinks: install
 	$(PY) bench/sinks.py --update-readme
+
+bench-query: install
+	$(PY) bench/query.py --update-readme
 
 bench-pipeline: install
 	$(PY) bench/pipeline.py --update-readme
