@@ -102,6 +102,8 @@ def test_context_fits_any_budget_and_says_where_it_came_from(indexed: Supervisor
         assert len(texts) == len(set(texts))  # nothing repeated
         prose = client.post("/v1/search", json={"query": "Invoices add tax by country"}).json()
         assert prose["hits"][0]["source"] == "doc" and prose["hits"][0]["path"] == "docs/billing.md"
+        commits = client.post("/v1/search", json={"query": "commit init author"}).json()["hits"]
+        assert any(h["source"] == "commit" and h["path"].startswith("_commits/") for h in commits)
         wide = client.post("/v1/context", json={"query": "invoices tax by country",
                                                 "budget_tokens": 20000}).json()  # fmt: skip
         kinds = [b["kind"] for b in wide["blocks"]]

@@ -286,10 +286,13 @@ def sink(kind: str) -> None:
     show_default=True,
     help="Seconds to wait for both tiers.",
 )
+@click.option("--commits", default=100, show_default=True,
+              help="Recent commit messages to index as prose (0: none).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def index(
-    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, as_json: bool
-) -> None:
+    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
+    as_json: bool,
+) -> None:  # fmt: skip
     """Index a directory and wait until the graph and the vectors have applied it."""
     import asyncio
 
@@ -300,7 +303,7 @@ def index(
     summary = asyncio.run(
         index_directory(
             get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
-            timeout_s=timeout_s, progress=not as_json,
+            timeout_s=timeout_s, progress=not as_json, commits=commits,
         )
     )  # fmt: skip
     if as_json:
@@ -309,7 +312,7 @@ def index(
         click.echo(
             f"indexed {summary.repo}@{summary.ref} for tenant {summary.tenant}: "
             f"files={summary.files_scanned} published={summary.published} "
-            f"unchanged={summary.unchanged} deleted={summary.deleted} "
+            f"unchanged={summary.unchanged} deleted={summary.deleted} commits={summary.commits} "
             f"symbols={summary.symbols} edges={summary.edges} references={summary.references} "
             f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
             f"seconds={summary.seconds}"

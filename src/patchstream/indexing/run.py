@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from patchstream.indexing.scan import scan_directory
+from patchstream.indexing.scan import recent_commits, scan_directory
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -35,6 +36,7 @@ class IndexSummary:
     published: int = 0
     unchanged: int = 0
     deleted: int = 0
+    commits: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     graph_applied: int = 0
     vectors_applied: int = 0
@@ -95,6 +97,7 @@ async def index_directory(
     ref: str = "main",
     timeout_s: float = 3600.0,
     progress: bool = True,
+    commits: int = 100,
 ) -> IndexSummary:
     started = time.monotonic()
     version = time.time_ns()
@@ -126,7 +129,20 @@ async def index_directory(
             except ValidationError:
                 summary.skipped["invalid_path"] = summary.skipped.get("invalid_path", 0) + 1
         present = set(scan.files)
-        for gone in sorted((graph_hashes.keys() | vector_hashes.keys()) - present):
+        for commit in recent_commits(root, commits):
+            path = f"{COMMITS_DIR}{commit.sha}.md"
+            present.add(path)
+            content = commit.as_markdown()
+            digest = hash_bytes(content.encode("utf-8"))
+            if graph_hashes.get(path) == digest and vector_hashes.get(path) == digest:
+                continue
+            events.append(PatchEvent(path=path, op="upsert", content=content,
+                                     content_hash=digest, commit=commit.sha, **common))  # fmt: skip
+            summary.commits += 1
+        # Commit messages stay when history is not in the scan (shallow runs, --commits 0).
+        known = {p for p in graph_hashes.keys() | vector_hashes.keys()
+                 if not p.startswith(COMMITS_DIR)}  # fmt: skip
+        for gone in sorted(known - present):
             events.append(PatchEvent(path=gone, op="delete", **common))
             summary.deleted += 1
         bars = Progress(len(events), progress)

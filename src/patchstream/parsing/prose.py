@@ -9,6 +9,13 @@ from patchstream.schemas.graph import Symbol, SymbolKind
 
 PROSE_EXTENSIONS = (".md", ".markdown", ".mdx", ".rst", ".adoc")
 PROSE_LANGUAGE = "markdown"
+#: Commit messages are indexed as prose files under this virtual directory.
+COMMITS_DIR = "_commits/"
+
+
+def prose_source(path: str) -> str:
+    """``commit`` for commit messages, ``doc`` for documentation."""
+    return "commit" if path.startswith(COMMITS_DIR) else "doc"
 
 
 def is_prose(path: str) -> bool:

@@ -81,8 +81,8 @@ class QueryService:
                 candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
         rest = [h for h in hits if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
-        for hit in sorted(rest, key=lambda h: h.source == "doc"):
-            candidates.append(_from_hit("prose" if hit.source == "doc" else "semantic", hit))
+        for hit in sorted(rest, key=lambda h: h.source != "code"):
+            candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
         candidates = self._with_trust(tenant, candidates)
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
@@ -143,7 +143,7 @@ def _from_hit(kind: str, hit: SearchHit) -> Candidate:
         text=hit.text,
         symbol_id=hit.symbol_id,
         version=hit.version,
-        source="doc" if hit.source == "doc" else "code",
+        source=hit.source,
         key=hit.chunk_id,
     )
 

@@ -30,7 +30,7 @@ from pymilvus import (
 from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreError
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.prose import PROSE_LANGUAGE
+from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
@@ -532,7 +532,7 @@ def _row(delta: FileDelta, chunk: Chunk, pk: str, fp: str, vector: list[float]) 
         "chunk_id": chunk.id,
         "symbol_id": chunk.symbol_id,
         "kind": chunk.kind.value,
-        "source": "doc" if delta.language == PROSE_LANGUAGE else "code",
+        "source": prose_source(delta.path) if delta.language == PROSE_LANGUAGE else "code",
         "language": delta.language or "",
         "content_hash": chunk.content_hash,
         "start_line": chunk.start_line,
