@@ -170,6 +170,7 @@ def status(quiet: bool) -> None:
         "kafka": settings.kafka.bootstrap,
         "falkordb": f"{settings.graph.falkordb_host}:{settings.graph.falkordb_port}",
         "milvus": milvus,
+        "query": settings.query.url.split("://", 1)[-1].rstrip("/"),
     }
     healthy = True
     for name, address in targets.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ class QueryService:
         self.vectors = vectors
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
+        self._freshness: dict[tuple[str, str, str], tuple[float, dict[str, object]]] = {}
 
     def search(
         self,
@@ -66,7 +68,7 @@ class QueryService:
         candidates: list[Candidate] = []
         if session:
             candidates += self._session_candidates(tenant, session, repo)
-        hits = self.search(tenant, query, limit=self.settings.query.entry_points * 4,
+        hits = self.search(tenant, query, limit=self.settings.query.entry_points * 2,
                            repo=repo, ref=ref)  # fmt: skip
         entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
         for hit in entries:
@@ -107,6 +109,16 @@ class QueryService:
         return result
 
     def freshness(self, tenant: str, repo: str, ref: str = "main") -> dict[str, object]:
+        """Per-tier freshness, computed at most once a second per repository."""
+        key = (tenant, repo, ref)
+        cached = self._freshness.get(key)
+        if cached is not None and time.monotonic() - cached[0] < 1.0:
+            return {**copy.deepcopy(cached[1]), "as_of": time.time()}
+        value = self._compute_freshness(tenant, repo, ref)
+        self._freshness[key] = (time.monotonic(), value)
+        return copy.deepcopy(value)
+
+    def _compute_freshness(self, tenant: str, repo: str, ref: str) -> dict[str, object]:
         graph = self.graph.repo_version(tenant, repo, ref)
         files, vector_last = self.vectors.last_applied(tenant, repo)
         now = time.time()
