@@ -26,4 +26,4 @@ echo "  $BIN/patchstream query callers diff_states --depth 2"
 $BIN/patchstream query callers diff_states --depth 2 || true
 echo
 echo "The stack keeps running; agents can emit writes with 'patchstream emit'. Ctrl-C stops it."
-wait $UP_PID
+wait $UP_PID || true  # Ctrl-C ends the stack; that is the normal way out
