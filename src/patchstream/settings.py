@@ -141,6 +141,21 @@ class QuerySettings(BaseModel):
     entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
 
 
+class GatewaySettings(BaseModel):
+    """The write side's HTTP gateway (webhooks and the agent patch API)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8730
+    url: str = Field(default="", description="set to send `emit` and hooks through the gateway")
+    config: str = Field(default="", description="TOML file of repositories and API keys")
+    api_key: SecretStr = Field(default=SecretStr("dev-local-key"), description="client key")
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    default_api_keys: dict[str, str] = Field(
+        default_factory=lambda: {"dev-local-key": "default"},
+        description="used when the config file names no API keys (embedded stack only)",
+    )
+
+
 class Settings(BaseSettings):
     """All patchstream settings."""
 
@@ -158,6 +173,7 @@ class Settings(BaseSettings):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     query: QuerySettings = Field(default_factory=QuerySettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

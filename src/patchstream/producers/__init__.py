@@ -1,0 +1,1 @@
+"""Write side: the webhook gateway, the agent patch API and its clients (SDK, hooks)."""
