@@ -14,6 +14,7 @@ from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.settings import (
     EmbeddedSettings,
+    GatewaySettings,
     KafkaSettings,
     PipelineSettings,
     QuerySettings,
@@ -40,6 +41,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             port=free_port(),
             api_keys={"key-acme": "acme", "key-default": "default", "key-rebuild": "rebuild"},
         ),
+        gateway=GatewaySettings(port=free_port()),
     )
     supervisor = Supervisor(settings)
     try:

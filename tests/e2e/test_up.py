@@ -20,6 +20,7 @@ def _env(tmp_path: Path, ports: dict[str, int]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
     env["PATCHSTREAM_EMBEDDED"] = json.dumps(embedded)
     env["PATCHSTREAM_QUERY"] = json.dumps({"port": free_port()})
+    env["PATCHSTREAM_GATEWAY"] = json.dumps({"port": free_port()})
     return env
 
 
@@ -48,7 +49,7 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
         assert port_is_open("127.0.0.1", port)
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
-    assert len(pids) == 4  # parse worker, graph sink, vector sink, query service
+    assert len(pids) == 5  # parse worker, graph sink, vector sink, query service, gateway
     process.send_signal(signal.SIGINT)
     assert process.wait(90) == 0
     for pid in pids:

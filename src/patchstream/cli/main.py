@@ -232,6 +232,32 @@ def mcp(transport: str, port: int) -> None:
 
 
 @cli.command()
+def gateway() -> None:
+    """Run the webhook and agent-patch gateway (HTTP)."""
+    import uvicorn
+
+    from patchstream.producers.gateway import create_gateway
+
+    configure_logging()
+    settings = get_settings()
+    uvicorn.run(create_gateway(settings), host=settings.gateway.host, port=settings.gateway.port,
+                log_level="warning")  # fmt: skip
+
+
+@cli.group()
+def hook() -> None:
+    """Agent tool hooks."""
+
+
+@hook.command("claude-code")
+def claude_code_hook() -> None:
+    """Claude Code PostToolUse hook: publish Write/Edit/MultiEdit results (never fails)."""
+    from patchstream.producers.claude_hook import main as run_hook
+
+    sys.exit(run_hook(sys.stdin.read(), get_settings()))
+
+
+@cli.command()
 def worker() -> None:
     """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
     from patchstream.streams.faust_app import create_app
@@ -365,6 +391,17 @@ def emit(
 
     from patchstream.query.read_tokens import make_read_token
 
+    gateway_settings = get_settings().gateway
+    if gateway_settings.url:  # through the gateway when one is configured
+        from patchstream.client import PatchClient
+
+        with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
+            write = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
+                     "content": content, "session_id": session, "actor": actor}  # fmt: skip
+            receipt = c.write([write])
+        click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
+                               "read_token": receipt["read_token"]}))  # fmt: skip
+        return
     asyncio.run(send())
     click.echo(
         json.dumps(

@@ -54,6 +54,16 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             "query": settings.query.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.query.port}"}
             ),
+            "gateway": settings.gateway.model_copy(
+                update={"host": host, "url": f"http://{host}:{settings.gateway.port}"}
+            ),
+            # The gateway's mirrors are where the parse stage reads blobs.
+            "pipeline": settings.pipeline.model_copy(
+                update={
+                    "repos_dir": settings.pipeline.repos_dir
+                    or str(Path(embedded.data_dir).resolve() / "mirrors")
+                }
+            ),
         }
     )
 
@@ -142,6 +152,10 @@ class Supervisor:
         specs.append(
             Worker("query", [python, "-m", "patchstream.cli.main", "query-service"],
                    logs / "query.log", port=self.settings.query.port)
+        )  # fmt: skip
+        specs.append(
+            Worker("gateway", [python, "-m", "patchstream.cli.main", "gateway"],
+                   logs / "gateway.log", port=self.settings.gateway.port)
         )  # fmt: skip
         return specs
 

@@ -1,0 +1,241 @@
+"""The gateway: GitHub/GitLab push webhooks and the agent patch API. It only writes to Kafka.
+
+- Webhook bodies over the limit get 413 before parsing; signatures are checked on the raw
+  body before parsing (401 otherwise); a delivery id seen before publishes nothing new.
+- A push answers 202 at once; the fetch/diff/publish runs in the background.
+- ``POST /v1/patches`` answers 202 only after the broker acknowledged every event (an
+  accepted request is never dropped) and returns a read token; Kafka unreachable is 503.
+"""
+
+import asyncio
+import hmac
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field, ValidationError
+
+from patchstream import __version__
+from patchstream.producers.registry import Registry, load_registry
+from patchstream.producers.webhooks import (
+    Push,
+    events_for_push,
+    github_signature_ok,
+    gitlab_token_ok,
+    parse_json,
+    read_github_push,
+    read_gitlab_push,
+)
+from patchstream.query.read_tokens import make_read_token
+from patchstream.schemas.events import PatchEvent
+from patchstream.settings import Settings
+from patchstream.streams.producer import EventPublisher
+
+log = logging.getLogger("patchstream.gateway")
+_SEEN_DELIVERIES = 10_000
+
+
+class Write(BaseModel):
+    repo: str
+    ref: str = "main"
+    path: str
+    op: Literal["upsert", "delete", "rename"] = "upsert"
+    content: str | None = None
+    old_path: str | None = None
+    session_id: str | None = None
+    run_id: str | None = None
+    actor: str | None = None
+
+
+class PatchRequest(BaseModel):
+    writes: list[Write] = Field(min_length=1, max_length=1000)
+
+
+class Publisher:
+    """A producer started on first use and restarted after the broker comes back."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.current: EventPublisher | None = None
+        self.lock = asyncio.Lock()
+
+    async def publish(self, events: list[PatchEvent]) -> None:
+        async with self.lock:
+            try:
+                if self.current is None:
+                    publisher = EventPublisher(self.settings.kafka)
+                    await asyncio.wait_for(publisher.__aenter__(), timeout=10)
+                    self.current = publisher
+                await asyncio.wait_for(self.current.publish(events), timeout=30)
+            except Exception as exc:
+                await self.close()
+                raise BrokerUnavailable(str(exc)) from exc
+
+    async def close(self) -> None:
+        if self.current is not None:
+            publisher, self.current = self.current, None
+            try:
+                await publisher.__aexit__(None, None, None)
+            except Exception:
+                log.debug("event=publisher_close_failed")
+
+
+class BrokerUnavailable(Exception):  # noqa: N818 - it is a condition, not an error of ours
+    """Kafka could not take the events."""
+
+
+def create_gateway(
+    settings: Settings, registry: Registry | None = None, repos_dir: Path | None = None
+) -> FastAPI:
+    registry = registry or load_registry(settings.gateway.config)
+    mirrors = repos_dir or Path(
+        settings.pipeline.repos_dir or Path(settings.embedded.data_dir) / "mirrors"
+    )
+    api_keys = registry.api_keys or settings.gateway.default_api_keys
+    publisher = Publisher(settings)
+    seen: OrderedDict[str, None] = OrderedDict()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await publisher.close()
+
+    app = FastAPI(title="patchstream gateway", version=__version__, lifespan=lifespan)
+    bearer = HTTPBearer(auto_error=False)
+
+    @app.exception_handler(BrokerUnavailable)
+    async def unavailable(_request: Request, exc: BrokerUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": f"event bus unavailable: {exc}"}, status_code=503,
+                            headers={"Retry-After": "5"})  # fmt: skip
+
+    def tenant(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> str:
+        given = (credentials.credentials if credentials else "").encode()
+        found = None
+        for key, value in api_keys.items():
+            if hmac.compare_digest(key.encode(), given):
+                found = value
+        if not given or not found:
+            raise HTTPException(401, "send Authorization: Bearer <api key>")
+        return found
+
+    async def limited_body(request: Request) -> bytes:
+        limit = settings.gateway.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise HTTPException(413, f"body over {limit} bytes")
+        body = b""
+        async for part in request.stream():
+            body += part
+            if len(body) > limit:
+                raise HTTPException(413, f"body over {limit} bytes")
+        return body
+
+    def first_delivery(delivery: str | None) -> bool:
+        if not delivery:
+            return True
+        if delivery in seen:
+            return False
+        seen[delivery] = None
+        while len(seen) > _SEEN_DELIVERIES:
+            seen.popitem(last=False)
+        return True
+
+    async def run_push(push: Push) -> None:
+        try:
+            events, rejected = await asyncio.to_thread(events_for_push, push, mirrors)
+            if rejected:
+                log.warning("event=paths_rejected repo=%s count=%d", push.repo.name, len(rejected))
+            if events:
+                await publisher.publish(events)
+            log.info("event=push_published repo=%s ref=%s events=%d", push.repo.name, push.ref,
+                     len(events))  # fmt: skip
+        except Exception:
+            log.exception("event=push_failed repo=%s ref=%s", push.repo.name, push.ref)
+
+    def accept(push: Push | None, background: BackgroundTasks) -> JSONResponse:
+        if push is None:
+            return JSONResponse({"status": "ignored"}, status_code=202)
+        if not first_delivery(push.delivery):
+            return JSONResponse({"status": "duplicate delivery"}, status_code=202)
+        background.add_task(run_push, push)
+        return JSONResponse({"status": "accepted"}, status_code=202)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/webhooks/github")
+    async def github(request: Request, background: BackgroundTasks) -> JSONResponse:
+        body = await limited_body(request)
+        signature = request.headers.get("x-hub-signature-256")
+        # Any registered secret may sign; the payload's repository must then match it.
+        signer = next((r for r in registry.repos if github_signature_ok(
+            r.webhook_secret.get_secret_value(), body, signature)), None)  # fmt: skip
+        if signer is None:
+            raise HTTPException(401, "missing or invalid X-Hub-Signature-256")
+        event = request.headers.get("x-github-event", "")
+        if event == "ping":
+            return JSONResponse({"status": "pong"}, status_code=202)
+        if event != "push":
+            return JSONResponse({"status": f"ignored {event or 'unknown'} event"}, status_code=202)
+        try:
+            payload = parse_json(body)
+        except ValueError as exc:
+            raise HTTPException(400, f"payload is not JSON: {exc}") from exc
+        push = read_github_push(registry, payload, request.headers.get("x-github-delivery"))
+        if push is not None and push.repo is not signer:
+            raise HTTPException(401, "signature does not belong to this repository")
+        return accept(push, background)
+
+    @app.post("/webhooks/gitlab")
+    async def gitlab(request: Request, background: BackgroundTasks) -> JSONResponse:
+        body = await limited_body(request)
+        token = request.headers.get("x-gitlab-token")
+        signers = [r for r in registry.repos
+                   if gitlab_token_ok(r.webhook_secret.get_secret_value(), token)]  # fmt: skip
+        signer = signers[0] if signers else None
+        if signer is None:
+            raise HTTPException(401, "missing or invalid X-Gitlab-Token")
+        if request.headers.get("x-gitlab-event") != "Push Hook":
+            return JSONResponse({"status": "ignored"}, status_code=202)
+        try:
+            payload = parse_json(body)
+        except ValueError as exc:
+            raise HTTPException(400, f"payload is not JSON: {exc}") from exc
+        delivery = request.headers.get("x-gitlab-event-uuid") or request.headers.get(
+            "idempotency-key"
+        )
+        push = read_gitlab_push(registry, payload, delivery)
+        if push is not None and push.repo is not signer:
+            raise HTTPException(401, "token does not belong to this repository")
+        return accept(push, background)
+
+    @app.post("/v1/patches", status_code=202)
+    async def patches(
+        body: PatchRequest, tenant: Annotated[str, Depends(tenant)]
+    ) -> dict[str, Any]:
+        version = time.time_ns()
+        events = []
+        for index, write in enumerate(body.writes):
+            try:
+                events.append(PatchEvent(
+                    tenant=tenant, repo=write.repo, ref=write.ref, path=write.path, op=write.op,
+                    content=write.content, old_path=write.old_path, version=version + index,
+                    source="agent", actor=write.actor, session_id=write.session_id,
+                    run_id=write.run_id,
+                ))  # fmt: skip
+            except ValidationError as exc:
+                raise HTTPException(422, f"writes[{index}]: {exc.errors()[0]['msg']}") from exc
+        await publisher.publish(events)
+        return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events)}
+
+    return app

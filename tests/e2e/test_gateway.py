@@ -1,0 +1,224 @@
+"""The gateway over the real broker and stores, with git repositories and pushes made here."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from patchstream.client import PatchClient
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.settings import (
+    EmbeddedSettings,
+    GatewaySettings,
+    KafkaSettings,
+    QuerySettings,
+    Settings,
+)
+from patchstream.stores.factory import open_graph_store
+from tests.e2e.conftest import wait_for
+
+SECRET = "s3cret-github"
+GITLAB_TOKEN = "t0ken-gitlab"
+
+
+def git(repo: Path, *args: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("origin") / "shop"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "app.py").write_text("from util import helper\n\n\ndef main():\n    return helper()\n")
+    (repo / "util.py").write_text("def helper():\n    return 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first commit")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    root = tmp_path_factory.mktemp("gw")
+    config = root / "gateway.toml"
+    config.write_text(
+        f'[[repos]]\ntenant = "acme"\nname = "shop"\nclone_url = "file://{origin}"\n'
+        f'webhook_secret = "{SECRET}"\nlocal_path = "{origin}"\n\n'
+        f'[[repos]]\ntenant = "acme"\nname = "lab"\nclone_url = "file://{origin}-lab"\n'
+        f'webhook_secret = "{GITLAB_TOKEN}"\n\n'
+        '[api_keys]\n"agent-key" = "acme"\n'
+    )
+    settings = Settings(
+        embedded=EmbeddedSettings(data_dir=str(root / "data"), kafka_port=free_port(),
+                                  falkordb_port=free_port(), milvus_port=free_port()),
+        kafka=KafkaSettings(topic_prefix=f"gw{uuid.uuid4().hex[:6]}.", partitions=4),
+        query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme"}),
+        gateway=GatewaySettings(port=free_port(), config=str(config)),
+    )  # fmt: skip
+    supervisor = Supervisor(settings)
+    try:
+        supervisor.start()
+        yield supervisor
+    finally:
+        supervisor.stop()
+
+
+def _signed(body: bytes, secret: str = SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _push_payload(origin: Path, before: str, after: str, ref: str = "refs/heads/main") -> bytes:
+    # Shaped like GitHub's documented push event (the fields the gateway reads, and more).
+    return json.dumps({
+        "ref": ref, "before": before, "after": after, "created": False,
+        "deleted": after == "0" * 40, "forced": False,
+        "repository": {"full_name": "acme/shop", "clone_url": f"file://{origin}",
+                       "html_url": "https://example.invalid/acme/shop"},
+        "pusher": {"name": "dev"}, "commits": [], "head_commit": None,
+    }).encode()  # fmt: skip
+
+
+def _post(stack: Supervisor, body: bytes, signature: str | None, delivery: str) -> httpx.Response:
+    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": delivery,
+               "Content-Type": "application/json"}  # fmt: skip
+    if signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    return httpx.post(f"{stack.settings.gateway.url}/webhooks/github", content=body,
+                      headers=headers, timeout=30)  # fmt: skip
+
+
+def _paths(stack: Supervisor, ref: str = "main") -> set[str]:
+    graph = open_graph_store(stack.settings)
+    try:
+        return set(graph.file_hashes("acme", "shop", ref))
+    finally:
+        graph.close()
+
+
+def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> None:
+    head = git(origin, "rev-parse", "HEAD")
+    body = _push_payload(origin, "0" * 40, head)
+    assert _post(gateway_stack, body, _signed(body), "d-1").status_code == 202
+    wait_for(lambda: {"app.py", "util.py"} <= _paths(gateway_stack), what="first push")
+    assert any(p.startswith("_commits/") for p in _paths(gateway_stack))  # commit message prose
+    # Rename, edit, delete and a symlink in one push.
+    git(origin, "mv", "util.py", "helpers.py")
+    (origin / "app.py").write_text(
+        "from helpers import helper\n\n\ndef main():\n    return helper()\n"
+    )
+    (origin / "link.py").symlink_to("/etc/passwd")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "rename util")
+    after = git(origin, "rev-parse", "HEAD")
+    body = _push_payload(origin, head, after)
+    assert _post(gateway_stack, body, _signed(body), "d-2").status_code == 202
+
+    def renamed() -> bool:
+        paths = _paths(gateway_stack)
+        return "helpers.py" in paths and "util.py" not in paths
+
+    wait_for(renamed, what="rename")
+    assert "link.py" not in _paths(gateway_stack)  # symlinks are never followed or indexed
+    graph = open_graph_store(gateway_stack.settings)
+    try:
+        callees = graph.callees("acme", "shop::app.py::main", 1)
+        assert [n.symbol.id for n in callees] == ["shop::helpers.py::helper"]
+    finally:
+        graph.close()
+    # A replayed delivery publishes nothing new.
+    replay = _post(gateway_stack, body, _signed(body), "d-2")
+    assert replay.status_code == 202 and replay.json()["status"] == "duplicate delivery"
+    # Deleting the branch removes its index.
+    git(origin, "branch", "feature")
+    feature_body = _push_payload(origin, "0" * 40, after, "refs/heads/feature")
+    _post(gateway_stack, feature_body, _signed(feature_body), "d-3")
+    wait_for(lambda: "app.py" in _paths(gateway_stack, "feature"), what="feature branch")
+    gone = _push_payload(origin, after, "0" * 40, "refs/heads/feature")
+    assert _post(gateway_stack, gone, _signed(gone), "d-4").status_code == 202
+
+    def branch_empty() -> bool:
+        return not {p for p in _paths(gateway_stack, "feature") if not p.startswith("_commits/")}
+
+    wait_for(branch_empty, what="branch deletion")
+
+
+def test_bad_signatures_and_bodies_are_refused(gateway_stack: Supervisor, origin: Path) -> None:
+    head = git(origin, "rev-parse", "HEAD")
+    body = _push_payload(origin, "0" * 40, head, "refs/heads/forged")
+    good = _signed(body)
+    for signature in (None, "", "sha256=" + "0" * 64, good[:-4], "sha1=abc", _signed(body, "x")):
+        response = _post(gateway_stack, body, signature, f"forged-{signature}")
+        assert response.status_code == 401, signature
+    huge = b"{" + b" " * (2 * 1024 * 1024) + b"}"
+    assert _post(gateway_stack, huge, _signed(huge), "huge").status_code == 413
+    time.sleep(2)
+    assert _paths(gateway_stack, "forged") == set()  # nothing was published
+    gw = gateway_stack.settings.gateway.url
+    ping_headers = {"X-GitHub-Event": "ping", "X-Hub-Signature-256": _signed(b"{}")}
+    ping = httpx.post(f"{gw}/webhooks/github", content=b"{}", headers=ping_headers)
+    assert ping.json() == {"status": "pong"}
+    lab_headers = {"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "wrong"}
+    lab = httpx.post(f"{gw}/webhooks/gitlab", content=b"{}", headers=lab_headers)
+    assert lab.status_code == 401
+
+
+def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin: Path) -> None:
+    url = gateway_stack.settings.gateway.url
+    with PatchClient(url, "agent-key") as client:
+        receipt = client.write_file("shop", "agent/new.py", "def from_agent():\n    return 2\n",
+                                    session_id="s-1")  # fmt: skip
+        with pytest.raises(Exception, match="401"):
+            PatchClient(url, "bad-key").write_file("shop", "x.py", "x = 1\n")
+    waited = httpx.get(
+        f"{gateway_stack.settings.query.url}/v1/wait",
+        params={"read_token": receipt["read_token"], "timeout": 60},
+        headers={"Authorization": "Bearer agent-key"},
+        timeout=70,
+    ).json()
+    assert waited["applied"] is True
+    # Claude Code's PostToolUse hook, as Claude Code runs it.
+    (origin / "hooked.py").write_text("def written_by_claude():\n    return 3\n")
+    hook_input = json.dumps({
+        "session_id": "cc-1", "tool_name": "Write", "cwd": str(origin),
+        "tool_input": {"file_path": "hooked.py", "content": "..."},
+    })  # fmt: skip
+    config = gateway_stack.settings.gateway.config
+    gateway_env = {"url": url, "api_key": "agent-key", "config": config}
+    env = {**os.environ, "PATCHSTREAM_GATEWAY": json.dumps(gateway_env)}
+    command = [sys.executable, "-m", "patchstream.cli.main", "hook", "claude-code"]
+    started = time.monotonic()
+    done = subprocess.run(command, input=hook_input, env=env, capture_output=True, text=True,
+                          timeout=30)  # fmt: skip
+    assert done.returncode == 0 and "published 1 write" in done.stderr
+    wait_for(lambda: "hooked.py" in _paths(gateway_stack), what="hooked write")
+    # With the gateway unreachable the hook still exits 0, quickly.
+    gateway_env = {"url": f"http://127.0.0.1:{free_port()}", "config": config}
+    env["PATCHSTREAM_GATEWAY"] = json.dumps(gateway_env)
+    done = subprocess.run(command, input=hook_input, env=env, capture_output=True, text=True,
+                          timeout=30)  # fmt: skip
+    assert done.returncode == 0 and "unreachable" in done.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_kafka_down_is_503_with_retry_after(gateway_stack: Supervisor) -> None:
+    tansu = next(s for s in gateway_stack.services if s.name == "tansu")
+    tansu.stop()
+    response = httpx.post(
+        f"{gateway_stack.settings.gateway.url}/v1/patches",
+        json={"writes": [{"repo": "shop", "path": "a.py", "content": "x = 1"}]},
+        headers={"Authorization": "Bearer agent-key"},
+        timeout=60,
+    )
+    assert response.status_code == 503 and response.headers["Retry-After"] == "5"
