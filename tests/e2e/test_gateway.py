@@ -52,6 +52,11 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
     root = tmp_path_factory.mktemp("gw")
+    lab = Path(f"{origin}-lab")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(lab)], check=True)
+    (lab / "lab.py").write_text("def experiment():\n    return 42\n")
+    git(lab, "add", "-A")
+    git(lab, "commit", "-qm", "lab commit")
     config = root / "gateway.toml"
     config.write_text(
         f'[[repos]]\ntenant = "acme"\nname = "shop"\nclone_url = "file://{origin}"\n'
@@ -210,6 +215,33 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
                           timeout=30)  # fmt: skip
     assert done.returncode == 0 and "unreachable" in done.stderr
     assert time.monotonic() - started < 30
+
+
+def test_gitlab_push_hook(gateway_stack: Supervisor, origin: Path) -> None:
+    lab = Path(f"{origin}-lab")
+    after = git(lab, "rev-parse", "HEAD")
+    # Shaped like GitLab's documented Push Hook payload.
+    payload = json.dumps({
+        "object_kind": "push", "event_name": "push", "before": "0" * 40, "after": after,
+        "ref": "refs/heads/main", "user_username": "dev", "total_commits_count": 1,
+        "project": {"path_with_namespace": "acme/lab", "git_http_url": f"file://{lab}",
+                    "web_url": "https://example.invalid/acme/lab"},
+        "commits": [],
+    }).encode()  # fmt: skip
+    headers = {"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": GITLAB_TOKEN,
+               "X-Gitlab-Event-UUID": "lab-1"}  # fmt: skip
+    response = httpx.post(f"{gateway_stack.settings.gateway.url}/webhooks/gitlab",
+                          content=payload, headers=headers, timeout=30)  # fmt: skip
+    assert response.status_code == 202 and response.json() == {"status": "accepted"}
+
+    def lab_paths() -> set[str]:
+        graph = open_graph_store(gateway_stack.settings)
+        try:
+            return set(graph.file_hashes("acme", "lab", "main"))
+        finally:
+            graph.close()
+
+    wait_for(lambda: "lab.py" in lab_paths(), what="gitlab push")
 
 
 def test_kafka_down_is_503_with_retry_after(gateway_stack: Supervisor) -> None:
