@@ -26,7 +26,7 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
-from patchstream.stores.factory import open_graph_store
+from patchstream.stores.factory import open_graph_store, open_vector_store
 from tests.e2e.conftest import wait_for
 
 SECRET = "s3cret-github"
@@ -136,6 +136,13 @@ def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> No
 
     wait_for(renamed, what="rename")
     assert "link.py" not in _paths(gateway_stack)  # symlinks are never followed or indexed
+    vectors = open_vector_store(gateway_stack.settings)
+    try:
+        wait_for(lambda: "helpers.py" in vectors.file_hashes("acme", "shop", "main")
+                 and "util.py" not in vectors.file_hashes("acme", "shop", "main"),
+                 what="vectors after the rename")  # fmt: skip
+    finally:
+        vectors.close()
     graph = open_graph_store(gateway_stack.settings)
     try:
         callees = graph.callees("acme", "shop::app.py::main", 1)
@@ -208,6 +215,15 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
                           timeout=30)  # fmt: skip
     assert done.returncode == 0 and "published 1 write" in done.stderr
     wait_for(lambda: "hooked.py" in _paths(gateway_stack), what="hooked write")
+    # `patchstream emit` goes through the gateway when one is configured.
+    emitted = subprocess.run(
+        [sys.executable, "-m", "patchstream.cli.main", "emit", "--repo", "shop", "--path",
+         "agent/emitted.py", "--stdin", "--session", "s-2"],
+        input="def emitted():\n    return 5\n", env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(emitted.stdout)["read_token"]
+    wait_for(lambda: "agent/emitted.py" in _paths(gateway_stack), what="emit via gateway")
     # With the gateway unreachable the hook still exits 0, quickly.
     gateway_env = {"url": f"http://127.0.0.1:{free_port()}", "config": config}
     env["PATCHSTREAM_GATEWAY"] = json.dumps(gateway_env)
