@@ -260,6 +260,27 @@ def test_gitlab_push_hook(gateway_stack: Supervisor, origin: Path) -> None:
     wait_for(lambda: "lab.py" in lab_paths(), what="gitlab push")
 
 
+def test_force_push_is_diffed_against_what_was_indexed(
+    gateway_stack: Supervisor, origin: Path
+) -> None:
+    first = git(origin, "rev-list", "--max-parents=0", "HEAD")
+    git(origin, "reset", "-q", "--hard", first)
+    (origin / "fresh.py").write_text("def fresh():\n    return 0\n")
+    git(origin, "add", "fresh.py")
+    git(origin, "commit", "-qm", "rewritten history")
+    after = git(origin, "rev-parse", "HEAD")
+    # The payload's `before` is a commit the gateway never saw: the diff must start from the
+    # commit the mirror last indexed instead.
+    body = _push_payload(origin, "f" * 40, after)
+    assert _post(gateway_stack, body, _signed(body), "force-1").status_code == 202
+
+    def rewritten() -> bool:
+        paths = _paths(gateway_stack)
+        return {"fresh.py", "util.py"} <= paths and "helpers.py" not in paths
+
+    wait_for(rewritten, what="force push")
+
+
 def test_kafka_down_is_503_with_retry_after(gateway_stack: Supervisor) -> None:
     tansu = next(s for s in gateway_stack.services if s.name == "tansu")
     tansu.stop()
