@@ -8,6 +8,7 @@ import platform
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BEGIN = "<!-- bench:begin -->"
@@ -34,6 +35,37 @@ def corpus_files(roots: list[Path], suffixes: tuple[str, ...] = (".py",)) -> lis
     return sorted(
         p for root in roots for p in root.rglob("*") if p.suffix in suffixes and p.is_file()
     )
+
+
+def copy_corpus(packages: list[str], into: Path) -> Path:
+    """Copy the source trees of installed packages into ``into`` (a repository to index)."""
+    import shutil
+
+    for name in packages:
+        shutil.copytree(package_tree(name), into / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    return into
+
+
+def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:
+    """Settings for a bench's own embedded stack: every port free, data in ``tmp``."""
+    from patchstream.embedded.services import free_port
+    from patchstream.settings import (
+        EmbeddedSettings,
+        GatewaySettings,
+        KafkaSettings,
+        QuerySettings,
+        Settings,
+    )
+
+    defaults: dict[str, Any] = {
+        "embedded": EmbeddedSettings(data_dir=str(tmp / "stack"), kafka_port=free_port(),
+                                     falkordb_port=free_port(), milvus_port=free_port()),
+        "kafka": KafkaSettings(topic_prefix=topic_prefix),
+        "query": QuerySettings(port=free_port(), api_keys={"bench-key": "bench"}),
+        "gateway": GatewaySettings(port=free_port()),
+    }  # fmt: skip
+    return Settings(**{**defaults, **sections})
 
 
 def update_readme_row(key: str, command: str, figures: str) -> None:

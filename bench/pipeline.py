@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import sys
 import tempfile
 import time
@@ -19,12 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, package_tree, update_readme_row
-from patchstream.embedded.services import free_port
+from _common import copy_corpus, machine, stack_settings, update_readme_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import EmbeddedSettings, EmbeddingSettings, KafkaSettings, Settings
+from patchstream.settings import EmbeddingSettings, Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.producer import EventPublisher
 
@@ -80,16 +78,10 @@ def main() -> None:
     args = parser.parse_args()
     rows: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus"
-        for name in args.packages:
-            shutil.copytree(package_tree(name), corpus / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-        settings = Settings(
-            embedded=EmbeddedSettings(data_dir=str(Path(tmp) / "stack"), kafka_port=free_port(),
-                                      falkordb_port=free_port(), milvus_port=free_port()),
-            kafka=KafkaSettings(topic_prefix="bench."),
-            embedding=EmbeddingSettings(kind=args.embedder),
-        )  # fmt: skip
+        corpus = copy_corpus(args.packages, Path(tmp) / "corpus")
+        settings = stack_settings(
+            Path(tmp), "bench.", embedding=EmbeddingSettings(kind=args.embedder)
+        )
         stack = Supervisor(settings)
         try:
             stack.start()

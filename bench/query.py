@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -20,11 +19,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, package_tree, update_readme_row
-from patchstream.embedded.services import free_port
+from _common import copy_corpus, machine, stack_settings, update_readme_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
-from patchstream.settings import EmbeddedSettings, KafkaSettings, QuerySettings, Settings
 from patchstream.stores.factory import open_graph_store
 from pipeline import percentile
 
@@ -52,16 +49,8 @@ def main() -> None:
     rows: dict[str, str] = {}
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus"
-        for name in args.packages:
-            shutil.copytree(package_tree(name), corpus / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-        settings = Settings(
-            embedded=EmbeddedSettings(data_dir=str(Path(tmp) / "stack"), kafka_port=free_port(),
-                                      falkordb_port=free_port(), milvus_port=free_port()),
-            kafka=KafkaSettings(topic_prefix="qbench."),
-            query=QuerySettings(port=free_port(), api_keys={"bench-key": "bench"}),
-        )  # fmt: skip
+        corpus = copy_corpus(args.packages, Path(tmp) / "corpus")
+        settings = stack_settings(Path(tmp), "qbench.")
         stack = Supervisor(settings)
         try:
             stack.start()

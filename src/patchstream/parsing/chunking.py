@@ -115,7 +115,7 @@ def _split(
             if current:
                 pieces.append(_piece(lines, current))
                 current, current_tokens = [], 0
-            pieces.extend(_split_lines(lines, segment, counter, max_tokens))
+            pieces.extend(pack_lines(lines, segment, counter, max_tokens))
             continue
         if current and current_tokens + seg_tokens > max_tokens:
             pieces.append(_piece(lines, current))
@@ -132,10 +132,13 @@ def _piece(lines: Sequence[str], numbers: list[int]) -> tuple[list[int], str]:
     return numbers, "\n".join(lines[n - 1] for n in numbers)
 
 
-def _split_lines(
+def pack_lines(
     lines: Sequence[str], numbers: list[int], counter: TokenCounter, max_tokens: int
 ) -> list[tuple[list[int], str]]:
-    """Fallback for one statement over the cap: pack whole lines, cut single huge lines."""
+    """Pack whole lines under the cap (a single huge line is cut by tokens).
+
+    Used for one statement over the cap, and for prose sections.
+    """
     pieces: list[tuple[list[int], str]] = []
     current: list[int] = []
     current_tokens = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from patchstream.parsing.chunking import pack_lines
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
@@ -44,17 +45,8 @@ def prose_chunks(
     bounds = [*starts[1:], len(lines) + 1]
     pieces: list[tuple[int, int, str]] = []
     for first, after in zip(starts, bounds, strict=True):
-        current: list[int] = []
-        used = 0
-        for number in range(first, after):
-            cost = counter.count(lines[number - 1]) + 1
-            if current and used + cost > max_tokens:
-                pieces.append(_piece(lines, current))
-                current, used = [], 0
-            current.append(number)
-            used += cost
-        if current:
-            pieces.append(_piece(lines, current))
+        for numbers, body in pack_lines(lines, list(range(first, after)), counter, max_tokens):
+            pieces.append((numbers[0], numbers[-1], body))
     chunks = []
     for part, (first, last, body) in enumerate(p for p in pieces if p[2].strip()):
         chunks.append(
@@ -71,9 +63,3 @@ def prose_chunks(
             )
         )
     return chunks
-
-
-def _piece(lines: list[str], numbers: list[int]) -> tuple[int, int, str]:
-    while len(numbers) > 1 and not lines[numbers[-1] - 1].strip():
-        numbers = numbers[:-1]
-    return numbers[0], numbers[-1], "\n".join(lines[n - 1] for n in numbers)
