@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -54,7 +55,8 @@ class SinkStats:
     dead_lettered: int = 0
     batches: int = 0
     retries: int = 0
-    errors: list[str] = field(default_factory=list)
+    # The most recent errors only: a sink runs for months.
+    errors: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
 
 class SinkRunner:

@@ -214,6 +214,8 @@ class Supervisor:
                 restart = {"tansu": start_tansu, "falkordb": start_falkordb,
                            "milvus": start_milvus_lite}[service.name]  # fmt: skip
                 self.services[index] = restart(service.log_path.parent, service.port, service.host)
+                if service.name == "tansu":  # memory-only: a restarted broker has no topics
+                    asyncio.run(ensure_topics(self.settings.kafka))
         env = self.environment()
         for worker in self.workers:
             if worker.alive() or now < worker.next_start:
