@@ -68,6 +68,13 @@ def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:
     return Settings(**{**defaults, **sections})
 
 
+def print_rows(rows: dict[str, str]) -> None:
+    """The figures as an aligned two-column table."""
+    width = max(map(len, rows))
+    for name, value in rows.items():
+        print(f"{name:<{width}}  {value}")
+
+
 def update_readme_row(key: str, command: str, figures: str) -> None:
     """Replace (or add) the README results row whose first cell is ``key``."""
     text = README.read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corpus_files, machine, package_tree, update_readme_row
+from _common import corpus_files, machine, package_tree, print_rows, update_readme_row
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.incremental import IncrementalParser
 from patchstream.parsing.languages import language_for_path
@@ -84,9 +84,7 @@ def main() -> None:
         "reparse after 1-line edit, incremental ms/file": f"{incremental_s * per_file_ms:.2f}",
         "incremental speed-up (x)": f"{full_s / incremental_s:.1f}",
     }
-    width = max(map(len, rows))
-    for name, value in rows.items():
-        print(f"{name:<{width}}  {value}")
+    print_rows(rows)
     if args.update_readme:
         figures = (
             f"{len(sources)} files: parse {rows['parse files/s']} files/s, "

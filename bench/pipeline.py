@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import copy_corpus, machine, stack_settings, update_readme_row
+from _common import copy_corpus, machine, print_rows, stack_settings, update_readme_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
@@ -116,9 +116,7 @@ def main() -> None:
         finally:
             stack.stop()
     print(f"corpus: {', '.join(args.packages)}; embedder: {args.embedder}; machine: {machine()}")
-    width = max(map(len, rows))
-    for name, value in rows.items():
-        print(f"{name:<{width}}  {value}")
+    print_rows(rows)
     if args.update_readme:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
         update_readme_row(f"pipeline ({args.embedder})", "make bench-pipeline", figures)

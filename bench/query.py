@@ -19,7 +19,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import copy_corpus, machine, stack_settings, update_readme_row
+from _common import copy_corpus, machine, print_rows, stack_settings, update_readme_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.stores.factory import open_graph_store
@@ -90,9 +90,7 @@ def main() -> None:
         finally:
             stack.stop()
     print(f"corpus: {', '.join(args.packages)}; requests: {args.requests}; machine: {machine()}")
-    width = max(map(len, rows))
-    for name, value in rows.items():
-        print(f"{name:<{width}}  {value}")
+    print_rows(rows)
     if args.update_readme:
         update_readme_row(
             "query", "make bench-query", "; ".join(f"{k} {v}" for k, v in rows.items())

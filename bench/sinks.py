@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corpus_files, machine, package_tree, update_readme_row
+from _common import corpus_files, machine, package_tree, print_rows, update_readme_row
 from patchstream.embedded.services import free_port, start_falkordb, start_milvus_lite
 from patchstream.embedders.hashing import HashingEmbedder
 from patchstream.parsing.delta import diff_states
@@ -99,9 +99,7 @@ def main() -> None:
         rows["minilm embedder chunks/s"] = f"{len(sample) / (time.perf_counter() - started):.1f}"
     except Exception as exc:  # the [embed] extra is optional for this bench
         rows["minilm embedder chunks/s"] = f"n/a ({exc})"
-    width = max(map(len, rows))
-    for name, value in rows.items():
-        print(f"{name:<{width}}  {value}")
+    print_rows(rows)
     if args.update_readme:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
         update_readme_row("sinks", "make bench-sinks", f"{len(deltas)} files: {figures}")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import GraphStore
-from patchstream.stores.vector.milvus import MilvusVectorStore, VectorApplyStats
+from patchstream.stores.vector.milvus import MilvusVectorStore
 
 
 class GraphSink:
@@ -25,10 +25,6 @@ class VectorSink:
 
     def __init__(self, store: MilvusVectorStore) -> None:
         self.store = store
-        self.totals = VectorApplyStats()
 
     def __call__(self, deltas: Sequence[FileDelta]) -> None:
-        stats = self.store.apply(deltas)
-        self.totals.files_applied += stats.files_applied
-        self.totals.chunks_embedded += stats.chunks_embedded
-        self.totals.chunks_reused += stats.chunks_reused
+        self.store.apply(deltas)
