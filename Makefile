@@ -27,8 +27,8 @@ parse: install
 test: install lint typecheck unit
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench dashboards
+	$(VENV)/bin/ruff format --check src tests bench dashboards
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -25,7 +25,15 @@ class ConfigError(PatchstreamError):
 
 
 class ContractError(PatchstreamError):
-    """A message does not satisfy its contract (schema version, required fields, paths)."""
+    """A message does not satisfy its contract (schema version, required fields, paths).
+
+    ``code`` is a short, stable name for the kind of violation (a metric label); the message
+    says the details.
+    """
+
+    def __init__(self, message: str, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class StoreError(PatchstreamError):

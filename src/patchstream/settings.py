@@ -122,6 +122,11 @@ class EmbeddedSettings(BaseModel):
     falkordb_port: int = 6479
     milvus_port: int = 19630
     parse_workers: int = Field(default=1, gt=0)
+    metrics_port: int = Field(
+        default=9460,
+        ge=0,
+        description="first /metrics port of the sinks and parse workers; 0: any free ports",
+    )
 
 
 class QuerySettings(BaseModel):
@@ -156,6 +161,24 @@ class GatewaySettings(BaseModel):
     )
 
 
+class MetricsSettings(BaseModel):
+    """Prometheus metrics. The HTTP services serve ``/metrics`` on their own port; the parse
+    workers and sinks serve it on ``port`` (``patchstream up`` gives each its own)."""
+
+    enabled: bool = True
+    host: str = Field(default="127.0.0.1", description="where workers and sinks serve /metrics")
+    port: int = Field(default=0, ge=0, description="workers' and sinks' /metrics port; 0: none")
+    repo_labels: bool = Field(
+        default=True, description="label sync lag by repository as well as by tenant"
+    )
+    max_repo_labels: int = Field(
+        default=100, ge=1, description="repositories labelled per process; the rest are _other"
+    )
+    lag_refresh_s: float = Field(
+        default=1.0, gt=0, description="how often the query service reads consumer offsets"
+    )
+
+
 class Settings(BaseSettings):
     """All patchstream settings."""
 
@@ -174,6 +197,7 @@ class Settings(BaseSettings):
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     query: QuerySettings = Field(default_factory=QuerySettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

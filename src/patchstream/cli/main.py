@@ -153,6 +153,9 @@ def up(data_dir: str | None) -> None:
     click.echo("patchstream is up:")
     for line in supervisor.describe():
         click.echo(f"  {line}")
+    click.echo(
+        f"Prometheus targets (file_sd): {supervisor.data_dir / 'prometheus' / 'targets.json'}"
+    )
     click.echo("Index a repository:  patchstream index PATH --repo NAME   (Ctrl-C stops all)")
     supervisor.run_forever()
     click.echo("patchstream stopped")
@@ -182,19 +185,33 @@ def status(quiet: bool) -> None:
     sys.exit(0 if healthy else 1)
 
 
-@cli.command("query-service")
-def query_service() -> None:
-    """Run the read-only query service (HTTP API)."""
+def serve_http(factory: str, host: str, port: int, workers: int) -> None:
+    """Run an ASGI app factory with uvicorn; several workers share the port and, through
+    prometheus-client's multiprocess mode, one set of metrics."""
     import uvicorn
 
-    from patchstream.query.api import create_api
+    from patchstream.metrics import prepare_multiprocess_metrics
 
+    if workers > 1:
+        prepare_multiprocess_metrics(Path(get_settings().embedded.data_dir), factory)
+    uvicorn.run(factory, factory=True, host=host, port=port, workers=workers,
+                log_level="warning")  # fmt: skip
+
+
+workers_option = click.option(
+    "--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+    help="Worker processes sharing the port.",
+)  # fmt: skip
+
+
+@cli.command("query-service")
+@workers_option
+def query_service(workers: int) -> None:
+    """Run the read-only query service (HTTP API)."""
     configure_logging()
     settings = get_settings()
-    uvicorn.run(
-        create_api(settings), host=settings.query.host, port=settings.query.port,
-        log_level="warning",
-    )  # fmt: skip
+    serve_http("patchstream.query.api:api_from_environment", settings.query.host,
+               settings.query.port, workers)  # fmt: skip
 
 
 @cli.command()
@@ -232,16 +249,13 @@ def mcp(transport: str, port: int) -> None:
 
 
 @cli.command()
-def gateway() -> None:
+@workers_option
+def gateway(workers: int) -> None:
     """Run the webhook and agent-patch gateway (HTTP)."""
-    import uvicorn
-
-    from patchstream.producers.gateway import create_gateway
-
     configure_logging()
     settings = get_settings()
-    uvicorn.run(create_gateway(settings), host=settings.gateway.host, port=settings.gateway.port,
-                log_level="warning")  # fmt: skip
+    serve_http("patchstream.producers.gateway:gateway_from_environment", settings.gateway.host,
+               settings.gateway.port, workers)  # fmt: skip
 
 
 @cli.group()
@@ -260,12 +274,17 @@ def claude_code_hook() -> None:
 @cli.command()
 def worker() -> None:
     """Run one Faust parse worker (``patch-events`` -> ``file-deltas``)."""
+    from patchstream.metrics import Metrics
+    from patchstream.metrics.http import serve_metrics
     from patchstream.streams.faust_app import create_app
 
     configure_logging()
     if os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL"):
         logging.getLogger("faust").setLevel(os.environ["PATCHSTREAM_FAUST_LOG_LEVEL"].upper())
-    app = create_app(get_settings())
+    settings = get_settings()
+    metrics = Metrics("parse", settings.metrics)
+    serve_metrics(metrics)
+    app = create_app(settings, metrics)
     level = os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL", "warn")
     sys.argv = ["patchstream-parse", "worker", "--loglevel", level]
     app.main()
@@ -280,16 +299,21 @@ def sink(kind: str) -> None:
 
     from patchstream.consumers.runner import SinkRunner
     from patchstream.consumers.sinks import GraphSink, VectorSink
+    from patchstream.metrics import Metrics
+    from patchstream.metrics.http import serve_metrics
     from patchstream.stores.factory import open_graph_store, open_vector_store
 
     configure_logging()
     settings = get_settings()
+    metrics = Metrics(f"{kind}-sink", settings.metrics)
+    serve_metrics(metrics)
     apply: Any = (
         GraphSink(open_graph_store(settings))
         if kind == "graph"
-        else VectorSink(open_vector_store(settings))
+        else VectorSink(open_vector_store(settings), metrics)
     )
-    runner = SinkRunner(kind, settings, apply)
+    store = settings.graph.backend if kind == "graph" else "milvus"
+    runner = SinkRunner(kind, settings, apply, metrics=metrics, store=store)
 
     async def run() -> None:
         stop = asyncio.Event()

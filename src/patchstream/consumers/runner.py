@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from patchstream.errors import ContractError
+from patchstream.metrics import Metrics
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import Settings
 from patchstream.streams.codec import dead_letter, decode_delta
@@ -66,8 +67,12 @@ class SinkRunner:
         settings: Settings,
         apply_batch: ApplyBatch,
         sleep: Callable[[float], object] = asyncio.sleep,
+        metrics: Metrics | None = None,
+        store: str | None = None,
     ) -> None:
         self.name = name
+        self.metrics = metrics or Metrics(f"{name}-sink", settings.metrics)
+        self.store = store or name
         self.settings = settings
         self.apply_batch = apply_batch
         self.topics = Topics.from_settings(settings.kafka)
@@ -121,22 +126,25 @@ class SinkRunner:
             try:
                 good.append((record, decode_delta(record.value)))
             except ContractError as exc:
-                await self._dead_letter(producer, record, str(exc), attempts=1)
+                await self._dead_letter(producer, record, str(exc), exc.code, attempts=1)
         if not good:
             return
         self.stats.batches += 1
         if await self._apply([d for _, d in good], stop):
             self.stats.applied += len(good)
+            self.metrics.applied(self.name, (d for _, d in good))
             return
         # The batch keeps failing: find the messages that cannot be written, one by one.
         for record, delta in good:
             if await self._apply([delta], stop):
                 self.stats.applied += 1
+                self.metrics.applied(self.name, [delta])
             else:
                 await self._dead_letter(
                     producer,
                     record,
                     self.stats.errors[-1] if self.stats.errors else "store error",
+                    "store_refused",
                     attempts=self.settings.pipeline.max_retries + 1,
                 )
 
@@ -145,7 +153,8 @@ class SinkRunner:
         attempt = 0
         while True:
             try:
-                await asyncio.to_thread(self.apply_batch, deltas)
+                with self.metrics.store_write_seconds.labels(self.store).time():
+                    await asyncio.to_thread(self.apply_batch, deltas)
                 return True
             except Exception as exc:
                 message = f"{type(exc).__name__}: {exc}"
@@ -171,13 +180,20 @@ class SinkRunner:
                     message,
                 )
                 self.stats.retries += 1
+                self.metrics.store_retries.labels(self.store).inc()
                 attempt += 1
                 await self._sleep(delay)  # type: ignore[misc]
 
     async def _dead_letter(
-        self, producer: AIOKafkaProducer, record: ConsumerRecord, reason: str, attempts: int
+        self,
+        producer: AIOKafkaProducer,
+        record: ConsumerRecord,
+        reason: str,
+        code: str,
+        attempts: int,
     ) -> None:
         self.stats.dead_lettered += 1
+        self.metrics.dead_lettered(f"{self.name}-sink", code)
         log.warning(
             "event=dead_letter sink=%s reason=%r offset=%s", self.name, reason, record.offset
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from patchstream.metrics import Metrics
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -23,8 +24,16 @@ class GraphSink:
 class VectorSink:
     """One embed call, one upsert and one flush per batch."""
 
-    def __init__(self, store: MilvusVectorStore) -> None:
+    def __init__(self, store: MilvusVectorStore, metrics: Metrics | None = None) -> None:
         self.store = store
+        self.metrics = metrics
 
     def __call__(self, deltas: Sequence[FileDelta]) -> None:
-        self.store.apply(deltas)
+        stats = self.store.apply(deltas)
+        if self.metrics is not None:
+            self.metrics.chunk_counts(
+                self.store.embedder.name,
+                stats.chunks_embedded,
+                stats.chunks_reused,
+                stats.embed_seconds,
+            )

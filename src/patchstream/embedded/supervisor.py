@@ -24,6 +24,7 @@ from patchstream.embedded.services import (
     Service,
     ServiceError,
     ensure_port_free,
+    free_port,
     port_is_open,
     start_falkordb,
     start_milvus_lite,
@@ -57,6 +58,7 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             "gateway": settings.gateway.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.gateway.port}"}
             ),
+            "metrics": settings.metrics.model_copy(update={"host": host}),
             # The gateway's mirrors are where the parse stage reads blobs.
             "pipeline": settings.pipeline.model_copy(
                 update={
@@ -91,11 +93,16 @@ class Worker:
     argv: list[str]
     log_path: Path
     port: int | None = None
+    service: str = ""
+    metrics_port: int | None = None
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
+        if self.metrics_port is not None:  # this child's own /metrics port
+            section = json.loads(env.get("PATCHSTREAM_METRICS", "{}"))
+            env = {**env, "PATCHSTREAM_METRICS": json.dumps({**section, "port": self.metrics_port})}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
@@ -141,23 +148,44 @@ class Supervisor:
         logs = self.data_dir / "logs"
         specs = [
             Worker(f"parse-{i}", [python, "-m", "patchstream.cli.main", "worker"],
-                   logs / f"parse-{i}.log")
+                   logs / f"parse-{i}.log", service="parse")
             for i in range(self.settings.embedded.parse_workers)
         ]  # fmt: skip
         for sink in ("graph", "vector"):
             specs.append(
                 Worker(f"{sink}-sink", [python, "-m", "patchstream.cli.main", "sink", sink],
-                       logs / f"{sink}-sink.log")
+                       logs / f"{sink}-sink.log", service=f"{sink}-sink")
             )  # fmt: skip
+        first = self.settings.embedded.metrics_port
+        for offset, spec in enumerate(specs):
+            spec.metrics_port = first + offset if first else free_port()
         specs.append(
             Worker("query", [python, "-m", "patchstream.cli.main", "query-service"],
-                   logs / "query.log", port=self.settings.query.port)
+                   logs / "query.log", port=self.settings.query.port, service="query")
         )  # fmt: skip
         specs.append(
             Worker("gateway", [python, "-m", "patchstream.cli.main", "gateway"],
-                   logs / "gateway.log", port=self.settings.gateway.port)
+                   logs / "gateway.log", port=self.settings.gateway.port, service="gateway")
         )  # fmt: skip
         return specs
+
+    def metrics_targets(self) -> list[dict[str, object]]:
+        """Every child's /metrics address, in Prometheus's file_sd format."""
+        host = self.settings.embedded.host
+        return [
+            {
+                "targets": [f"{host}:{worker.metrics_port or worker.port}"],
+                "labels": {"service": worker.service, "process": worker.name},
+            }
+            for worker in self.workers
+        ]
+
+    def write_metrics_targets(self) -> Path:
+        """``<data_dir>/prometheus/targets.json``: point a Prometheus file_sd_config at it."""
+        path = self.data_dir / "prometheus" / "targets.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.metrics_targets(), indent=2) + "\n")
+        return path
 
     def environment(self) -> dict[str, str]:
         sections = settings_environment(self.settings)
@@ -174,9 +202,11 @@ class Supervisor:
         asyncio.run(ensure_topics(self.settings.kafka))
         self.workers = self.worker_specs()
         for worker in self.workers:
-            if worker.port is not None:
-                ensure_port_free(worker.name, self.settings.query.host, worker.port)
+            for port in (worker.port, worker.metrics_port):
+                if port is not None:
+                    ensure_port_free(worker.name, self.settings.query.host, port)
             worker.start(env)
+        self.write_metrics_targets()
         for worker in self.workers:  # the HTTP service is ready when it listens
             if worker.port is not None:
                 self._wait_for_port(worker)
@@ -197,6 +227,8 @@ class Supervisor:
         lines = [f"{s.name:<12} listening on {s.url}  (log {s.log_path})" for s in self.services]
         for w in self.workers:
             where = f"listening on {self.settings.query.host}:{w.port}, " if w.port else ""
+            if w.metrics_port:
+                where = f"/metrics on {self.settings.embedded.host}:{w.metrics_port}, "
             pid = w.process.pid if w.process else "-"
             lines.append(f"{w.name:<12} {where}running, pid {pid}  (log {w.log_path})")
         return lines

@@ -23,6 +23,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, ValidationError
 
 from patchstream import __version__
+from patchstream.metrics import Metrics
+from patchstream.metrics.http import instrument
 from patchstream.producers.registry import Registry, load_registry
 from patchstream.producers.webhooks import (
     Push,
@@ -61,8 +63,9 @@ class PatchRequest(BaseModel):
 class Publisher:
     """A producer started on first use and restarted after the broker comes back."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
         self.settings = settings
+        self.metrics = metrics
         self.current: EventPublisher | None = None
         self.lock = asyncio.Lock()
 
@@ -75,8 +78,10 @@ class Publisher:
                     self.current = publisher
                 await asyncio.wait_for(self.current.publish(events), timeout=30)
             except Exception as exc:
+                self.metrics.events.labels("gateway", "unavailable").inc(len(events))
                 await self.close()
                 raise BrokerUnavailable(str(exc)) from exc
+            self.metrics.events.labels("gateway", "published").inc(len(events))
 
     async def close(self) -> None:
         if self.current is not None:
@@ -92,14 +97,18 @@ class BrokerUnavailable(Exception):  # noqa: N818 - it is a condition, not an er
 
 
 def create_gateway(
-    settings: Settings, registry: Registry | None = None, repos_dir: Path | None = None
+    settings: Settings,
+    registry: Registry | None = None,
+    repos_dir: Path | None = None,
+    metrics: Metrics | None = None,
 ) -> FastAPI:
+    metrics = metrics or Metrics("gateway", settings.metrics)
     registry = registry or load_registry(settings.gateway.config)
     mirrors = repos_dir or Path(
         settings.pipeline.repos_dir or Path(settings.embedded.data_dir) / "mirrors"
     )
     api_keys = registry.api_keys or settings.gateway.default_api_keys
-    publisher = Publisher(settings)
+    publisher = Publisher(settings, metrics)
     seen: OrderedDict[str, None] = OrderedDict()
 
     @asynccontextmanager
@@ -108,6 +117,7 @@ def create_gateway(
         await publisher.close()
 
     app = FastAPI(title="patchstream gateway", version=__version__, lifespan=lifespan)
+    instrument(app, metrics)
     bearer = HTTPBearer(auto_error=False)
 
     @app.exception_handler(BrokerUnavailable)
@@ -239,3 +249,10 @@ def create_gateway(
         return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events)}
 
     return app
+
+
+def gateway_from_environment() -> FastAPI:
+    """The app for ``uvicorn --factory`` (one per worker process), from the environment."""
+    from patchstream.settings import get_settings
+
+    return create_gateway(get_settings())

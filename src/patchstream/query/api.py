@@ -15,6 +15,8 @@ from pydantic import BaseModel, Field
 
 from patchstream import __version__
 from patchstream.errors import ContractError
+from patchstream.metrics import Metrics
+from patchstream.metrics.http import instrument
 from patchstream.query.lag import LagProbe
 from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
@@ -96,18 +98,24 @@ def _default_factory(settings: Settings) -> QueryService:
     return QueryService(settings, open_graph_store(settings), open_vector_store(settings))
 
 
-def create_api(settings: Settings, factory: ServiceFactory = _default_factory) -> FastAPI:
+def create_api(
+    settings: Settings,
+    factory: ServiceFactory = _default_factory,
+    metrics: Metrics | None = None,
+) -> FastAPI:
+    metrics = metrics or Metrics("query", settings.metrics)
     state: dict[str, Any] = {}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state["service"] = await asyncio.to_thread(factory, settings)
-        state["lag"] = LagProbe(settings.kafka)
+        state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
         refresher = asyncio.create_task(state["lag"].run())
         yield
         refresher.cancel()
 
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
+    instrument(app, metrics)
     Tenant = Annotated[str, Depends(_tenant_resolver(settings))]  # noqa: N806
 
     def service() -> QueryService:
@@ -243,3 +251,10 @@ def openapi_document() -> str:
 
     document = create_api(Settings()).openapi()
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def api_from_environment() -> FastAPI:
+    """The app for ``uvicorn --factory`` (one per worker process), from the environment."""
+    from patchstream.settings import get_settings
+
+    return create_api(get_settings())

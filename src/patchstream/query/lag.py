@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from patchstream.metrics import Metrics
 from patchstream.settings import KafkaSettings
 from patchstream.streams.topics import Topics
 
@@ -24,8 +25,11 @@ class GroupLag:
 class LagProbe:
     """Reads committed and end offsets; results are cached for ``ttl_s`` seconds."""
 
-    def __init__(self, kafka: KafkaSettings, ttl_s: float = 1.0) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, ttl_s: float = 1.0, metrics: Metrics | None = None
+    ) -> None:
         self.kafka = kafka
+        self.metrics = metrics
         self.topics = Topics.from_settings(kafka)
         self.ttl_s = ttl_s
         self._cache: tuple[float, dict[str, GroupLag]] | None = None
@@ -66,7 +70,10 @@ class LagProbe:
                 by_partition = {}
                 for tp in tps:
                     committed = await consumer.committed(tp) or 0
-                    by_partition[tp.partition] = max(0, ends.get(tp, 0) - committed)
+                    end = ends.get(tp, 0)
+                    by_partition[tp.partition] = max(0, end - committed)
+                    if self.metrics is not None:
+                        self.metrics.partition_offsets(group, topic, tp.partition, committed, end)
             finally:
                 await consumer.stop()
             result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition)

@@ -17,11 +17,14 @@ class BlobReader:
     def read(self, tenant: str, repo: str, sha: str) -> bytes:
         if self.repos_dir is None:
             raise ContractError(
-                "event references a git blob but PATCHSTREAM_PIPELINE__REPOS_DIR is not set"
+                "event references a git blob but PATCHSTREAM_PIPELINE__REPOS_DIR is not set",
+                code="blob_unavailable",
             )
         mirror = self.repos_dir / tenant / f"{repo}.git"
         if not mirror.is_dir():
-            raise ContractError(f"no mirror for {tenant}/{repo} at {mirror}")
+            raise ContractError(
+                f"no mirror for {tenant}/{repo} at {mirror}", code="blob_unavailable"
+            )
         result = subprocess.run(
             ["git", "--git-dir", str(mirror), "cat-file", "blob", sha],
             capture_output=True,
@@ -30,5 +33,7 @@ class BlobReader:
         )
         if result.returncode != 0:
             message = result.stderr.decode("utf-8", "replace").strip()
-            raise ContractError(f"blob {sha} not found in {mirror}: {message}")
+            raise ContractError(
+                f"blob {sha} not found in {mirror}: {message}", code="blob_unavailable"
+            )
         return result.stdout

@@ -25,32 +25,35 @@ def _reason(exc: ValidationError) -> str:
 def decode_event(raw: bytes | None, allowed_tenants: list[str] | None = None) -> PatchEvent:
     """A valid patch event, or :class:`ContractError` with a reason fit for the DLQ."""
     if raw is None:
-        raise ContractError("empty message (tombstone) on patch-events")
+        raise ContractError("empty message (tombstone) on patch-events", code="tombstone")
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ContractError(f"not JSON: {exc}") from exc
+        raise ContractError(f"not JSON: {exc}", code="not_json") from exc
     if not isinstance(data, dict):
-        raise ContractError(f"expected a JSON object, got {type(data).__name__}")
+        raise ContractError(f"expected a JSON object, got {type(data).__name__}", code="not_object")
     version = data.get("schema_version", 1)
     if version != 1:
-        raise ContractError(f"schema_version {version!r} is not supported (this worker reads 1)")
+        raise ContractError(
+            f"schema_version {version!r} is not supported (this worker reads 1)",
+            code="schema_version",
+        )
     try:
         event = PatchEvent.model_validate(data)
     except ValidationError as exc:
-        raise ContractError(f"invalid patch event: {_reason(exc)}") from exc
+        raise ContractError(f"invalid patch event: {_reason(exc)}", code="invalid_event") from exc
     if allowed_tenants and event.tenant not in allowed_tenants:
-        raise ContractError(f"unknown tenant {event.tenant!r}")
+        raise ContractError(f"unknown tenant {event.tenant!r}", code="unknown_tenant")
     return event
 
 
 def decode_delta(raw: bytes | None) -> FileDelta:
     if raw is None:
-        raise ContractError("empty message (tombstone) on file-deltas")
+        raise ContractError("empty message (tombstone) on file-deltas", code="tombstone")
     try:
         return FileDelta.model_validate_json(raw)
     except ValidationError as exc:
-        raise ContractError(f"invalid file delta: {_reason(exc)}") from exc
+        raise ContractError(f"invalid file delta: {_reason(exc)}", code="invalid_delta") from exc
 
 
 def encode(model: PatchEvent | FileDelta) -> bytes:

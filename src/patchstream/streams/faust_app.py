@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import aiokafka
 import faust
 
 from patchstream.errors import ContractError
+from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileState
@@ -74,7 +76,8 @@ class PreviousStates:
             self.recent.popitem(last=False)
 
 
-def create_app(settings: Settings) -> faust.App:
+def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
+    metrics = metrics or Metrics("parse", settings.metrics)
     kafka = settings.kafka
     _limit_fetch_wait(f"{kafka.topic_prefix}parse", kafka.fetch_max_wait_ms)
     topics = Topics.from_settings(kafka)
@@ -107,7 +110,10 @@ def create_app(settings: Settings) -> faust.App:
     states = PreviousStates(open_graph_store(settings), settings.parsing.tree_cache_size)
     allowed = settings.pipeline.allowed_tenants
 
-    async def reject(reason: str, value: bytes | None, key: bytes | None, message: Any) -> None:
+    async def reject(
+        reason: str, code: str, value: bytes | None, key: bytes | None, message: Any
+    ) -> None:
+        metrics.dead_lettered("parse", code)
         log.warning("event=rejected stage=parse reason=%r offset=%s", reason, message.offset)
         await dlq_topic.send(
             key=key,
@@ -131,14 +137,19 @@ def create_app(settings: Settings) -> faust.App:
                 patch = decode_event(value, allowed)
                 # Parsing and store reads block: keep the loop (heartbeats, commits) responsive.
                 previous = await asyncio.to_thread(states.get, patch)
+                started = time.perf_counter()
                 output = await asyncio.to_thread(stage.handle, patch, previous)
             except ContractError as exc:
-                await reject(str(exc), value, key, message)
+                await reject(str(exc), exc.code, value, key, message)
                 continue
             except Exception as exc:  # a pathological file must not stop the worker
                 log.exception("event=parse_failed offset=%s", message.offset)
-                await reject(f"internal error: {type(exc).__name__}: {exc}", value, key, message)
+                reason = f"internal error: {type(exc).__name__}: {exc}"
+                await reject(reason, dlq_reason_code(exc), value, key, message)
                 continue
+            language = (output.state.language if output.state else None) or "none"
+            metrics.parse_seconds.labels(language).observe(time.perf_counter() - started)
+            metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()
             for follow_up in output.events:
                 await patch_topic.send(key=follow_up.key.encode(), value=encode(follow_up))
             for delta in output.deltas:

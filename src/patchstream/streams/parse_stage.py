@@ -35,11 +35,12 @@ class ParseStage:
         elif event.blob is not None:
             data = self.blobs.read(event.tenant, event.repo, event.blob.sha)
         else:
-            raise ContractError(f"op={event.op} event carries no content")
+            raise ContractError(f"op={event.op} event carries no content", code="no_content")
         if event.content_hash is not None and event.content_hash != hash_bytes(data):
             raise ContractError(
                 f"content_hash {event.content_hash} does not match the content "
-                f"(xxh3-128 {hash_bytes(data)})"
+                f"(xxh3-128 {hash_bytes(data)})",
+                code="content_hash_mismatch",
             )
         return data
 
