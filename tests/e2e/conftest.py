@@ -32,6 +32,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             kafka_port=free_port(),
             falkordb_port=free_port(),
             milvus_port=free_port(),
+            metrics_port=0,  # any free ports
         ),
         kafka=KafkaSettings(topic_prefix=f"e2e{uuid.uuid4().hex[:6]}.", partitions=4),
         pipeline=PipelineSettings(

@@ -16,7 +16,7 @@ from patchstream.embedded.services import free_port, port_is_open
 
 
 def _env(tmp_path: Path, ports: dict[str, int]) -> dict[str, str]:
-    embedded = {"data_dir": str(tmp_path / "data"), **ports}
+    embedded = {"data_dir": str(tmp_path / "data"), "metrics_port": 0, **ports}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
     env["PATCHSTREAM_EMBEDDED"] = json.dumps(embedded)
     env["PATCHSTREAM_QUERY"] = json.dumps({"port": free_port()})

@@ -291,6 +291,32 @@ def worker() -> None:
 
 
 @cli.command()
+@click.option("--wait", "wait_s", default=120.0, show_default=True,
+              help="Seconds to wait for the broker to answer.")  # fmt: skip
+def topics(wait_s: float) -> None:
+    """Create the pipeline's topics (patch events, file deltas, DLQ) if they do not exist."""
+    import asyncio
+
+    from patchstream.streams.topics import ensure_topics
+
+    configure_logging()
+    kafka = get_settings().kafka
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            created = asyncio.run(ensure_topics(kafka))
+            break
+        except Exception as exc:  # the broker may still be starting
+            if time.monotonic() > deadline:
+                raise click.ClickException(
+                    f"Kafka at {kafka.bootstrap} did not answer within {wait_s:.0f}s: {exc}"
+                ) from exc
+            time.sleep(2)
+    for name in created.all():
+        click.echo(f"{name}  partitions={kafka.partitions} replication={kafka.replication}")
+
+
+@cli.command()
 @click.argument("kind", type=click.Choice(["graph", "vector"]))
 def sink(kind: str) -> None:
     """Run the graph or the vector sink consumer."""

@@ -1,0 +1,124 @@
+"""The metrics object: labels, sync lag arithmetic, DLQ reason codes, multiprocess sums."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from patchstream.errors import ContractError
+from patchstream.metrics import Metrics, dlq_reason_code
+from patchstream.metrics.registry import MULTIPROC_ENV, RepoLabels
+from patchstream.schemas.state import FileDelta
+from patchstream.settings import MetricsSettings
+from patchstream.streams.codec import decode_event
+
+
+def _samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    found = {}
+    for family in text_string_to_metric_families(metrics.render().decode()):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def _delta(repo: str, occurred: datetime | None) -> FileDelta:
+    return FileDelta(event_id="e", tenant="acme", repo=repo, ref="main", path="a.py",
+                     op="upsert", version=1, occurred_at=occurred)  # fmt: skip
+
+
+def test_each_metrics_object_has_its_own_registry() -> None:
+    first, second = Metrics("a"), Metrics("b")
+    first.events.labels("parse", "parsed").inc(3)
+    key = ("patchstream_events_total", (("outcome", "parsed"), ("stage", "parse")))
+    assert _samples(first)[key] == 3
+    assert key not in _samples(second)
+    build = ("patchstream_build_info", (("python", sys.version.split()[0]), ("service", "a"),
+                                        ("version", "0.1.0")))  # fmt: skip
+    assert _samples(first)[build] == 1
+
+
+def test_sync_lag_is_measured_from_occurred_at() -> None:
+    metrics = Metrics("graph-sink", registry=CollectorRegistry())
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    metrics.applied(
+        "graph",
+        [_delta("shop", now - timedelta(seconds=3)), _delta("shop", now - timedelta(seconds=0.2)),
+         _delta("shop", None)],
+        now=now.timestamp(),
+    )  # fmt: skip
+    samples = _samples(metrics)
+    labels = (("repo", "shop"), ("sink", "graph"), ("tenant", "acme"))
+    assert samples[("patchstream_sync_lag_seconds_count", labels)] == 2  # None has no lag
+    assert abs(samples[("patchstream_sync_lag_seconds_sum", labels)] - 3.2) < 1e-6
+    assert samples[("patchstream_sync_lag_seconds_bucket", (("le", "0.25"), *labels))] == 1
+    applied = ("patchstream_events_total", (("outcome", "applied"), ("stage", "graph-sink")))
+    assert samples[applied] == 3
+
+
+def test_repo_labels_are_capped_and_can_be_switched_off() -> None:
+    labels = RepoLabels(enabled=True, cap=2)
+    assert [labels(r) for r in ("a", "b", "c", "a", "d")] == ["a", "b", "_other", "a", "_other"]
+    assert RepoLabels(enabled=False, cap=2)("a") == "_all"
+    metrics = Metrics("s", MetricsSettings(max_repo_labels=1))
+    now = datetime.now(UTC)
+    metrics.applied("vector", [_delta("one", now), _delta("two", now), _delta("three", now)])
+    repos = {dict(labels)["repo"] for (name, labels) in _samples(metrics)
+             if name == "patchstream_sync_lag_seconds_count"}  # fmt: skip
+    assert repos == {"one", "_other"}
+
+
+def test_dlq_reasons_are_short_codes() -> None:
+    codes = []
+    for raw in (b"{not json", b"[1]", b'{"schema_version": 9}', b'{"tenant": "x"}', None):
+        try:
+            decode_event(raw)
+        except ContractError as exc:
+            codes.append(dlq_reason_code(exc))
+    assert codes == ["not_json", "not_object", "schema_version", "invalid_event", "tombstone"]
+    assert dlq_reason_code(RuntimeError("boom")) == "internal_error"
+    assert dlq_reason_code(None) == "store_refused"
+
+
+def test_consumer_lag_is_end_minus_committed() -> None:
+    metrics = Metrics("query")
+    metrics.partition_offsets("g", "t", 3, committed=40, end=45)
+    metrics.partition_offsets("g", "t", 4, committed=50, end=50)
+    samples = _samples(metrics)
+    lag = "patchstream_consumer_lag_messages"
+    assert samples[(lag, (("group", "g"), ("partition", "3"), ("topic", "t")))] == 5
+    assert samples[(lag, (("group", "g"), ("partition", "4"), ("topic", "t")))] == 0
+
+
+_WORKER = """
+from patchstream.metrics import Metrics
+m = Metrics("query")
+m.events.labels("gateway", "published").inc({n})
+m.partition_offsets("g", "t", 0, committed={n}, end=100)
+"""
+
+
+def test_worker_processes_share_one_view_in_multiprocess_mode(tmp_path: Path) -> None:
+    env = {**os.environ, MULTIPROC_ENV: str(tmp_path)}
+    for n in (2, 5):  # two worker processes, each with its own samples
+        subprocess.run([sys.executable, "-c", _WORKER.format(n=n)], env=env, check=True)
+    reader = subprocess.run(
+        [sys.executable, "-c", "from patchstream.metrics import Metrics; "
+         "import sys; sys.stdout.write(Metrics('query').render().decode())"],
+        env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(reader.stdout)
+        for s in family.samples
+    }
+    published = ("patchstream_events_total", (("outcome", "published"), ("stage", "gateway")))
+    assert samples[published] == 7  # summed over the workers
+    lag = ("patchstream_consumer_lag_messages", (("group", "g"), ("partition", "0"),
+                                                ("topic", "t")))  # fmt: skip
+    assert samples[lag] == 95  # a gauge: the most recent write, not a sum
