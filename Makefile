@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query clean
+.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,20 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The ops tests run Debian's docker-compose (config validation), promtool and a real
+# Prometheus. Installed once; apt's lists are refreshed only when the install needs it.
+SYSTEM_TOOLS := prometheus promtool docker-compose
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+system-deps:
+	@for tool in $(SYSTEM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: prometheus docker-compose"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q prometheus docker-compose >/dev/null \
+	  || ($(SUDO) apt-get update -q >/dev/null && \
+	      $(SUDO) apt-get install -y -q prometheus docker-compose >/dev/null); \
+	fi
 
 ## run: start the embedded stack, index this repository (or REPO_DIR=...) and show queries
 run: install
@@ -24,7 +38,7 @@ parse: install
 	$(VENV)/bin/patchstream parse $(RUN_FILE) --repo patchstream
 
 ## test: lint, type-check, schema drift and the whole test suite
-test: install lint typecheck unit
+test: install system-deps lint typecheck unit
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench dashboards
@@ -36,6 +50,10 @@ typecheck: install
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
 unit: install
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+## dashboards: regenerate the Grafana dashboard JSON from dashboards/build.py
+dashboards: install
+	$(PY) dashboards/build.py
 
 schemas: install
 	$(VENV)/bin/patchstream schemas
