@@ -58,20 +58,25 @@ dashboards: install
 schemas: install
 	$(VENV)/bin/patchstream schemas
 
+## bench: every bench on real code; updates the README table and prints it
 bench: bench-parse bench-sinks bench-pipeline bench-query
+	$(PY) bench/report.py
 
 bench-parse: install
-	$(PY) bench/parse.py --update-readme
+	$(PY) bench/parse.py --corpus medium --update-readme
+	$(PY) bench/parse.py --corpus npm --update-readme
 
 bench-sinks: install
 	$(PY) bench/sinks.py --update-readme
 
-bench-query: install
-	$(PY) bench/query.py --update-readme
-
 bench-pipeline: install
-	$(PY) bench/pipeline.py --update-readme
-	$(PY) bench/pipeline.py --embedder minilm --packages click --edits 20 --update-readme
+	$(PY) bench/pipeline.py --corpus small --update-readme
+	$(PY) bench/pipeline.py --corpus medium --update-readme
+	$(PY) bench/pipeline.py --corpus npm --update-readme
+	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-readme
+
+bench-query: install
+	$(PY) bench/query.py --corpus large --update-readme
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

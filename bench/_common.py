@@ -37,14 +37,118 @@ def corpus_files(roots: list[Path], suffixes: tuple[str, ...] = (".py",)) -> lis
     )
 
 
+# Only source text is copied: a package tree also holds shared libraries (torch's are GBs).
+SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", ".go", ".java",
+                   ".rs"}  # fmt: skip
+
+# Named corpora: real code nobody here wrote, available without the internet.
+PYPI_CORPORA = {
+    "small": ["pydantic"],  # about 100 Python files
+    "medium": ["scipy"],  # about 1,000
+    "large": ["transformers", "torch", "networkx"],  # 5,000 and more
+}
+NPM_CORPUS = ("rxjs", "7.8.2", "src")  # package, version, source folder: TypeScript
+CORPUS_CACHE = Path(__file__).resolve().parent / ".corpora"
+
+
+def _source_only(directory: str, names: list[str]) -> set[str]:
+    return {
+        n for n in names
+        if n == "__pycache__" or (Path(n).suffix and Path(n).suffix not in SOURCE_SUFFIXES
+                                  and not Path(directory, n).is_dir())
+    }  # fmt: skip
+
+
 def copy_corpus(packages: list[str], into: Path) -> Path:
     """Copy the source trees of installed packages into ``into`` (a repository to index)."""
     import shutil
 
     for name in packages:
-        shutil.copytree(package_tree(name), into / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        shutil.copytree(package_tree(name), into / name, ignore=_source_only)
     return into
+
+
+def npm_tree() -> Path:
+    """The npm corpus's source folder, fetched once with ``npm pack`` into bench/.corpora."""
+    import subprocess
+    import tarfile
+
+    package, version, folder = NPM_CORPUS
+    target = CORPUS_CACHE / f"{package}-{version}"
+    if not (target / folder).is_dir():
+        CORPUS_CACHE.mkdir(exist_ok=True)
+        subprocess.run(["npm", "pack", f"{package}@{version}", "--silent",
+                        "--pack-destination", str(CORPUS_CACHE)], check=True,
+                       capture_output=True)  # fmt: skip
+        with tarfile.open(CORPUS_CACHE / f"{package}-{version}.tgz") as archive:
+            archive.extractall(target, filter="data")
+        (target / "package").rename(target / "tree")
+        (target / "tree" / folder).rename(target / folder)
+    return target / folder
+
+
+def build_corpus(name: str, into: Path) -> Path:
+    """A named corpus (``small``, ``medium``, ``large``, ``npm``) copied into ``into``."""
+    import shutil
+
+    if name == "npm":
+        shutil.copytree(npm_tree(), into / NPM_CORPUS[0])
+        return into
+    if name not in PYPI_CORPORA:
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large or npm")
+    return copy_corpus(PYPI_CORPORA[name], into)
+
+
+def corpus_label(name: str) -> str:
+    if name == "npm":
+        return f"npm {NPM_CORPUS[0]}@{NPM_CORPUS[1]} {NPM_CORPUS[2]}/"
+    return f"{name}: " + "+".join(PYPI_CORPORA[name])
+
+
+def corpus_size(root: Path) -> tuple[int, int, int]:
+    """(files, lines, bytes) of the source files under ``root``."""
+    files = [p for p in root.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES]
+    data = [p.read_bytes() for p in files]
+    return len(files), sum(d.count(b"\n") for d in data), sum(len(d) for d in data)
+
+
+def peak_rss_mib(stack: Any) -> dict[str, float]:
+    """Peak resident memory (VmHWM) of each process of a running stack, in MiB; a process's
+    children (Milvus Lite's server, say) are added to it, an upper bound of their joint peak."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+
+    def hwm(pid: int) -> float:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def tree(pid: int) -> float:
+        return hwm(pid) + sum(tree(child) for child in children.get(pid, []))
+
+    found = {}
+    for service in stack.services:
+        found[service.name] = tree(service.process.pid)
+    for worker in stack.workers:
+        if worker.process is not None:
+            found[worker.name] = tree(worker.process.pid)
+    import resource
+
+    found["bench driver (indexer)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return found
+
+
+def format_memory(peaks: dict[str, float]) -> str:
+    return ", ".join(f"{name} {mib:.0f}" for name, mib in peaks.items())
 
 
 def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:

@@ -1,10 +1,10 @@
 """Parse bench: files/s, MB/s, symbols/s on one core; full parse vs incremental reparse.
 
-Corpus: the source trees of packages installed from PyPI (pydantic, hypothesis, click by
-default). Incremental: each file gets a one-line edit in its middle and is reparsed with the
-previous tree (``Tree.edit``) versus from scratch, both in this run.
+Corpus: a named corpus (``medium`` by default: scipy's source tree from PyPI; ``npm``: rxjs's
+TypeScript sources). Incremental: each file gets a one-line edit in its middle and is
+reparsed with the previous tree (``Tree.edit``) versus from scratch, both in this run.
 
-    python bench/parse.py [--packages pydantic hypothesis click] [--update-readme]
+    python bench/parse.py [--corpus medium] [--update-readme]
 """
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corpus_files, machine, package_tree, print_rows, update_readme_row
+from _common import (
+    SOURCE_SUFFIXES,
+    build_corpus,
+    corpus_label,
+    machine,
+    print_rows,
+    update_readme_row,
+)
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.incremental import IncrementalParser
 from patchstream.parsing.languages import language_for_path
@@ -25,20 +33,22 @@ from patchstream.parsing.languages import language_for_path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--packages", nargs="+", default=["pydantic", "hypothesis", "click"])
+    parser.add_argument("--corpus", default="medium", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
-    roots = [package_tree(name) for name in args.packages]
-    files = corpus_files(roots)
-    sources = [
-        (f.relative_to(f.parents[len(f.parents) - 1]).as_posix(), f.read_bytes()) for f in files
-    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = build_corpus(args.corpus, Path(tmp))
+        sources = [
+            (f.relative_to(root).as_posix(), f.read_bytes())
+            for f in sorted(root.rglob("*"))
+            if f.suffix in SOURCE_SUFFIXES and language_for_path(f.name)
+        ]
     total_bytes = sum(len(data) for _, data in sources)
     total_lines = sum(data.count(b"\n") for _, data in sources)
     print(
-        f"corpus: {', '.join(args.packages)}: {len(sources)} files, {total_lines} lines, "
+        f"corpus {corpus_label(args.corpus)}: {len(sources)} files, {total_lines} lines, "
         f"{total_bytes / 1e6:.2f} MB; machine: {machine()}; 1 core"
     )
 
@@ -94,7 +104,9 @@ def main() -> None:
             f"{rows['reparse after 1-line edit, full ms/file']} ms "
             f"({rows['incremental speed-up (x)']}x)"
         )
-        update_readme_row("parse", "make bench-parse", figures)
+        update_readme_row(
+            f"parse {args.corpus}", f"python bench/parse.py --corpus {args.corpus}", figures
+        )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""Pipeline bench: cold index of a real corpus through the whole embedded stack, re-index of
-the unchanged tree, and steady-state latency from one agent patch event to applied, per tier.
+"""Pipeline bench: cold index of a real corpus through the whole embedded stack (seconds
+until each tier has every file), re-index of the unchanged tree, steady-state latency from one
+agent patch event to applied per tier, and the peak memory of every process.
 
-Corpus: the source trees of installed packages, copied to a temporary directory. The stack
-(Tansu, FalkorDB, Milvus Lite, one parse worker, both sinks) runs on free ports.
+Corpus: a named corpus (``small``/``medium``/``large``: source trees of packages installed
+from PyPI; ``npm``: a TypeScript tree from npm), copied to a temporary directory. The stack
+(Tansu, FalkorDB, Milvus Lite, one parse worker, both sinks, query service, gateway) runs on
+free ports with default settings.
 
-    python bench/pipeline.py [--packages click pydantic] [--edits 40] [--embedder hashing]
+    python bench/pipeline.py [--corpus small] [--edits 40] [--embedder hashing]
 """
 
 from __future__ import annotations
@@ -18,7 +21,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import copy_corpus, machine, print_rows, stack_settings, update_readme_row
+from _common import (
+    build_corpus,
+    corpus_label,
+    corpus_size,
+    format_memory,
+    machine,
+    peak_rss_mib,
+    print_rows,
+    stack_settings,
+    update_readme_row,
+)
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
@@ -38,14 +51,17 @@ async def measure_edits(
 ) -> dict[str, list[float]]:
     graph = open_graph_store(settings)
     vectors = open_vector_store(settings)
-    files = sorted(p for p in root.rglob("*.py") if 2_000 < p.stat().st_size < 40_000)[:count]
+    # Typical agent edits: source files of 2-40 kB, spread over the tree.
+    candidates = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".ts")
+                        and 2_000 < p.stat().st_size < 40_000)  # fmt: skip
+    files = candidates[:: max(1, len(candidates) // count)][:count]
     latencies: dict[str, list[float]] = {"graph": [], "vector": []}
     async with EventPublisher(settings.kafka) as publisher:
         for file in files:
             rel = file.relative_to(root).as_posix()
             text = file.read_text(errors="replace")
             middle = text.find("\n", len(text) // 2) + 1
-            edited = text[:middle] + "_bench_marker = 1\n" + text[middle:]
+            edited = text[:middle] + "_bench_marker = 1;\n" + text[middle:]
             version = time.time_ns()
             event = PatchEvent(tenant="bench", repo=repo, path=rel, op="upsert", content=edited,
                                version=version, source="agent")  # fmt: skip
@@ -71,14 +87,18 @@ async def measure_edits(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--packages", nargs="+", default=["click", "pydantic"])
+    parser.add_argument("--corpus", default="small", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     rows: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = copy_corpus(args.packages, Path(tmp) / "corpus")
+        corpus = build_corpus(args.corpus, Path(tmp) / "corpus")
+        files, lines, size = corpus_size(corpus)
+        label = corpus_label(args.corpus)
+        print(f"corpus {label}: {files} source files, {lines} lines, {size / 1e6:.1f} MB; "
+              f"embedder {args.embedder}; machine {machine()}", flush=True)  # fmt: skip
         settings = stack_settings(
             Path(tmp), "bench.", embedding=EmbeddingSettings(kind=args.embedder)
         )
@@ -95,11 +115,17 @@ def main() -> None:
                                         progress=False))  # fmt: skip
             cold = asyncio.run(index_directory(settings, corpus, repo="corpus", tenant="bench",
                                                progress=False))  # fmt: skip
-            rows["cold index files"] = str(cold.files_scanned)
-            rows["cold index seconds (both tiers)"] = f"{cold.seconds:.1f}"
+            if not cold.complete:
+                raise SystemExit(f"cold index did not complete: {cold.as_dict()}")
+            rows["corpus"] = f"{label}, {cold.files_scanned} files, {lines} lines"
+            rows["cold index s: graph tier / vector tier"] = (
+                f"{cold.graph_seconds:.1f} / {cold.vector_seconds:.1f}"
+            )
             rows["cold index files/s"] = f"{cold.files_scanned / cold.seconds:.1f}"
-            rows["cold index symbols/s"] = f"{cold.symbols / cold.seconds:.0f}"
+            rows["lines/s"] = f"{lines / cold.seconds:.0f}"
+            rows["symbols/s"] = f"{cold.symbols / cold.seconds:.0f}"
             rows["chunks embedded"] = str(cold.chunks_embedded)
+            rows["chunks/s through the pipeline"] = f"{cold.chunks_embedded / cold.seconds:.1f}"
             again = asyncio.run(index_directory(settings, corpus, repo="corpus", tenant="bench",
                                                 progress=False))  # fmt: skip
             rows["re-index unchanged: events published"] = str(again.published)
@@ -113,13 +139,49 @@ def main() -> None:
                         f"{percentile(ms, 50):.0f}/{percentile(ms, 95):.0f}/"
                         f"{percentile(ms, 99):.0f} (n={len(ms)})"
                     )
+            rows["peak RSS MiB"] = format_memory(peak_rss_mib(stack))
         finally:
             stack.stop()
-    print(f"corpus: {', '.join(args.packages)}; embedder: {args.embedder}; machine: {machine()}")
+    if args.embedder != "hashing":
+        own = embedder_throughput(args.embedder, corpus_texts(args.corpus))
+        through = float(rows["chunks/s through the pipeline"])
+        rows[f"{args.embedder} alone chunks/s (same run)"] = f"{own:.1f}"
+        rows["pipeline / embedder throughput"] = f"{through / own:.2f}"
     print_rows(rows)
     if args.update_readme:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
-        update_readme_row(f"pipeline ({args.embedder})", "make bench-pipeline", figures)
+        command = f"python bench/pipeline.py --corpus {args.corpus} --embedder {args.embedder}"
+        update_readme_row(f"pipeline {args.corpus} ({args.embedder})", command, figures)
+
+
+def corpus_texts(name: str, limit: int = 256) -> list[str]:
+    """Chunk texts of the corpus, as the pipeline would embed them."""
+    from patchstream.parsing.filestate import FileRef, FileStateBuilder
+
+    texts: list[str] = []
+    builder = FileStateBuilder()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = build_corpus(name, Path(tmp))
+        for file in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".ts")):
+            rel = file.relative_to(root).as_posix()
+            state = builder.build(FileRef("b", "b", "main", rel, 1), file.read_bytes())
+            texts.extend(chunk.text for chunk in state.chunks)
+            if len(texts) >= limit:
+                break
+    return texts[:limit]
+
+
+def embedder_throughput(kind: str, texts: list[str]) -> float:
+    """The embedder's own chunks/s in this process, batch size as the sink uses it."""
+    from patchstream.embedders.factory import create_embedder
+
+    embedder = create_embedder(EmbeddingSettings(kind=kind))  # type: ignore[arg-type]
+    embedder.embed(texts[:8])  # load the model
+    batch = EmbeddingSettings().batch_size
+    started = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        embedder.embed(texts[start : start + batch])
+    return len(texts) / (time.perf_counter() - started)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Query bench: latency percentiles of search, callers (depth 2), impact and context through the
-HTTP API, on a corpus indexed by the real pipeline (the largest of the benches).
+HTTP API, on the large corpus indexed by the real pipeline (whose cold index figures and peak
+memory per process are reported too).
 
-    python bench/query.py [--packages pydantic hypothesis faust] [--requests 200]
+    python bench/query.py [--corpus large] [--requests 200]
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import copy_corpus, machine, print_rows, stack_settings, update_readme_row
+from _common import (
+    build_corpus,
+    corpus_label,
+    corpus_size,
+    format_memory,
+    machine,
+    peak_rss_mib,
+    print_rows,
+    stack_settings,
+    update_readme_row,
+)
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.stores.factory import open_graph_store
@@ -42,22 +53,36 @@ def timed(call: object, *args: object, **kwargs: object) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--packages", nargs="+", default=["pydantic", "hypothesis", "faust"])
+    parser.add_argument("--corpus", default="large", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     rows: dict[str, str] = {}
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = copy_corpus(args.packages, Path(tmp) / "corpus")
+        corpus = build_corpus(args.corpus, Path(tmp) / "corpus")
+        files, lines, size = corpus_size(corpus)
+        print(f"corpus {corpus_label(args.corpus)}: {files} source files, {lines} lines, "
+              f"{size / 1e6:.1f} MB; requests {args.requests}; machine {machine()}",
+              flush=True)  # fmt: skip
         settings = stack_settings(Path(tmp), "qbench.")
         stack = Supervisor(settings)
         try:
             stack.start()
             summary = asyncio.run(index_directory(stack.settings, corpus, repo="corpus",
                                                   tenant="bench", progress=False))  # fmt: skip
-            rows["corpus"] = (f"{summary.files_scanned} files, {summary.symbols} symbols, "
+            if not summary.complete:
+                raise SystemExit(f"cold index did not complete: {summary.as_dict()}")
+            rows["corpus"] = (f"{corpus_label(args.corpus)}, {summary.files_scanned} files, "
+                              f"{lines} lines, {summary.symbols} symbols, "
                               f"{summary.chunks_embedded} chunks")  # fmt: skip
+            rows["cold index (hashing) s: graph tier / vector tier"] = (
+                f"{summary.graph_seconds:.0f} / {summary.vector_seconds:.0f}"
+            )
+            rows["cold index files/s, lines/s, symbols/s"] = (
+                f"{summary.files_scanned / summary.seconds:.1f}, {lines / summary.seconds:.0f}, "
+                f"{summary.symbols / summary.seconds:.0f}"
+            )
             graph = open_graph_store(stack.settings)
             functions = [s for q in ("run", "validate", "get", "send", "example", "process")
                          for s in graph.symbols_by_name("bench", q)]  # fmt: skip
@@ -87,13 +112,15 @@ def main() -> None:
                 rows[f"{name} ms p50/p95/p99"] = (f"{percentile(values, 50):.1f}/"
                                                   f"{percentile(values, 95):.1f}/"
                                                   f"{percentile(values, 99):.1f}")  # fmt: skip
+            rows["peak RSS MiB"] = format_memory(peak_rss_mib(stack))
         finally:
             stack.stop()
-    print(f"corpus: {', '.join(args.packages)}; requests: {args.requests}; machine: {machine()}")
     print_rows(rows)
     if args.update_readme:
         update_readme_row(
-            "query", "make bench-query", "; ".join(f"{k} {v}" for k, v in rows.items())
+            f"query {args.corpus}",
+            f"python bench/query.py --corpus {args.corpus}",
+            "; ".join(f"{k} {v}" for k, v in rows.items()),
         )
 
 

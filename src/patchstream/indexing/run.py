@@ -46,6 +46,8 @@ class IndexSummary:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
+    graph_seconds: float | None = None  # from the start until the graph tier had every file
+    vector_seconds: float | None = None  # the same for the vector tier
     complete: bool = False
 
     def as_dict(self) -> dict[str, Any]:
@@ -157,6 +159,11 @@ async def index_directory(
             while True:
                 summary.graph_applied = graph.count_applied(tenant, repo, ref, version)
                 summary.vectors_applied = vectors.count_applied(tenant, repo, ref, version)
+                elapsed = round(time.monotonic() - started, 3)
+                if summary.graph_seconds is None and summary.graph_applied >= len(events):
+                    summary.graph_seconds = elapsed
+                if summary.vector_seconds is None and summary.vectors_applied >= len(events):
+                    summary.vector_seconds = elapsed
                 bars.update(summary.published, summary.graph_applied, summary.vectors_applied)
                 done = min(summary.graph_applied, summary.vectors_applied) >= len(events)
                 if done or time.monotonic() > deadline:
