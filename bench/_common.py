@@ -164,7 +164,8 @@ def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:
 
     defaults: dict[str, Any] = {
         "embedded": EmbeddedSettings(data_dir=str(tmp / "stack"), kafka_port=free_port(),
-                                     falkordb_port=free_port(), milvus_port=free_port()),
+                                     falkordb_port=free_port(), milvus_port=free_port(),
+                                     metrics_port=0),
         "kafka": KafkaSettings(topic_prefix=topic_prefix),
         "query": QuerySettings(port=free_port(), api_keys={"bench-key": "bench"}),
         "gateway": GatewaySettings(port=free_port()),
