@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from patchstream.stores.vector import milvus
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from tests.integration.conftest import CountingEmbedder
 from tests.integration.deltas import delete, upsert
@@ -94,3 +97,20 @@ def test_search_is_hybrid_and_tenant_scoped(vectors: MilvusVectorStore, tenant: 
     scoped = vectors.search(tenant, "load", limit=5, path_prefix="cfg/", kind="class")
     assert [h.symbol_id for h in scoped] == ["app::cfg/loader.py::Loader"]
     assert vectors.search(tenant, "load", limit=5, path_prefix="nope/") == []
+
+
+def test_a_file_with_too_many_rows_to_list_is_still_diffed_exactly(
+    vectors: MilvusVectorStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the listing cap, a file's record holds no rows and its rows are read by scan."""
+    monkeypatch.setattr(milvus, "_MAX_FILE_ROWS", 2)
+    many = "\n\n".join(f"def f{i}():\n    return {i}\n" for i in range(6))
+    first = upsert(tenant, "many.py", many, 1)
+    assert len(first.chunks) > 2
+    vectors.apply([first])
+    fewer = many.replace("def f5():\n    return 5\n", "")
+    vectors.apply([upsert(tenant, "many.py", fewer, 2)])
+    texts = " ".join(r[-1] for r in vectors.rows(tenant))
+    assert "return 4" in texts and "return 5" not in texts
+    vectors.apply([delete(tenant, "many.py", 3)])
+    assert vectors.rows(tenant) == set()

@@ -1,12 +1,16 @@
-"""Milvus vector store: one chunks collection per embedder, a small collection of file fences.
+"""Milvus vector store, per embedder: chunks (searched), files (fences and each file's rows)
+and vectors (the embedding of each content hash, per tenant).
 
 - Rows are keyed by ``xxh3(scope|chunk id)``; ``tenant`` is the partition key and every
   search and query filters on it server-side (an empty tenant matches nothing).
 - ``text`` feeds a BM25 function into a sparse field (``SPARSE_INVERTED_INDEX``), so search
   fuses dense and lexical results with reciprocal rank fusion (``hybrid_search``).
 - Applying deltas diffs each file's delta against the rows Milvus holds, so any delivery
-  order ends in the same rows; a chunk is embedded only when no row of the tenant already
-  has a vector for its content hash.
+  order ends in the same rows; a chunk is embedded only when the tenant has no vector for
+  its content hash yet.
+- Every lookup a write makes is by primary key: a file's record (its fence and the
+  ``pk:fp`` of its chunk rows) and the vectors of content hashes. A filter on a non-key field
+  scans every row, and a sink making one per batch slows down as the collection grows.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 
 _TEXT_BYTES = 60_000
+# Collection layout version: a layout change gets new collections (re-index after upgrading).
+_LAYOUT = "v2"
+# Chunk rows a file record lists; a file with more falls back to a scan of its rows.
+_MAX_FILE_ROWS = 4096
 _IN_BATCH = 256
 _QUERY_LIMIT = 16_384
 _ROW_FIELDS = [
@@ -100,8 +108,9 @@ class MilvusVectorStore:
         self.client = MilvusClient(uri=uri, token=token or "")
         self.embedder = embedder
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
-        self.chunks = f"{collection_prefix}chunks_{slug}"
-        self.files = f"{collection_prefix}files_{slug}"
+        self.chunks = f"{collection_prefix}chunks_{_LAYOUT}_{slug}"
+        self.files = f"{collection_prefix}files_{_LAYOUT}_{slug}"
+        self.vectors = f"{collection_prefix}vectors_{_LAYOUT}_{slug}"
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -111,8 +120,10 @@ class MilvusVectorStore:
                 self._create_chunks()
             if not self.client.has_collection(self.files):
                 self._create_files()
-            self.client.load_collection(self.chunks)
-            self.client.load_collection(self.files)
+            if not self.client.has_collection(self.vectors):
+                self._create_vectors()
+            for name in (self.chunks, self.files, self.vectors):
+                self.client.load_collection(name)
         except MilvusException as exc:
             raise StoreError(f"Milvus could not prepare collections: {exc}") from exc
 
@@ -157,11 +168,25 @@ class MilvusVectorStore:
         schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
         schema.add_field("chunks_embedded", DataType.INT64)
         schema.add_field("chunks_reused", DataType.INT64)
+        schema.add_field("chunk_rows", DataType.ARRAY, element_type=DataType.VARCHAR,
+                         max_capacity=_MAX_FILE_ROWS, max_length=80)  # fmt: skip
+        schema.add_field("chunk_rows_complete", DataType.BOOL)
         # Milvus needs a vector field in every collection; this one is never searched.
         schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
         index = self.client.prepare_index_params()
         index.add_index(field_name="unused", index_type="AUTOINDEX", metric_type="L2")
         self.client.create_collection(self.files, schema=schema, index_params=index)
+
+    def _create_vectors(self) -> None:
+        """Embeddings by ``xxh3(tenant|content hash)``: read by key, never searched."""
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("tenant", DataType.VARCHAR, max_length=128)
+        schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
+        index = self.client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
+        self.client.create_collection(self.vectors, schema=schema, index_params=index)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -188,14 +213,18 @@ class MilvusVectorStore:
         return stats
 
     def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
-        fences = self._fences(tenant, [_file_uid(d) for d in deltas])
-        fresh = [d for d in deltas if fences.get(_file_uid(d), -1) < d.version]
+        records = self._file_records(tenant, [_file_uid(d) for d in deltas])
+        fresh = [d for d in deltas if records.get(_file_uid(d), (-1, None))[0] < d.version]
         stats.files_stale += len(deltas) - len(fresh)
         if not fresh:
             return
-        stored = self._stored_rows(tenant, [_file_uid(d) for d in fresh])
+        stored = {fuid: rows for fuid, (_, rows) in records.items() if rows is not None}
+        unlisted = [_file_uid(d) for d in fresh
+                    if _file_uid(d) in records and records[_file_uid(d)][1] is None]  # fmt: skip
+        stored.update(self._stored_rows(tenant, unlisted))
         to_write: list[tuple[FileDelta, Chunk, str, str]] = []  # delta, chunk, pk, fp
         to_delete: list[str] = []
+        final_rows: dict[str, dict[str, str]] = {}  # file uid -> pk -> fp, after this write
         for delta in fresh:
             held = stored.get(_file_uid(delta), _FileRows())
             wanted: dict[str, tuple[Chunk, str]] = {}
@@ -205,6 +234,7 @@ class MilvusVectorStore:
                     pk = hash_bytes(f"{scope}|{chunk.id}".encode())
                     wanted[pk] = (chunk, _row_fp(delta, chunk))
             to_delete.extend(sorted(held.fps.keys() - wanted.keys()))
+            final_rows[_file_uid(delta)] = {pk: fp for pk, (_, fp) in wanted.items()}
             for pk, (chunk, fp) in sorted(wanted.items()):
                 if held.fps.get(pk) != fp:
                     to_write.append((delta, chunk, pk, fp))
@@ -242,6 +272,8 @@ class MilvusVectorStore:
                     "content_hash": d.content_hash or "",
                     "chunks_embedded": per_file[_file_uid(d)][0],
                     "chunks_reused": per_file[_file_uid(d)][1],
+                    "chunk_rows": _listed(final_rows[_file_uid(d)]),
+                    "chunk_rows_complete": len(final_rows[_file_uid(d)]) <= _MAX_FILE_ROWS,
                     "unused": [0.0, 0.0],
                 }
                 for d in fresh
@@ -251,16 +283,25 @@ class MilvusVectorStore:
         stats.rows_written += len(rows)
         stats.rows_deleted += len(to_delete)
 
-    def _fences(self, tenant: str, file_uids: list[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for batch in _batches(file_uids):
-            for row in self.client.query(
+    def _file_records(
+        self, tenant: str, file_uids: list[str]
+    ) -> dict[str, tuple[int, _FileRows | None]]:
+        """File uid -> (applied version, its chunk rows; None when not listed), by key."""
+        found: dict[str, tuple[int, _FileRows | None]] = {}
+        keys = {hash_bytes(fuid.encode()): fuid for fuid in file_uids}
+        for batch in _batches(sorted(keys)):
+            for row in self.client.get(
                 self.files,
-                filter=f"tenant == {lit(tenant)} and file_uid in {lit_list(batch)}",
-                output_fields=["file_uid", "version"],
-                limit=_QUERY_LIMIT,
-            ):
-                found[row["file_uid"]] = int(row["version"])
+                ids=batch,
+                output_fields=["tenant", "file_uid", "version", "chunk_rows",
+                               "chunk_rows_complete"],
+            ):  # fmt: skip
+                if row["tenant"] != tenant:
+                    continue
+                rows = None
+                if row["chunk_rows_complete"]:
+                    rows = _FileRows(dict(item.split(":", 1) for item in row["chunk_rows"]))
+                found[row["file_uid"]] = (int(row["version"]), rows)
         return found
 
     def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, _FileRows]:
@@ -280,14 +321,12 @@ class MilvusVectorStore:
         item: the hashes that had to be embedded)."""
         vectors: dict[str, list[float]] = {}
         hashes = sorted(texts_by_hash)
-        for batch in _batches(hashes):
-            for row in self.client.query(
-                self.chunks,
-                filter=f"tenant == {lit(tenant)} and content_hash in {lit_list(batch)}",
-                output_fields=["content_hash", "dense"],
-                limit=_QUERY_LIMIT,
-            ):
-                vectors.setdefault(row["content_hash"], [float(v) for v in row["dense"]])
+        keys = {_vector_key(tenant, h): h for h in hashes}
+        for batch in _batches(sorted(keys)):
+            fields = ["tenant", "content_hash", "dense"]
+            for row in self.client.get(self.vectors, ids=batch, output_fields=fields):
+                if row["tenant"] == tenant:
+                    vectors[row["content_hash"]] = [float(v) for v in row["dense"]]
         missing = [h for h in hashes if h not in vectors]
         stats.chunks_reused += len(hashes) - len(missing)
         if missing:
@@ -296,6 +335,11 @@ class MilvusVectorStore:
             stats.embed_seconds += time.perf_counter() - started
             stats.chunks_embedded += len(missing)
             vectors.update(zip(missing, embedded, strict=True))
+            self.client.upsert(
+                self.vectors,
+                [{"pk": _vector_key(tenant, h), "tenant": tenant, "content_hash": h,
+                  "dense": vectors[h]} for h in missing],
+            )  # fmt: skip
         return vectors, set(missing)
 
     def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
@@ -483,12 +527,21 @@ class MilvusVectorStore:
         return [float(v) for v in rows[0]["dense"]] if rows else None
 
     def drop(self) -> None:
-        for name in (self.chunks, self.files):
+        for name in (self.chunks, self.files, self.vectors):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
 
     def close(self) -> None:
         self.client.close()
+
+
+def _vector_key(tenant: str, content_hash: str) -> str:
+    return hash_bytes(f"{tenant}|{content_hash}".encode())
+
+
+def _listed(rows: dict[str, str]) -> list[str]:
+    """A file's chunk rows as ``pk:fp`` items (none when there are too many to list)."""
+    return [f"{pk}:{fp}" for pk, fp in sorted(rows.items())] if len(rows) <= _MAX_FILE_ROWS else []
 
 
 def _hit(entity: dict[str, Any], score: float) -> SearchHit:
