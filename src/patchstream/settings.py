@@ -64,6 +64,14 @@ class VectorSettings(BaseModel):
     collection_prefix: str = Field(
         default="patchstream_", description="one chunks collection per embedder name"
     )
+    dense_index: Literal["HNSW", "AUTOINDEX"] = Field(
+        default="HNSW",
+        description="index of new chunk collections; Milvus Lite's AUTOINDEX searches "
+        "in time linear in the rows",
+    )
+    hnsw_m: int = Field(default=16, ge=4, le=64)
+    hnsw_ef_construction: int = Field(default=128, ge=8)
+    hnsw_ef: int = Field(default=128, ge=8, description="search breadth (raised to the limit)")
 
 
 class EmbeddingSettings(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from patchstream.embedders.factory import create_embedder
 from patchstream.settings import Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
-from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.milvus import DenseIndex, MilvusVectorStore
 
 
 def open_graph_store(settings: Settings) -> CypherGraphStore:
@@ -40,6 +40,9 @@ def open_vector_store(settings: Settings) -> MilvusVectorStore:
         create_embedder(settings.embedding_settings()),
         collection_prefix=vector.collection_prefix,
         token=vector.milvus_token.get_secret_value() if vector.milvus_token else None,
+        dense_index=DenseIndex(
+            vector.dense_index, vector.hnsw_m, vector.hnsw_ef_construction, vector.hnsw_ef
+        ),
     )
     store.ensure_schema()
     return store

