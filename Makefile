@@ -76,6 +76,7 @@ bench-pipeline: install
 	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-readme
 
 bench-query: install
+	$(PY) bench/query.py --corpus medium --update-readme
 	$(PY) bench/query.py --corpus large --update-readme
 
 clean:
