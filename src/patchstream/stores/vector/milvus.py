@@ -537,15 +537,6 @@ class MilvusVectorStore:
             for row in self._query_all(f"tenant == {lit(tenant)}", fields)
         }
 
-    def vector_of(self, tenant: str, content_hash: str) -> list[float] | None:
-        rows = self.client.query(
-            self.chunks,
-            filter=f"tenant == {lit(tenant)} and content_hash == {lit(content_hash)}",
-            output_fields=["dense"],
-            limit=1,
-        )
-        return [float(v) for v in rows[0]["dense"]] if rows else None
-
     def drop(self) -> None:
         for name in (self.chunks, self.files, self.vectors):
             if self.client.has_collection(name):
