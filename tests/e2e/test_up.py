@@ -50,7 +50,10 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         assert port_is_open("127.0.0.1", port)
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
     assert len(pids) == 5  # parse worker, graph sink, vector sink, query service, gateway
+    # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.
     process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
     assert process.wait(90) == 0
     for pid in pids:
         assert (

@@ -279,4 +279,8 @@ class Supervisor:
         except KeyboardInterrupt:
             pass
         finally:
+            # Ctrl-C under `make run` brings a second signal (the script's trap forwards a
+            # TERM): one arriving mid-stop would abort it and orphan the children.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             self.stop()
