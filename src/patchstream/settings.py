@@ -54,6 +54,9 @@ class GraphSettings(BaseModel):
     memgraph_port: int = 7687
     memgraph_username: str = ""
     memgraph_password: SecretStr = SecretStr("")
+    query_timeout_ms: int = Field(
+        default=5000, gt=0, description="embedded FalkorDB: TIMEOUT_DEFAULT/TIMEOUT_MAX of a query"
+    )
 
 
 class VectorSettings(BaseModel):
@@ -144,14 +147,30 @@ class QuerySettings(BaseModel):
     port: int = 8731
     url: str = Field(default="http://127.0.0.1:8731", description="where clients find it")
     api_keys: dict[str, str] = Field(
-        default_factory=lambda: {"dev-local-key": "default"},
-        description="API key -> tenant. The default key is for the embedded stack only.",
+        default_factory=dict,
+        description="API key -> tenant. Empty: the dev key 'dev-local-key' (tenant 'default'), "
+        "accepted on a loopback bind only.",
     )
     api_key: SecretStr = Field(
         default=SecretStr("dev-local-key"), description="the key the CLI and MCP server send"
     )
     default_budget_tokens: int = Field(default=8000, gt=0)
     entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0, description="per request")
+    max_query_chars: int = Field(default=4096, gt=0, description="search and context queries")
+    read_token_max_writes: int = Field(
+        default=2000,
+        gt=0,
+        description="entries one read token may name (/v1/wait); a request carries at most "
+        "1000 writes and a rename names two paths",
+    )
+    max_context_candidates: int = Field(
+        default=400, gt=0, description="candidates the context assembler considers at most"
+    )
+    max_walk_rows: int = Field(
+        default=2000, gt=0, description="symbols one callers/callees/impact walk returns at most"
+    )
+    mcp_port: int = Field(default=8732, description="MCP over streamable HTTP")
 
 
 class GatewaySettings(BaseModel):
@@ -162,10 +181,18 @@ class GatewaySettings(BaseModel):
     url: str = Field(default="", description="set to send `emit` and hooks through the gateway")
     config: str = Field(default="", description="TOML file of repositories and API keys")
     api_key: SecretStr = Field(default=SecretStr("dev-local-key"), description="client key")
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
-    default_api_keys: dict[str, str] = Field(
-        default_factory=lambda: {"dev-local-key": "default"},
-        description="used when the config file names no API keys (embedded stack only)",
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0, description="webhook bodies")
+    max_request_bytes: int = Field(
+        default=8 * 1024 * 1024, gt=0, description="/v1/patches bodies (all writes together)"
+    )
+    api_keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="API key -> tenant, added to the config file's [api_keys]. With none at all, "
+        "the dev key 'dev-local-key' is accepted on a loopback bind only.",
+    )
+    local_roots: list[str] = Field(
+        default_factory=list,
+        description="directories whose file:// clone URLs may be mirrored (none by default)",
     )
 
 

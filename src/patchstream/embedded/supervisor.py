@@ -24,6 +24,7 @@ from patchstream.embedded.services import (
     Service,
     ServiceError,
     ensure_port_free,
+    falkordb_password,
     free_port,
     port_is_open,
     start_falkordb,
@@ -35,22 +36,40 @@ from patchstream.streams.topics import ensure_topics
 
 log = logging.getLogger("patchstream.up")
 _MAX_BACKOFF_S = 30.0
+# Backing services never leave loopback; ``embedded.host`` is for the HTTP services only.
+BACKING_HOST = "127.0.0.1"
+
+# What each child may read. Sections with secrets (graph, vector, embedding, query, gateway)
+# go only to the children that use them: the OpenAI key never reaches the gateway.
+_COMMON = ("parsing", "kafka", "pipeline", "embedded", "metrics")
+CHILD_SECTIONS: dict[str, tuple[str, ...]] = {
+    "parse": (*_COMMON, "graph"),
+    "graph-sink": (*_COMMON, "graph"),
+    "vector-sink": (*_COMMON, "vector", "embedding", "embedder"),
+    "query": (*_COMMON, "graph", "vector", "embedding", "embedder", "query"),
+    "gateway": (*_COMMON, "gateway"),
+}
 
 
 def with_embedded_addresses(settings: Settings) -> Settings:
     """The settings clients need to reach the embedded services."""
     embedded = settings.embedded
     host = embedded.host
+    password = falkordb_password(Path(embedded.data_dir).resolve() / "falkordb")
     return settings.model_copy(
         update={
             "kafka": settings.kafka.model_copy(
-                update={"bootstrap": f"{host}:{embedded.kafka_port}"}
+                update={"bootstrap": f"{BACKING_HOST}:{embedded.kafka_port}"}
             ),
             "graph": settings.graph.model_copy(
-                update={"falkordb_host": host, "falkordb_port": embedded.falkordb_port}
+                update={
+                    "falkordb_host": BACKING_HOST,
+                    "falkordb_port": embedded.falkordb_port,
+                    "falkordb_password": SecretStr(password),
+                }
             ),
             "vector": settings.vector.model_copy(
-                update={"milvus_uri": f"http://{host}:{embedded.milvus_port}"}
+                update={"milvus_uri": f"http://{BACKING_HOST}:{embedded.milvus_port}"}
             ),
             "query": settings.query.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.query.port}"}
@@ -70,8 +89,11 @@ def with_embedded_addresses(settings: Settings) -> Settings:
     )
 
 
-def settings_environment(settings: Settings) -> dict[str, str]:
-    """Every section as ``PATCHSTREAM_<SECTION>`` JSON, secrets included, for child processes."""
+def settings_environment(
+    settings: Settings, sections: tuple[str, ...] | None = None
+) -> dict[str, str]:
+    """``sections`` (default: all) as ``PATCHSTREAM_<SECTION>`` JSON, secrets included, for a
+    child process."""
 
     def reveal(value: object) -> object:
         if isinstance(value, SecretStr):
@@ -80,11 +102,17 @@ def settings_environment(settings: Settings) -> dict[str, str]:
 
     env = {}
     for name, value in settings.model_dump().items():
-        if value is None:
+        if value is None or (sections is not None and name not in sections):
             continue
         key = f"PATCHSTREAM_{name.upper()}"
         env[key] = value if isinstance(value, str) else json.dumps(value, default=reveal)
     return env
+
+
+def child_environment(env: dict[str, str], service: str) -> dict[str, str]:
+    """``env`` with only the settings sections ``service`` needs (CHILD_SECTIONS)."""
+    allowed = {f"PATCHSTREAM_{section.upper()}" for section in CHILD_SECTIONS[service]}
+    return {k: v for k, v in env.items() if not k.startswith("PATCHSTREAM_") or k in allowed}
 
 
 @dataclass
@@ -100,6 +128,7 @@ class Worker:
     next_start: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
+        env = child_environment(env, self.service)
         if self.metrics_port is not None:  # this child's own /metrics port
             section = json.loads(env.get("PATCHSTREAM_METRICS", "{}"))
             env = {**env, "PATCHSTREAM_METRICS": json.dumps({**section, "port": self.metrics_port})}
@@ -134,14 +163,18 @@ class Supervisor:
 
     def start_services(self) -> None:
         embedded = self.settings.embedded
-        host = embedded.host
+        host = BACKING_HOST
         self.services.append(start_tansu(self.data_dir / "tansu", embedded.kafka_port, host))
-        self.services.append(
-            start_falkordb(self.data_dir / "falkordb", embedded.falkordb_port, host)
-        )
+        self.services.append(self._start_falkordb(embedded.falkordb_port))
         self.services.append(
             start_milvus_lite(self.data_dir / "milvus", embedded.milvus_port, host)
         )
+
+    def _start_falkordb(self, port: int) -> Service:
+        graph = self.settings.graph
+        password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
+        return start_falkordb(self.data_dir / "falkordb", port, BACKING_HOST, password,
+                              graph.query_timeout_ms)  # fmt: skip
 
     def worker_specs(self) -> list[Worker]:
         python = sys.executable
@@ -189,10 +222,9 @@ class Supervisor:
 
     def environment(self) -> dict[str, str]:
         sections = settings_environment(self.settings)
-        # Nested overrides (PATCHSTREAM_KAFKA__...) would fight the JSON sections; drop them.
-        inherited = {
-            k: v for k, v in os.environ.items() if not any(k.startswith(f"{s}__") for s in sections)
-        }
+        # The sections carry every resolved setting; inherited PATCHSTREAM_* variables would
+        # fight them (or carry secrets to a child that must not have them): drop them all.
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
         return {**inherited, **sections}
 
     def start(self) -> None:
@@ -243,9 +275,12 @@ class Supervisor:
                     service.name,
                     service.process.returncode,
                 )
-                restart = {"tansu": start_tansu, "falkordb": start_falkordb,
-                           "milvus": start_milvus_lite}[service.name]  # fmt: skip
-                self.services[index] = restart(service.log_path.parent, service.port, service.host)
+                if service.name == "falkordb":
+                    self.services[index] = self._start_falkordb(service.port)
+                else:
+                    restart = {"tansu": start_tansu, "milvus": start_milvus_lite}[service.name]
+                    self.services[index] = restart(service.log_path.parent, service.port,
+                                                   service.host)  # fmt: skip
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
         env = self.environment()

@@ -1,11 +1,14 @@
 """``patchstream hook claude-code``: Claude Code's PostToolUse hook for Write/Edit/MultiEdit.
 
 It must never block or fail the agent's tool call: every error is logged to stderr and the
-process exits 0, within a few seconds at most.
+process exits 0, within a few seconds at most. It publishes only files of registered
+repositories (``local_path`` in the gateway config) and skips, saying so on stderr, what git
+ignores, what is over the size cap and what matches the deny-list (``.env*``, keys).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import subprocess
 import sys
@@ -19,19 +22,42 @@ from patchstream.settings import Settings
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 
 
-def _repo_for(file_path: Path, settings: Settings) -> tuple[str, Path] | None:
-    """(repository name, checkout root) for a file: the registry first, else git's toplevel."""
+# Never published, whatever the repository says: secrets and keys.
+DENY_PATTERNS = (".env*", "*.pem", "*.key", "id_*", "*.p12", "*.pfx")
+
+
+class Skipped(Exception):  # noqa: N818 - a decision, reported on stderr
+    """The hook chose not to publish a file; the message says why."""
+
+
+def _registered(file_path: Path, settings: Settings) -> tuple[str, Path]:
+    """(repository name, checkout root): only files of registered repositories are published."""
     registered = load_registry(settings.gateway.config).find_by_path(file_path)
-    if registered is not None and registered.local_path:
-        return registered.name, Path(registered.local_path)
+    if registered is None or not registered.local_path:
+        raise Skipped(f"{file_path} is not in a registered repository (local_path)")
+    return registered.name, Path(registered.local_path)
+
+
+def _ignored_by_git(root: Path, relative: str) -> bool:
     try:
-        top = subprocess.run(
-            ["git", "-C", str(file_path.parent), "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, timeout=2, check=True,
-        ).stdout.strip()  # fmt: skip
+        result = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", "--no-index", "--", relative],
+            capture_output=True, timeout=2, check=False,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return None
-    return (Path(top).name, Path(top)) if top else None
+        return False
+    return result.returncode == 0
+
+
+def check_publishable(root: Path, relative: str, file_path: Path, max_bytes: int) -> None:
+    """Skipped unless the file may leave the machine: not denied, not ignored, not too big."""
+    name = Path(relative).name
+    if any(fnmatch.fnmatch(name, pattern) for pattern in DENY_PATTERNS):
+        raise Skipped(f"{relative} matches the deny-list ({', '.join(DENY_PATTERNS)})")
+    if _ignored_by_git(root, relative):
+        raise Skipped(f"{relative} is ignored by git")
+    if file_path.exists() and file_path.stat().st_size > max_bytes:
+        raise Skipped(f"{relative} is over the {max_bytes}-byte size cap")
 
 
 def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
@@ -39,25 +65,24 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
         return None
     tool_input = payload.get("tool_input") or {}
     raw = tool_input.get("file_path")
-    if not raw:
+    if not raw or not isinstance(raw, str):
         return None
     file_path = Path(raw)
     if not file_path.is_absolute():
         file_path = Path(payload.get("cwd") or ".") / file_path
     file_path = file_path.resolve()
-    found = _repo_for(file_path, settings)
-    if found is None:
-        return None
-    repo, root = found
+    repo, root = _registered(file_path, settings)
     relative = file_path.relative_to(root.resolve()).as_posix()
+    check_publishable(root, relative, file_path, settings.parsing.max_file_bytes)
     if not settings.gateway.url:
         raise RuntimeError("PATCHSTREAM_GATEWAY__URL is not set; the hook has nowhere to send")
+    session = payload.get("session_id")
     with PatchClient(settings.gateway.url, settings.gateway.api_key.get_secret_value(),
                      timeout_s=3.0) as client:  # fmt: skip
         if not file_path.exists():
-            return client.delete_file(repo, relative, session_id=payload.get("session_id"))
+            return client.delete_file(repo, relative, session_id=session)
         content = file_path.read_bytes().decode("utf-8", errors="replace")
-        return client.write_file(repo, relative, content, session_id=payload.get("session_id"),
+        return client.write_file(repo, relative, content, session_id=session,
                                  actor="claude-code")  # fmt: skip
 
 
@@ -66,6 +91,8 @@ def main(stdin: str, settings: Settings) -> int:
         result = handle(json.loads(stdin or "{}"), settings)
         if result is not None:
             print(f"patchstream: published {len(result['event_ids'])} write(s)", file=sys.stderr)
+    except Skipped as skipped:
+        print(f"patchstream hook: skipped: {skipped}", file=sys.stderr)
     except Exception as exc:  # never fail the agent's tool call
         print(f"patchstream hook: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 0

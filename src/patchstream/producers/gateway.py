@@ -1,14 +1,16 @@
 """The gateway: GitHub/GitLab push webhooks and the agent patch API. It only writes to Kafka.
 
-- Webhook bodies over the limit get 413 before parsing; signatures are checked on the raw
-  body before parsing (401 otherwise); a delivery id seen before publishes nothing new.
+- Every body is limited (413 before it is buffered whole): webhooks 1 MiB, ``/v1/patches``
+  8 MiB and each write's content at the parser's ``max_file_bytes``.
+- Signatures are checked on the raw body before parsing (401 otherwise); a signed payload is
+  still untrusted: ``before``/``after`` must be object ids and the branch a valid ref name
+  (400 before git runs); a delivery id seen before publishes nothing new.
 - A push answers 202 at once; the fetch/diff/publish runs in the background.
 - ``POST /v1/patches`` answers 202 only after the broker acknowledged every event (an
   accepted request is never dropped) and returns a read token; Kafka unreachable is 503.
 """
 
 import asyncio
-import hmac
 import logging
 import time
 from collections import OrderedDict
@@ -17,14 +19,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from aiokafka.errors import KafkaError
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, ValidationError
 
 from patchstream import __version__
+from patchstream.errors import ConfigError, ContractError
+from patchstream.http_errors import install_error_handlers
+from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
+from patchstream.producers.git_mirror import validate_clone_url
 from patchstream.producers.registry import Registry, load_registry
 from patchstream.producers.webhooks import (
     Push,
@@ -36,7 +42,7 @@ from patchstream.producers.webhooks import (
     read_gitlab_push,
 )
 from patchstream.query.read_tokens import make_read_token
-from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, PatchEvent
 from patchstream.settings import Settings
 from patchstream.streams.producer import EventPublisher
 
@@ -45,15 +51,15 @@ _SEEN_DELIVERIES = 10_000
 
 
 class Write(BaseModel):
-    repo: str
-    ref: str = "main"
-    path: str
+    repo: str = Field(max_length=200)
+    ref: str = Field(default="main", max_length=200)
+    path: str = Field(max_length=1024)
     op: Literal["upsert", "delete", "rename"] = "upsert"
     content: str | None = None
-    old_path: str | None = None
-    session_id: str | None = None
-    run_id: str | None = None
-    actor: str | None = None
+    old_path: str | None = Field(default=None, max_length=1024)
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    run_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    actor: str | None = Field(default=None, pattern=ACTOR_PATTERN)
 
 
 class PatchRequest(BaseModel):
@@ -77,10 +83,13 @@ class Publisher:
                     await asyncio.wait_for(publisher.__aenter__(), timeout=10)
                     self.current = publisher
                 await asyncio.wait_for(self.current.publish(events), timeout=30)
-            except Exception as exc:
+            except (KafkaError, OSError, TimeoutError) as exc:
+                # Only a broker failure closes the producer; anything else is our bug or bad
+                # input and must not tear down a healthy connection.
                 self.metrics.events.labels("gateway", "unavailable").inc(len(events))
+                log.warning("event=publish_failed error=%s", type(exc).__name__)
                 await self.close()
-                raise BrokerUnavailable(str(exc)) from exc
+                raise BrokerUnavailable("the event bus did not acknowledge the events") from exc
             self.metrics.events.labels("gateway", "published").inc(len(events))
 
     async def close(self) -> None:
@@ -107,7 +116,15 @@ def create_gateway(
     mirrors = repos_dir or Path(
         settings.pipeline.repos_dir or Path(settings.embedded.data_dir) / "mirrors"
     )
-    api_keys = registry.api_keys or settings.gateway.default_api_keys
+    api_keys = resolve_api_keys(
+        {**registry.api_keys, **settings.gateway.api_keys}, settings.gateway.host, "gateway"
+    )
+    local_roots = settings.gateway.local_roots
+    for repo in registry.repos:
+        try:
+            validate_clone_url(repo.clone_url, local_roots)
+        except ContractError as exc:
+            raise ConfigError(f"repository {repo.tenant}/{repo.name}: {exc}") from exc
     publisher = Publisher(settings, metrics)
     seen: OrderedDict[str, None] = OrderedDict()
 
@@ -118,36 +135,26 @@ def create_gateway(
 
     app = FastAPI(title="patchstream gateway", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
-    bearer = HTTPBearer(auto_error=False)
+    app.add_middleware(
+        BodyLimit,
+        default=settings.gateway.max_request_bytes,
+        limits=[("/webhooks/", settings.gateway.max_body_bytes)],
+    )
+    install_error_handlers(app)
 
     @app.exception_handler(BrokerUnavailable)
     async def unavailable(_request: Request, exc: BrokerUnavailable) -> JSONResponse:
-        return JSONResponse({"detail": f"event bus unavailable: {exc}"}, status_code=503,
+        return JSONResponse({"detail": "event bus unavailable; retry later"}, status_code=503,
                             headers={"Retry-After": "5"})  # fmt: skip
 
-    def tenant(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> str:
-        given = (credentials.credentials if credentials else "").encode()
-        found = None
-        for key, value in api_keys.items():
-            if hmac.compare_digest(key.encode(), given):
-                found = value
-        if not given or not found:
+    def tenant(request: Request) -> str:
+        found = bearer_tenant(api_keys, request.headers.get("authorization"))
+        if not found:
             raise HTTPException(401, "send Authorization: Bearer <api key>")
         return found
 
     async def limited_body(request: Request) -> bytes:
-        limit = settings.gateway.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise HTTPException(413, f"body over {limit} bytes")
-        body = b""
-        async for part in request.stream():
-            body += part
-            if len(body) > limit:
-                raise HTTPException(413, f"body over {limit} bytes")
-        return body
+        return await request.body()  # BodyLimit has already refused anything over the limit
 
     def first_delivery(delivery: str | None) -> bool:
         if not delivery:
@@ -161,7 +168,7 @@ def create_gateway(
 
     async def run_push(push: Push) -> None:
         try:
-            events, rejected = await asyncio.to_thread(events_for_push, push, mirrors)
+            events, rejected = await asyncio.to_thread(events_for_push, push, mirrors, local_roots)
             if rejected:
                 log.warning("event=paths_rejected repo=%s count=%d", push.repo.name, len(rejected))
             if events:
@@ -199,9 +206,9 @@ def create_gateway(
             return JSONResponse({"status": f"ignored {event or 'unknown'} event"}, status_code=202)
         try:
             payload = parse_json(body)
-        except ValueError as exc:
-            raise HTTPException(400, f"payload is not JSON: {exc}") from exc
-        push = read_github_push(registry, payload, request.headers.get("x-github-delivery"))
+            push = read_github_push(registry, payload, request.headers.get("x-github-delivery"))
+        except ContractError as exc:
+            raise HTTPException(400, str(exc)) from exc
         if push is not None and push.repo is not signer:
             raise HTTPException(401, "signature does not belong to this repository")
         return accept(push, background)
@@ -217,14 +224,14 @@ def create_gateway(
             raise HTTPException(401, "missing or invalid X-Gitlab-Token")
         if request.headers.get("x-gitlab-event") != "Push Hook":
             return JSONResponse({"status": "ignored"}, status_code=202)
-        try:
-            payload = parse_json(body)
-        except ValueError as exc:
-            raise HTTPException(400, f"payload is not JSON: {exc}") from exc
         delivery = request.headers.get("x-gitlab-event-uuid") or request.headers.get(
             "idempotency-key"
         )
-        push = read_gitlab_push(registry, payload, delivery)
+        try:
+            payload = parse_json(body)
+            push = read_gitlab_push(registry, payload, delivery)
+        except ContractError as exc:
+            raise HTTPException(400, str(exc)) from exc
         if push is not None and push.repo is not signer:
             raise HTTPException(401, "token does not belong to this repository")
         return accept(push, background)
@@ -235,7 +242,13 @@ def create_gateway(
     ) -> dict[str, Any]:
         version = time.time_ns()
         events = []
+        max_file_bytes = settings.parsing.max_file_bytes
         for index, write in enumerate(body.writes):
+            if write.content is not None and len(write.content) > max_file_bytes // 4:
+                size = _utf8_size(write.content, index)
+                if size > max_file_bytes:
+                    raise HTTPException(413, f"writes[{index}]: content is {size} bytes; the "
+                                             f"limit per file is {max_file_bytes}")  # fmt: skip
             try:
                 events.append(PatchEvent(
                     tenant=tenant, repo=write.repo, ref=write.ref, path=write.path, op=write.op,
@@ -244,11 +257,20 @@ def create_gateway(
                     run_id=write.run_id,
                 ))  # fmt: skip
             except ValidationError as exc:
-                raise HTTPException(422, f"writes[{index}]: {exc.errors()[0]['msg']}") from exc
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                raise HTTPException(422, f"writes[{index}].{where}: {error['msg']}") from exc
         await publisher.publish(events)
         return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events)}
 
     return app
+
+
+def _utf8_size(text: str, index: int) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise HTTPException(422, f"writes[{index}].content is not valid UTF-8 text") from exc
 
 
 def gateway_from_environment() -> FastAPI:

@@ -3,23 +3,117 @@
 Contents are read from the object database (``git cat-file`` by the parse stage); nothing is
 ever checked out. Symlinks (mode 120000) and submodules (160000) are skipped; paths that
 could escape a checkout are rejected.
+
+Everything that reaches git from a webhook is untrusted, signed or not: object ids must be
+hashes, branch names must pass ``git check-ref-format``, revisions follow ``--end-of-options``,
+and git runs with a minimal environment (no inherited secrets, no system or global config, no
+``ext::`` or other transports beyond http(s), ssh, git and file under the allowed roots).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from patchstream.errors import ContractError, PatchstreamError
 from patchstream.schemas.paths import validate_repo_path
 
 ZERO_SHA = "0" * 40
 _SKIPPED_MODES = ("120000", "160000")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+_REMOTE_SCHEMES = ("https", "http", "ssh", "git")
+_SCP_LIKE = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+")
 
 
 class GitError(PatchstreamError):
     """A git command failed."""
+
+
+class UnsafeGitInput(ContractError):  # noqa: N818 - a refusal, named for what was refused
+    """A value bound for git (object id, ref name, clone URL) was refused before git ran."""
+
+
+def validate_object_id(value: object, field: str = "object id") -> str:
+    """A full SHA-1 or SHA-256 hex object id, or UnsafeGitInput."""
+    if not isinstance(value, str) or not _OBJECT_ID.fullmatch(value):
+        shown = repr(value)[:80]
+        raise UnsafeGitInput(f"{field} {shown} is not a 40- or 64-digit hex object id", "bad_sha")
+    return value
+
+
+def validate_branch(name: object) -> str:
+    """A branch name git itself accepts (``git check-ref-format --branch``), or UnsafeGitInput."""
+    if not isinstance(name, str) or not name or len(name) > 200 or name.startswith("-"):
+        raise UnsafeGitInput(f"branch name {repr(name)[:80]} is refused", "bad_ref")
+    result = subprocess.run(
+        ["git", "check-ref-format", f"refs/heads/{name}"],
+        capture_output=True, env=git_environment(), timeout=10, check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise UnsafeGitInput(f"branch name {name[:80]!r} is not a valid git ref", "bad_ref")
+    return name
+
+
+def validate_clone_url(url: str, local_roots: Sequence[str | Path]) -> str:
+    """A clone URL git may fetch: http(s)/ssh/git, or ``file://`` under one of ``local_roots``.
+
+    ``ext::`` (runs a command), other ``transport::`` forms, bare local paths, option-like
+    values and local paths outside the configured roots are refused.
+    """
+    if not url or url.startswith("-") or any(ord(c) < 0x21 or c == "\x7f" for c in url):
+        raise UnsafeGitInput(f"clone URL {redact_url(url)!r} is refused", "bad_url")
+    if "::" in url.split("/", 1)[0]:
+        raise UnsafeGitInput(f"clone URL {redact_url(url)!r}: transport helpers are refused",
+                             "bad_url")  # fmt: skip
+    parts = urlsplit(url)
+    if parts.scheme in _REMOTE_SCHEMES and parts.netloc:
+        return url
+    if parts.scheme == "file":
+        local = Path(parts.path).resolve()
+        for root in local_roots:
+            if local.is_relative_to(Path(root).resolve()):
+                return url
+        raise UnsafeGitInput(
+            f"clone URL {url!r} is a local path outside the allowed roots; add its directory "
+            "to PATCHSTREAM_GATEWAY__LOCAL_ROOTS", "bad_url",
+        )  # fmt: skip
+    if not parts.scheme and _SCP_LIKE.fullmatch(url):
+        return url
+    raise UnsafeGitInput(f"clone URL {redact_url(url)!r}: scheme not allowed", "bad_url")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (for logs and error messages)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def git_environment() -> dict[str, str]:
+    """The only environment git gets: no inherited secrets, no system or user config, no
+    prompts, and only the transports the gateway allows."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/nonexistent",
+        "LANG": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file",
+    }
 
 
 @dataclass(frozen=True)
@@ -37,23 +131,35 @@ class DiffResult:
 
 
 def _git(git_dir: Path | None, *args: str, timeout: float = 300) -> bytes:
-    command = ["git", *(["--git-dir", str(git_dir)] if git_dir else []), *args]
-    result = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
+    command = ["git", "-c", "protocol.ext.allow=never",
+               *(["--git-dir", str(git_dir)] if git_dir else []), *args]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, timeout=timeout, check=False,
+                            env=git_environment())  # fmt: skip
     if result.returncode != 0:
-        message = result.stderr.decode("utf-8", "replace").strip()
-        raise GitError(f"git {' '.join(args[:2])} failed: {message}")
+        message = result.stderr.decode("utf-8", "replace").strip()[:500]
+        message = re.sub(r"://[^/@\s]*@", "://***@", message)  # never echo credentials
+        raise GitError(f"git {args[0]} failed: {message}")
     return result.stdout
 
 
 class Mirror:
-    def __init__(self, repos_dir: Path, tenant: str, name: str, clone_url: str) -> None:
+    def __init__(
+        self,
+        repos_dir: Path,
+        tenant: str,
+        name: str,
+        clone_url: str,
+        local_roots: Sequence[str | Path] = (),
+    ) -> None:
         self.path = repos_dir / tenant / f"{name}.git"
         self.clone_url = clone_url
+        self.local_roots = tuple(local_roots)
 
     def fetch(self) -> None:
+        validate_clone_url(self.clone_url, self.local_roots)
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _git(None, "clone", "--mirror", "--quiet", self.clone_url, str(self.path))
+            _git(None, "clone", "--mirror", "--quiet", "--", self.clone_url, str(self.path))
         else:
             _git(self.path, "fetch", "--prune", "--force", "--quiet", "origin",
                  "+refs/heads/*:refs/heads/*")  # fmt: skip
@@ -63,7 +169,14 @@ class Mirror:
             return None
         try:
             return (
-                _git(self.path, "rev-parse", "--verify", "--quiet", f"refs/heads/{ref}")
+                _git(
+                    self.path,
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    f"refs/heads/{validate_branch(ref)}",
+                )
                 .decode()
                 .strip()
                 or None
@@ -73,14 +186,20 @@ class Mirror:
 
     def has_commit(self, sha: str) -> bool:
         try:
-            _git(self.path, "cat-file", "-e", f"{sha}^{{commit}}")
+            _git(
+                self.path,
+                "cat-file",
+                "-e",
+                "--end-of-options",
+                f"{validate_object_id(sha)}^{{commit}}",
+            )
             return True
         except GitError:
             return False
 
     def files(self, sha: str) -> DiffResult:
         """Every file of a commit, as additions."""
-        out = _git(self.path, "ls-tree", "-r", "-z", sha)
+        out = _git(self.path, "ls-tree", "-r", "-z", "--end-of-options", validate_object_id(sha))
         changes, rejected = [], []
         for record in out.decode("utf-8", "surrogateescape").split("\0"):
             if not record:
@@ -98,18 +217,25 @@ class Mirror:
 
     def diff(self, before: str | None, after: str) -> DiffResult:
         """What changed from ``before`` to ``after`` (everything when there is no before)."""
+        validate_object_id(after, "after")
+        if before is not None:
+            validate_object_id(before, "before")
         if not before or before == ZERO_SHA or not self.has_commit(before):
             return self.files(after)
         out = _git(self.path, "diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id",
-                   before, after)  # fmt: skip
+                   "--end-of-options", before, after)  # fmt: skip
         return parse_raw_diff(out)
 
     def log_messages(
         self, before: str | None, after: str, limit: int = 100
     ) -> list[tuple[str, str]]:
         """(sha, message) of the commits in before..after, newest first."""
+        validate_object_id(after, "after")
+        if before:
+            validate_object_id(before, "before")
         span = after if not before or before == ZERO_SHA else f"{before}..{after}"
-        out = _git(self.path, "log", f"-n{limit}", "--format=%H%x1f%B%x1e", span)
+        out = _git(self.path, "log", f"-n{int(limit)}", "--format=%H%x1f%B%x1e",
+                   "--end-of-options", span)  # fmt: skip
         found = []
         for record in out.decode("utf-8", "replace").split("\x1e"):
             fields = record.strip("\n").split("\x1f")

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
+import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchstream.errors import ContractError
+from patchstream.http_security import safe_json
 from patchstream.parsing.prose import COMMITS_DIR
-from patchstream.producers.git_mirror import ZERO_SHA, Mirror
+from patchstream.producers.git_mirror import (
+    ZERO_SHA,
+    Mirror,
+    validate_branch,
+    validate_object_id,
+)
 from patchstream.producers.registry import RegisteredRepo, Registry
-from patchstream.schemas.events import BlobRef, PatchEvent, Source
+from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, BlobRef, PatchEvent, Source
+
+_ACTOR = re.compile(ACTOR_PATTERN)
+_DELIVERY = re.compile(ID_PATTERN)
 
 
 def github_signature_ok(secret: str, body: bytes, header: str | None) -> bool:
@@ -51,40 +62,70 @@ def _branch(ref: str) -> str | None:
     return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
 
 
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _actor(value: object) -> str | None:
+    """The pusher's name when it is a plain name; anything else is dropped, not logged."""
+    return value if isinstance(value, str) and _ACTOR.fullmatch(value) else None
+
+
+def validate_delivery(delivery: str | None) -> str | None:
+    if delivery is not None and not _DELIVERY.fullmatch(delivery):
+        raise ContractError("delivery id header is not a plain id", code="bad_delivery")
+    return delivery
+
+
+def _push(
+    repo: RegisteredRepo | None,
+    payload: dict[str, Any],
+    actor: object,
+    source: Source,
+    delivery: str | None,
+) -> Push | None:
+    """Validate everything bound for git before anything runs (UnsafeGitInput otherwise)."""
+    raw_ref = payload.get("ref")
+    branch = _branch(raw_ref) if isinstance(raw_ref, str) else None
+    if repo is None or branch is None or not payload.get("after"):
+        return None
+    after = validate_object_id(payload["after"], "after")
+    before = payload.get("before")
+    if before is not None:
+        before = validate_object_id(before, "before")
+    return Push(repo, validate_branch(branch), before, after, _actor(actor), source,
+                validate_delivery(delivery))  # fmt: skip
+
+
 def read_github_push(
     registry: Registry, payload: dict[str, Any], delivery: str | None
 ) -> Push | None:
-    repository = payload.get("repository") or {}
+    repository = _mapping(payload.get("repository"))
     keys = ("clone_url", "html_url", "ssh_url", "git_url", "url")
     repo = registry.find_by_url(*(str(repository.get(k, "")) for k in keys))
-    branch = _branch(str(payload.get("ref", "")))
-    if repo is None or branch is None or not payload.get("after"):
-        return None
-    return Push(repo, branch, payload.get("before"), str(payload["after"]),
-                (payload.get("pusher") or {}).get("name"), "github", delivery)  # fmt: skip
+    actor = _mapping(payload.get("pusher")).get("name")
+    return _push(repo, payload, actor, "github", delivery)
 
 
 def read_gitlab_push(
     registry: Registry, payload: dict[str, Any], delivery: str | None
 ) -> Push | None:
-    project = payload.get("project") or {}
+    project = _mapping(payload.get("project"))
     keys = ("git_http_url", "git_ssh_url", "web_url", "http_url")
     repo = registry.find_by_url(*(str(project.get(k, "")) for k in keys))
-    branch = _branch(str(payload.get("ref", "")))
-    if repo is None or branch is None or not payload.get("after"):
-        return None
-    return Push(repo, branch, payload.get("before"), str(payload["after"]),
-                payload.get("user_username"), "gitlab", delivery)  # fmt: skip
+    return _push(repo, payload, payload.get("user_username"), "gitlab", delivery)
 
 
-def events_for_push(push: Push, repos_dir: Path) -> tuple[list[PatchEvent], list[str]]:
+def events_for_push(
+    push: Push, repos_dir: Path, local_roots: Sequence[str | Path] = ()
+) -> tuple[list[PatchEvent], list[str]]:
     """Fetch the mirror and turn the push into patch events (plus rejected paths).
 
     The base is what the mirror held for the branch before this fetch (what the index was
     built from), so a force push is diffed against the indexed state, not the payload's
     ``before``. A deleted branch becomes a delete of every file it had.
     """
-    mirror = Mirror(repos_dir, push.repo.tenant, push.repo.name, push.repo.clone_url)
+    mirror = Mirror(repos_dir, push.repo.tenant, push.repo.name, push.repo.clone_url, local_roots)
     indexed = mirror.ref_sha(push.ref)
     mirror.fetch()
     version = time.time_ns()
@@ -136,7 +177,8 @@ def events_for_push(push: Push, repos_dir: Path) -> tuple[list[PatchEvent], list
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    data = json.loads(body)
+    """The payload as a JSON object; ContractError for anything else (nesting bounded)."""
+    data = safe_json(body)
     if not isinstance(data, dict):
-        raise ValueError("payload is not a JSON object")
+        raise ContractError("payload is not a JSON object", code="not_object")
     return data

@@ -3,18 +3,20 @@ the caller's API key, resolved on the server."""
 
 import asyncio
 import hmac
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from pydantic import AfterValidator, BaseModel, Field
 
 from patchstream import __version__
 from patchstream.errors import ContractError
+from patchstream.http_errors import install_error_handlers
+from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.lag import LagProbe
@@ -24,22 +26,42 @@ from patchstream.settings import Settings
 
 ServiceFactory = Callable[[Settings], QueryService]
 
+# Every name that reaches a store filter: printable, no control characters, bounded.
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._\-/~]{0,199}$"
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+MAX_QUERY_CHARS = 4096
+
+
+def _printable(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("control characters and lone surrogates are refused")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_printable)]
+Name = Annotated[str, Field(pattern=_NAME)]
+
 
 class SearchRequest(BaseModel):
-    query: str = Field(min_length=1)
+    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     limit: int = Field(default=10, ge=1, le=100)
-    repo: str | None = None
-    ref: str | None = None
-    path_prefix: str | None = None
-    kind: str | None = None
+    repo: Name | None = None
+    ref: Name | None = None
+    path_prefix: Text | None = Field(default=None, max_length=1024)
+    kind: str | None = Field(default=None, pattern=r"^[a-z_]{1,32}$")
 
 
 class ContextRequest(BaseModel):
-    query: str = Field(min_length=1)
+    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     budget_tokens: int = Field(default=8000, ge=64, le=200_000)
-    repo: str | None = None
-    ref: str | None = "main"
-    session: str | None = None
+    repo: Name | None = None
+    ref: Name | None = "main"
+    session: str | None = Field(default=None, pattern=_ID)
+
+
+NameParam = Annotated[str, Query(pattern=_NAME)]
+SymbolName = Annotated[str, Query(min_length=1, max_length=512), AfterValidator(_printable)]
 
 
 class Provenance(BaseModel):
@@ -72,21 +94,12 @@ class ContextResponse(BaseModel):
 
 
 def _tenant_resolver(settings: Settings) -> Callable[..., str]:
-    bearer = HTTPBearer(auto_error=False)
-    keys = list(settings.query.api_keys.items())
+    keys = resolve_api_keys(settings.query.api_keys, settings.query.host, "query")
 
-    def tenant(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> str:
-        if credentials is None or not credentials.credentials:
-            raise HTTPException(401, "send Authorization: Bearer <api key>")
-        given = credentials.credentials.encode()
-        found = None
-        for key, value in keys:  # constant time per key, and every key is compared
-            if hmac.compare_digest(key.encode(), given):
-                found = value
+    def tenant(request: Request) -> str:
+        found = bearer_tenant(keys, request.headers.get("authorization"))
         if not found:
-            raise HTTPException(401, "unknown API key")
+            raise HTTPException(401, "send Authorization: Bearer <api key>")
         return found
 
     return tenant
@@ -116,6 +129,14 @@ def create_api(
 
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
+    app.add_middleware(BodyLimit, default=settings.query.max_body_bytes)
+    install_error_handlers(app)
+    max_query = settings.query.max_query_chars
+
+    def check_query(query: str) -> None:
+        if len(query) > max_query:
+            raise HTTPException(422, f"query is {len(query)} characters; the limit is {max_query}")
+
     Tenant = Annotated[str, Depends(_tenant_resolver(settings))]  # noqa: N806
 
     def service() -> QueryService:
@@ -130,13 +151,17 @@ def create_api(
 
     @app.post("/v1/search")
     async def search(body: SearchRequest, tenant: Tenant) -> dict[str, Any]:
+        check_query(body.query)
         hits = await run(service().search, tenant, body.query, body.limit, body.repo, body.ref,
                          body.path_prefix, body.kind)  # fmt: skip
         return {"hits": [asdict(h) for h in hits]}
 
     @app.get("/v1/symbols")
     async def symbols_by_name(
-        tenant: Tenant, name: str, repo: str | None = None, ref: str | None = None
+        tenant: Tenant,
+        name: SymbolName,
+        repo: NameParam | None = None,
+        ref: NameParam | None = None,
     ) -> dict[str, Any]:
         found = await run(service().graph.symbols_by_name, tenant, name, repo, ref)
         return {"symbols": [asdict(s) for s in found]}
@@ -146,8 +171,9 @@ def create_api(
             symbol_id: str,
             tenant: Tenant,
             depth: Annotated[int, Query(ge=1, le=max_depth)] = default_depth,
-            ref: str = "main",
+            ref: NameParam = "main",
         ) -> dict[str, Any]:
+            check_symbol_id(symbol_id)
             found = await run(service().walk, tenant, kind, symbol_id, depth, ref)
             return {"symbol_id": symbol_id, kind: [
                 {**asdict(n.symbol), "depth": n.depth} for n in found
@@ -160,7 +186,8 @@ def create_api(
     walk_route("impact", 3, 5)
 
     @app.get("/v1/symbols/{symbol_id:path}")
-    async def symbol(symbol_id: str, tenant: Tenant, ref: str = "main") -> dict[str, Any]:
+    async def symbol(symbol_id: str, tenant: Tenant, ref: NameParam = "main") -> dict[str, Any]:
+        check_symbol_id(symbol_id)
         found = await run(service().symbol, tenant, symbol_id, ref)
         if found is None:
             raise HTTPException(404, f"no symbol {symbol_id!r}")
@@ -186,6 +213,7 @@ def create_api(
 
     @app.post("/v1/context", response_model=ContextResponse)
     async def context(body: ContextRequest, tenant: Tenant) -> ContextResponse:
+        check_query(body.query)
         result = await run(service().context, tenant, body.query, body.budget_tokens,
                            body.repo, body.ref, body.session)  # fmt: skip
         blocks = [
@@ -217,22 +245,25 @@ def create_api(
         )  # fmt: skip
 
     @app.get("/v1/freshness")
-    async def freshness(tenant: Tenant, repo: str, ref: str = "main") -> dict[str, Any]:
+    async def freshness(tenant: Tenant, repo: NameParam, ref: NameParam = "main") -> dict[str, Any]:
         return await freshness_of(tenant, repo, ref)
 
     @app.get("/v1/wait")
     async def wait(
         tenant: Tenant,
-        read_token: str,
+        read_token: Annotated[str, Query(max_length=1024 * 1024)],
         timeout: Annotated[float, Query(ge=0, le=300)] = 30.0,
     ) -> dict[str, Any]:
         try:
-            token_tenant, writes = parse_read_token(read_token)
+            token_tenant, writes = parse_read_token(
+                read_token, settings.query.read_token_max_writes
+            )
         except ContractError as exc:
             raise HTTPException(400, str(exc)) from exc
         if not hmac.compare_digest(token_tenant.encode(), tenant.encode()):
             raise HTTPException(404, "no such writes for this tenant")
         deadline = time.monotonic() + timeout
+        pause = 0.05
         while True:
             states = [await run(service().applied, tenant, w) for w in writes]
             graph_done = all(g for g, _ in states)
@@ -240,9 +271,16 @@ def create_api(
             if (graph_done and vector_done) or time.monotonic() >= deadline:
                 return {"applied": graph_done and vector_done, "graph": graph_done,
                         "vector": vector_done, "writes": len(writes)}  # fmt: skip
-            await asyncio.sleep(0.05)
+            # Back off: a token of many writes must not poll the stores flat out.
+            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 1.0)
 
     return app
+
+
+def check_symbol_id(symbol_id: str) -> None:
+    if len(symbol_id) > 2048 or _CONTROL.search(symbol_id):
+        raise HTTPException(422, "symbol id is too long or has control characters")
 
 
 def openapi_document() -> str:

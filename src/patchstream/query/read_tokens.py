@@ -7,11 +7,13 @@ nothing: the query service only answers it for the caller's own tenant.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from patchstream.errors import ContractError
+from patchstream.http_security import safe_json
 from patchstream.schemas.events import PatchEvent
 
 
@@ -36,11 +38,17 @@ def make_read_token(events: Iterable[PatchEvent]) -> str:
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
 
-def parse_read_token(token: str) -> tuple[str, list[PendingWrite]]:
+def parse_read_token(token: str, max_writes: int = 1000) -> tuple[str, list[PendingWrite]]:
+    """Tenant and writes of a token; ContractError for a malformed, deeply nested or oversized
+    one (it would cost a store read per write)."""
     try:
         padded = token + "=" * (-len(token) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        data = safe_json(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(data, dict) or not isinstance(data.get("w"), list):
+            raise ContractError("malformed read token: not a token object")
+        if len(data["w"]) > max_writes:
+            raise ContractError(f"read token names {len(data['w'])} writes; at most {max_writes}")
         writes = [PendingWrite(str(r), str(f), str(p), int(v)) for r, f, p, v in data["w"]]
         return str(data["t"]), writes
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ContractError(f"malformed read token: {exc}") from exc
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise ContractError("malformed read token") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
 
 _CODE_KINDS = ("function", "class", "interface")
+_FRESHNESS_ENTRIES = 1024
 
 
 @dataclass
@@ -32,7 +34,9 @@ class QueryService:
         self.vectors = vectors
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
-        self._freshness: dict[tuple[str, str, str], tuple[float, dict[str, object]]] = {}
+        self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
+            OrderedDict()
+        )
 
     def search(
         self,
@@ -85,7 +89,10 @@ class QueryService:
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source != "code"):
             candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
-        candidates = self._with_trust(tenant, candidates)
+        # Graph fan-out can bring thousands of signatures; only the first ones could fit anyway.
+        candidates = self._with_trust(
+            tenant, candidates[: self.settings.query.max_context_candidates]
+        )
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
 
@@ -116,6 +123,13 @@ class QueryService:
             return {**copy.deepcopy(cached[1]), "as_of": time.time()}
         value = self._compute_freshness(tenant, repo, ref)
         self._freshness[key] = (time.monotonic(), value)
+        self._freshness.move_to_end(key)
+        # Bounded: entries expire after a second, and at most _FRESHNESS_ENTRIES are kept.
+        while self._freshness and (
+            len(self._freshness) > _FRESHNESS_ENTRIES
+            or time.monotonic() - next(iter(self._freshness.values()))[0] >= 1.0
+        ):
+            self._freshness.popitem(last=False)
         return copy.deepcopy(value)
 
     def _compute_freshness(self, tenant: str, repo: str, ref: str) -> dict[str, object]:

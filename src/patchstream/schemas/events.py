@@ -15,6 +15,10 @@ Op = Literal["upsert", "delete", "rename"]
 Source = Literal["github", "gitlab", "agent", "cli", "snapshot"]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$"
+# Ids of sessions and runs; actors (user names, bots such as ``dependabot[bot]``).
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
+ACTOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+\[\]\-]{0,127}$"
+OBJECT_ID_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
 class BlobRef(BaseModel):
@@ -22,7 +26,7 @@ class BlobRef(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    sha: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$", description="git blob object id")
+    sha: str = Field(pattern=OBJECT_ID_PATTERN, description="git blob object id")
     size: int | None = Field(default=None, ge=0)
 
 
@@ -65,11 +69,13 @@ class PatchEvent(BaseModel):
     edit: EditHint | None = None
     version: int = Field(ge=0)
     source: Source
-    actor: str | None = None
-    run_id: str | None = None
-    session_id: str | None = None
-    commit: str | None = None
-    batch_id: str | None = Field(default=None, description="shared by all files of one push")
+    actor: str | None = Field(default=None, pattern=ACTOR_PATTERN)
+    run_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    commit: str | None = Field(default=None, pattern=OBJECT_ID_PATTERN)
+    batch_id: str | None = Field(
+        default=None, pattern=ID_PATTERN, description="shared by all files of one push"
+    )
     occurred_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @field_validator("path", "old_path")
@@ -81,6 +87,25 @@ class PatchEvent(BaseModel):
             return validate_repo_path(value)
         except ContractError as exc:  # re-raised as a pydantic ValueError with the reason
             raise ValueError(str(exc)) from exc
+
+    @field_validator("tenant", "repo", "ref", "workspace")
+    @classmethod
+    def _safe_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_name(value)
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"content is not valid UTF-8 text (lone surrogate at {exc.start})"
+                ) from exc
+        return value
 
     @field_validator("occurred_at")
     @classmethod
@@ -113,6 +138,14 @@ class PatchEvent(BaseModel):
     def key(self) -> str:
         """Partition key: every event of one file lands on one partition, in order."""
         return file_key(self.tenant, self.repo, self.ref, self.path, self.workspace)
+
+
+def check_name(value: str) -> str:
+    """A tenant, repo, ref or workspace name: the pattern, and no ``..`` or empty component
+    (``a/../b`` and ``a//b`` would alias other names in keys, paths and logs)."""
+    if ".." in value or "//" in value or value.endswith("/") or value.endswith(".lock"):
+        raise ValueError(f"name {value!r} has '..', an empty component or ends in '/' or '.lock'")
+    return value
 
 
 def file_key(tenant: str, repo: str, ref: str, path: str, workspace: str | None = None) -> str:

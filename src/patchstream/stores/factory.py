@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from patchstream.embedders.factory import create_embedder
 from patchstream.settings import Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
@@ -22,15 +24,29 @@ def open_graph_store(settings: Settings) -> CypherGraphStore:
     else:
         from patchstream.stores.graph.falkordb import FalkorGraphStore
 
-        password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
+        password = (
+            graph.falkordb_password.get_secret_value()
+            if graph.falkordb_password
+            else embedded_falkordb_password(settings)
+        )
         store = FalkorGraphStore(
             host=graph.falkordb_host,
             port=graph.falkordb_port,
             password=password,
             graph_prefix=graph.graph_prefix,
         )
+    store.max_walk_rows = settings.query.max_walk_rows
     store.ensure_schema()
     return store
+
+
+def embedded_falkordb_password(settings: Settings) -> str | None:
+    """The password ``patchstream up`` generated, for clients of the embedded FalkorDB."""
+    path = Path(settings.embedded.data_dir) / "falkordb" / "password"
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
 
 
 def open_vector_store(settings: Settings) -> MilvusVectorStore:

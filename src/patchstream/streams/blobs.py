@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from patchstream.errors import ContractError
+from patchstream.producers.git_mirror import git_environment, validate_object_id
 
 
 class BlobReader:
@@ -25,14 +26,16 @@ class BlobReader:
             raise ContractError(
                 f"no mirror for {tenant}/{repo} at {mirror}", code="blob_unavailable"
             )
+        validate_object_id(sha, "blob")
         result = subprocess.run(
-            ["git", "--git-dir", str(mirror), "cat-file", "blob", sha],
+            ["git", "--git-dir", str(mirror), "cat-file", "blob", "--end-of-options", sha],
             capture_output=True,
             timeout=30,
             check=False,
+            env=git_environment(),
         )
         if result.returncode != 0:
-            message = result.stderr.decode("utf-8", "replace").strip()
+            message = result.stderr.decode("utf-8", "replace").strip()[:300]
             raise ContractError(
                 f"blob {sha} not found in {mirror}: {message}", code="blob_unavailable"
             )

@@ -19,7 +19,7 @@ from redis.exceptions import ResponseError
 from patchstream.errors import ConfigError, StoreError
 from patchstream.stores.graph.cypher import INDEXES, CypherGraphStore, Statement
 
-_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
 
 
 def _params_header(params: dict[str, Any]) -> str:
@@ -43,7 +43,7 @@ class FalkorGraphStore(CypherGraphStore):
         self._ready: set[str] = set()
 
     def graph_name(self, tenant: str) -> str:
-        if not _TENANT.match(tenant):
+        if not _TENANT.fullmatch(tenant) or ".." in tenant:  # fullmatch: "t\n" passes $
             raise ConfigError(
                 f"tenant {tenant!r} cannot name a graph; use letters, digits, '.', '_' or '-'"
             )

@@ -15,7 +15,7 @@ and vectors (the embedding of each content hash, per tenant).
 
 from __future__ import annotations
 
-import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +32,7 @@ from pymilvus import (
 )
 
 from patchstream.embedders.base import Embedder
-from patchstream.errors import StoreError
+from patchstream.errors import ContractError, StoreError
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
@@ -53,9 +53,17 @@ _ROW_FIELDS = [
 ]  # fmt: skip
 
 
+# Milvus Lite's expression parser takes printable text in double quotes with \\ and \" escaped;
+# control characters, lone surrogates and other escapes are refused rather than emitted.
+_UNSAFE_LITERAL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 def lit(value: str) -> str:
-    """A Milvus expression string literal."""
-    return json.dumps(value, ensure_ascii=False)
+    """A Milvus expression string literal; ContractError for text its parser cannot take."""
+    if _UNSAFE_LITERAL.search(value):
+        raise ContractError("a filter value holds control characters or lone surrogates",
+                            code="bad_literal")  # fmt: skip
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def lit_list(values: Iterable[str]) -> str:

@@ -1,0 +1,194 @@
+"""What the HTTP services (gateway, query service, MCP over HTTP) share to refuse hostile input.
+
+- ``resolve_api_keys``: the dev key works only on a loopback bind with no keys configured; a
+  non-loopback bind without real keys refuses to start.
+- ``BodyLimit``: an ASGI middleware that answers 413 before a body is buffered whole, by the
+  declared length or by counting what arrives.
+- ``bearer_tenant``: the tenant of a bearer key, every key compared in constant time.
+- ``safe_json``: JSON parsing whose nesting is bounded (deep nesting is a 400, never a 500).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from patchstream.errors import ConfigError, ContractError
+
+DEV_API_KEY = "dev-local-key"
+DEV_TENANT = "default"
+MAX_JSON_DEPTH = 64
+
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_keys(configured: Mapping[str, str], host: str, service: str) -> dict[str, str]:
+    """API key -> tenant for a service that binds ``host``.
+
+    With no keys configured the dev key is accepted, on loopback only. Off loopback the service
+    refuses to start unless real keys are configured (and the dev key is not among them).
+    """
+    keys = {k: v for k, v in configured.items() if k}
+    loopback = is_loopback(host)
+    if not keys:
+        if loopback:
+            return {DEV_API_KEY: DEV_TENANT}
+        raise ConfigError(
+            f"{service} binds {host}, which is not loopback, and has no API keys; set "
+            f"PATCHSTREAM_{service.upper()}__API_KEYS to a JSON object of key -> tenant"
+        )
+    if DEV_API_KEY in keys and not loopback:
+        raise ConfigError(
+            f"{service} binds {host}, which is not loopback, with the dev key {DEV_API_KEY!r}; "
+            "replace it with a long random key"
+        )
+    return keys
+
+
+def bearer_tenant(keys: Mapping[str, str], authorization: str | None) -> str | None:
+    """The tenant of ``Authorization: Bearer <key>``, or None. Every key is compared."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        return None
+    given = authorization[7:].strip().encode()
+    if not given:
+        return None
+    found = None
+    for key, tenant in keys.items():
+        if hmac.compare_digest(key.encode(), given):
+            found = tenant
+    return found
+
+
+def _depth_ok(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def _max_bracket_depth(text: str | bytes) -> int:
+    """Nesting depth of ``[``/``{`` outside strings, found without recursion."""
+    data = text.encode() if isinstance(text, str) else text
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def safe_json(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that refuses nesting deeper than ``max_depth`` with a ContractError."""
+    if _max_bracket_depth(text) > max_depth:
+        raise ContractError(f"JSON nested deeper than {max_depth} levels", code="too_deep")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ContractError(f"not JSON: {exc}", code="not_json") from exc
+    if not _depth_ok(value, max_depth):  # pragma: no cover - the scan above already refuses
+        raise ContractError(f"JSON nested deeper than {max_depth} levels", code="too_deep")
+    return value
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over its route's limit, before it is read whole.
+
+    ``limits`` maps path prefixes to byte limits (longest prefix wins); other routes get
+    ``default``. A declared Content-Length over the limit is refused before reading; a chunked
+    body is counted as it arrives and cut off at the limit.
+    """
+
+    def __init__(self, app: Any, default: int, limits: Sequence[tuple[str, int]] = ()) -> None:
+        self.app = app
+        self.default = default
+        self.limits = sorted(limits, key=lambda item: -len(item[0]))
+
+    def limit_for(self, path: str) -> int:
+        return next((limit for prefix, limit in self.limits if path.startswith(prefix)),
+                    self.default)  # fmt: skip
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(str(scope.get("path", "")))
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
+                await _too_large(send, limit)
+                return
+        received = 0
+        refused = False
+
+        async def counting_receive() -> dict[str, Any]:
+            nonlocal received, refused
+            message: dict[str, Any] = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    refused = True
+                    raise _BodyTooLargeError
+            return message
+
+        started = False
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLargeError:
+            if not started:
+                await _too_large(send, limit)
+        except Exception:
+            if not refused:
+                raise
+            if not started:
+                await _too_large(send, limit)
+
+
+class _BodyTooLargeError(Exception):
+    """Raised inside the app's receive when the body passes its limit."""
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = json.dumps({"detail": f"request body over {limit} bytes"}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
