@@ -150,6 +150,7 @@ class BodyLimit:
                 return
         received = 0
         refused = False
+        answered = False
 
         async def counting_receive() -> dict[str, Any]:
             nonlocal received, refused
@@ -161,24 +162,26 @@ class BodyLimit:
                     raise _BodyTooLargeError
             return message
 
-        started = False
-
-        async def tracking_send(message: dict[str, Any]) -> None:
-            nonlocal started
+        async def guarded_send(message: dict[str, Any]) -> None:
+            # The app may turn the receive error into its own answer (FastAPI says 400):
+            # whatever it sends after a refusal is replaced by the 413.
+            nonlocal answered
+            if refused:
+                if not answered:
+                    answered = True
+                    await _too_large(send, limit)
+                return
             if message["type"] == "http.response.start":
-                started = True
+                answered = True
             await send(message)
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
-        except _BodyTooLargeError:
-            if not started:
-                await _too_large(send, limit)
+            await self.app(scope, counting_receive, guarded_send)
         except Exception:
             if not refused:
                 raise
-            if not started:
-                await _too_large(send, limit)
+        if refused and not answered:
+            await _too_large(send, limit)
 
 
 class _BodyTooLargeError(Exception):

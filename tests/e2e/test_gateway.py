@@ -70,7 +70,8 @@ def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
                                   falkordb_port=free_port(), milvus_port=free_port()),
         kafka=KafkaSettings(topic_prefix=f"gw{uuid.uuid4().hex[:6]}.", partitions=4),
         query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme"}),
-        gateway=GatewaySettings(port=free_port(), config=str(config)),
+        gateway=GatewaySettings(port=free_port(), config=str(config),
+                                local_roots=[str(origin.parent)]),
     )  # fmt: skip
     supervisor = Supervisor(settings)
     try:

@@ -207,3 +207,28 @@ def test_file_state_reads_back_what_was_applied(graph: CypherGraphStore, tenant:
     assert set(state.edges) == set(delta.edges)  # references stay references, resolved or not
     graph.apply(delete(tenant, "pkg/app.py", 5))
     assert graph.file_state(tenant, "app", "main", "pkg/app.py") is None
+
+
+def test_impact_on_a_fan_out_graph_is_level_by_level_and_capped(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    # Every function calls every earlier one: the number of paths explodes with depth (the
+    # old path pattern enumerated them all), the number of distinct callers does not.
+    lines = ["def f0():\n    return 0\n"]
+    for i in range(1, 60):
+        calls = " + ".join(f"f{j}()" for j in range(i))
+        lines.append(f"def f{i}():\n    return {calls}\n")
+    graph.apply(upsert(tenant, "pkg/hub.py", "\n\n".join(lines), 1))
+    target = "app::pkg/hub.py::f0"
+    found = graph.impact(tenant, target, depth=5)
+    assert {n.symbol.name for n in found} == {f"f{i}" for i in range(1, 60)}
+    assert all(n.depth == 1 for n in found)  # each calls f0 directly: shortest depth wins
+    chain = graph.impact(tenant, "app::pkg/hub.py::f57", depth=5)
+    assert [n.symbol.name for n in chain] == ["f58", "f59"]
+    previous = graph.max_walk_rows
+    graph.max_walk_rows = 10
+    try:
+        capped = graph.impact(tenant, target, depth=5)
+    finally:
+        graph.max_walk_rows = previous
+    assert len(capped) == 10

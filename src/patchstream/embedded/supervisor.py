@@ -77,7 +77,6 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             "gateway": settings.gateway.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.gateway.port}"}
             ),
-            "metrics": settings.metrics.model_copy(update={"host": host}),
             # The gateway's mirrors are where the parse stage reads blobs.
             "pipeline": settings.pipeline.model_copy(
                 update={
@@ -204,14 +203,18 @@ class Supervisor:
 
     def metrics_targets(self) -> list[dict[str, object]]:
         """Every child's /metrics address, in Prometheus's file_sd format."""
-        host = self.settings.embedded.host
         return [
             {
-                "targets": [f"{host}:{worker.metrics_port or worker.port}"],
+                "targets": [f"{self._metrics_host(worker)}:{worker.metrics_port or worker.port}"],
                 "labels": {"service": worker.service, "process": worker.name},
             }
             for worker in self.workers
         ]
+
+    def _metrics_host(self, worker: Worker) -> str:
+        """HTTP services serve /metrics on their own bind; workers and sinks on metrics.host."""
+        host = self.settings.embedded.host if worker.port else self.settings.metrics.host
+        return "127.0.0.1" if host in ("0.0.0.0", "::") else host
 
     def write_metrics_targets(self) -> Path:
         """``<data_dir>/prometheus/targets.json``: point a Prometheus file_sd_config at it."""
@@ -260,7 +263,7 @@ class Supervisor:
         for w in self.workers:
             where = f"listening on {self.settings.query.host}:{w.port}, " if w.port else ""
             if w.metrics_port:
-                where = f"/metrics on {self.settings.embedded.host}:{w.metrics_port}, "
+                where = f"/metrics on {self.settings.metrics.host}:{w.metrics_port}, "
             pid = w.process.pid if w.process else "-"
             lines.append(f"{w.name:<12} {where}running, pid {pid}  (log {w.log_path})")
         return lines

@@ -9,6 +9,7 @@ the file becomes a :class:`Reference` for the graph sink to resolve.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -34,7 +35,6 @@ _SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _WRAPPERS = frozenset({"export_statement", "decorated_definition"})
 _MAX_SIGNATURE = 300
-_GENERICS = re.compile(r"<[^<>]*>")
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 MODULE_MARKER = "<module>"
 
@@ -80,15 +80,28 @@ def name_parts(text: str) -> list[str]:
 
     A part that is not an identifier (a call result, an index) becomes ``"?"``.
     """
-    cleaned = "".join(text.split())
-    while True:
-        stripped = _GENERICS.sub("", cleaned)
-        if stripped == cleaned:
-            break
-        cleaned = stripped
+    cleaned = _without_generics("".join(text.split()))
     cleaned = cleaned.replace("?.", ".").replace("::", ".").replace("->", ".").replace("&", "")
     cleaned = cleaned.replace("*", "")
     return [part if _IDENT.match(part) else "?" for part in cleaned.split(".")]
+
+
+def _without_generics(text: str) -> str:
+    """``text`` without balanced ``<...>`` groups, nested ones included, in one pass (an
+    unmatched ``<`` or ``>`` stays, as repeated removal of innermost groups would leave it)."""
+    if "<" not in text:
+        return text
+    out: list[str] = []
+    opened: list[int] = []
+    for char in text:
+        if char == "<":
+            opened.append(len(out))
+            out.append(char)
+        elif char == ">" and opened:
+            del out[opened.pop() :]
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def _signature(node: ts.Node, src: Source) -> str:
@@ -194,6 +207,7 @@ class _Extractor:
         self.module = module_name(self.language, self.path, package)
         self._collect_defs(captures)
         self._nest()
+        self._index_scopes()
         self._collect_imports(captures)
         self._collect_references(captures)
         self._collect_overrides()
@@ -284,13 +298,33 @@ class _Extractor:
         found = self._enclosing_def(node)
         return found.symbol_id if found is not None else self.module_id
 
+    def _index_scopes(self) -> None:
+        """Scope definitions by position, each with its innermost containing scope.
+
+        Found by byte ranges, never by walking ``node.parent`` (tree-sitter's parent walks down
+        from the root, so parent chains over nested calls cost cubic time)."""
+        scopes = [d for d in self.defs if d.kind not in ("variable", "impl")]
+        self._scope_defs = scopes
+        self._scope_starts = [d.node.start_byte for d in scopes]
+        self._scope_container: list[int] = []
+        stack: list[int] = []
+        for index, definition in enumerate(scopes):
+            while stack and scopes[stack[-1]].node.end_byte <= definition.node.start_byte:
+                stack.pop()
+            self._scope_container.append(stack[-1] if stack else -1)
+            stack.append(index)
+
     def _enclosing_def(self, node: ts.Node) -> _Def | None:
-        current = node.parent
-        while current is not None:
-            found = self.def_by_node.get((current.start_byte, current.end_byte, current.type))
-            if found is not None and found.kind not in ("variable", "impl"):
+        """The innermost scope definition strictly containing ``node``."""
+        start, end = node.start_byte, node.end_byte
+        index = bisect_right(self._scope_starts, start) - 1
+        while index >= 0:
+            found = self._scope_defs[index]
+            inner = found.node
+            same = inner.start_byte == start and inner.end_byte == end and inner.type == node.type
+            if inner.start_byte <= start and end <= inner.end_byte and not same:
                 return found
-            current = current.parent
+            index = self._scope_container[index]
         return None
 
     def _scopes(self, around: _Def | None) -> list[str]:

@@ -48,7 +48,7 @@ def validate_object_id(value: object, field: str = "object id") -> str:
 
 def validate_branch(name: object) -> str:
     """A branch name git itself accepts (``git check-ref-format --branch``), or UnsafeGitInput."""
-    if not isinstance(name, str) or not name or len(name) > 200 or name.startswith("-"):
+    if not isinstance(name, str) or not name or len(name) > 200 or name[0] in "-@":
         raise UnsafeGitInput(f"branch name {repr(name)[:80]} is refused", "bad_ref")
     result = subprocess.run(
         ["git", "check-ref-format", f"refs/heads/{name}"],

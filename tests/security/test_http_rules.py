@@ -1,0 +1,69 @@
+"""Rules of the HTTP services, in-process: keys by bind address, body limits, error bodies."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from patchstream.errors import ConfigError
+from patchstream.http_errors import install_error_handlers
+from patchstream.http_security import DEV_API_KEY, BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.query.api import create_api
+from patchstream.settings import QuerySettings, Settings
+
+
+def test_the_dev_key_works_only_on_loopback_with_no_keys_configured() -> None:
+    assert resolve_api_keys({}, "127.0.0.1", "query") == {DEV_API_KEY: "default"}
+    assert resolve_api_keys({}, "::1", "query") == {DEV_API_KEY: "default"}
+    assert resolve_api_keys({"k": "acme"}, "127.0.0.1", "query") == {"k": "acme"}
+    with pytest.raises(ConfigError, match="no API keys"):
+        resolve_api_keys({}, "0.0.0.0", "query")
+    with pytest.raises(ConfigError, match="dev key"):
+        resolve_api_keys({DEV_API_KEY: "default", "k": "acme"}, "10.0.0.5", "gateway")
+    with pytest.raises(ConfigError):
+        create_api(Settings(query=QuerySettings(host="0.0.0.0")))  # refuses to start
+
+
+def test_bearer_keys_compare_every_key() -> None:
+    keys = {"a-key": "acme", "g-key": "globex"}
+    assert bearer_tenant(keys, "Bearer g-key") == "globex"
+    for header in (None, "", "Bearer ", "Basic g-key", "Bearer g-ke", "Bearer g-key\x00"):
+        assert bearer_tenant(keys, header) is None
+
+
+def _app(limit: int) -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, default=limit, limits=[("/small/", 8)])
+
+    @app.post("/echo")
+    async def echo(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    @app.post("/small/x")
+    async def small(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("password=hunter2 at /srv/secret/path")
+
+    return app
+
+
+def test_bodies_over_the_limit_are_413_and_errors_do_not_echo_internals() -> None:
+    client = TestClient(_app(64), raise_server_exceptions=False)
+    assert client.post("/echo", json={"a": "b"}).json() == {"a": "b"}
+    assert client.post("/echo", json={"a": "b" * 100}).status_code == 413
+    assert client.post("/small/x", json={"a": "bbbbbbbb"}).status_code == 413
+
+    def stream() -> object:  # chunked: no Content-Length, counted as it arrives
+        yield b'{"a": "'
+        yield b"b" * 200
+        yield b'"}'
+
+    assert client.post("/echo", content=stream()).status_code == 413  # type: ignore[arg-type]
+    response = client.get("/boom")
+    assert response.status_code == 500
+    assert "hunter2" not in response.text and "secret" not in response.text
