@@ -67,3 +67,23 @@ def test_bodies_over_the_limit_are_413_and_errors_do_not_echo_internals() -> Non
     response = client.get("/boom")
     assert response.status_code == 500
     assert "hunter2" not in response.text and "secret" not in response.text
+
+
+@pytest.mark.parametrize("service", ["query-service", "gateway"])
+def test_services_refuse_to_start_off_loopback_without_keys(service: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    section = "QUERY" if service == "query-service" else "GATEWAY"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env[f"PATCHSTREAM_{section}__HOST"] = "0.0.0.0"
+    env[f"PATCHSTREAM_{section}__PORT"] = "1"  # never reached: it must refuse first
+    done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", service], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode != 0
+    assert "refusing to start" in done.stderr and f"PATCHSTREAM_{section}__API_KEYS" in done.stderr
+    env[f"PATCHSTREAM_{section}__API_KEYS"] = '{"dev-local-key": "default"}'
+    done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", service], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode != 0 and "dev key" in done.stderr
