@@ -114,6 +114,10 @@ class PipelineSettings(BaseModel):
 
     sink_batch_size: int = Field(default=256, gt=0, description="deltas per sink write")
     sink_batch_wait_ms: int = Field(default=200, ge=0)
+    parse_batch_size: int = Field(default=64, gt=0, description="patch events per parse batch")
+    parse_batch_wait_ms: int = Field(
+        default=20, gt=0, description="how long a parse batch waits to fill (bounds latency)"
+    )
     max_retries: int = Field(default=5, ge=0, description="store retries before the DLQ")
     retry_backoff_s: float = Field(default=0.5, gt=0)
     allowed_tenants: list[str] = Field(

@@ -11,14 +11,13 @@ from patchstream.stores.vector.milvus import MilvusVectorStore
 
 
 class GraphSink:
-    """One atomic write per file, in the order the partition delivered them."""
+    """The batch in delivery order: one fence read and one atomic write per run of files."""
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
 
     def __call__(self, deltas: Sequence[FileDelta]) -> None:
-        for delta in deltas:
-            self.store.apply(delta)
+        self.store.apply_many(deltas)
 
 
 class VectorSink:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +22,11 @@ from patchstream.errors import ContractError
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.events import PatchEvent
-from patchstream.schemas.state import FileState
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store
-from patchstream.stores.graph.base import GraphStore
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
+from patchstream.streams.parse_batch import PreviousStates, parse_batch
 from patchstream.streams.parse_stage import ParseStage
 from patchstream.streams.topics import Topics
 
@@ -51,29 +48,6 @@ def _limit_fetch_wait(group_id: str, milliseconds: int) -> None:
 
     aiokafka._patchstream_original = original
     aiokafka.AIOKafkaConsumer = Consumer
-
-
-class PreviousStates:
-    """Recent files' states in memory; the graph store's view of a file on a miss."""
-
-    def __init__(self, graph: GraphStore, capacity: int) -> None:
-        self.graph = graph
-        self.capacity = max(1, capacity)
-        self.recent: OrderedDict[str, FileState | None] = OrderedDict()
-
-    def get(self, event: PatchEvent) -> FileState | None:
-        if event.key in self.recent:
-            self.recent.move_to_end(event.key)
-            return self.recent[event.key]
-        return self.graph.file_state(
-            event.tenant, event.repo, event.ref, event.path, event.workspace
-        )
-
-    def put(self, event: PatchEvent, state: FileState | None) -> None:
-        self.recent[event.key] = state
-        self.recent.move_to_end(event.key)
-        while len(self.recent) > self.capacity:
-            self.recent.popitem(last=False)
 
 
 def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
@@ -112,10 +86,10 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
 
     async def reject(
         reason: str, code: str, value: bytes | None, key: bytes | None, message: Any
-    ) -> None:
+    ) -> Any:
         metrics.dead_lettered("parse", code)
-        log.warning("event=rejected stage=parse reason=%r offset=%s", reason, message.offset)
-        await dlq_topic.send(
+        log.warning("event=rejected stage=parse reason=%r offset=%s", reason[:300], message.offset)
+        return await dlq_topic.send(
             key=key,
             value=dead_letter(
                 stage="parse",
@@ -128,35 +102,50 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
             ),
         )
 
+    pipeline = settings.pipeline
+
     @app.agent(patch_topic)
     async def parse(stream: Any) -> None:
-        async for event in stream.events():
-            message = event.message
-            key, value = event.key, event.value
-            try:
-                patch = decode_event(value, allowed)
-                # Parsing and store reads block: keep the loop (heartbeats, commits) responsive.
-                previous = await asyncio.to_thread(states.get, patch)
-                started = time.perf_counter()
-                output = await asyncio.to_thread(stage.handle, patch, previous)
-            except ContractError as exc:
-                await reject(str(exc), exc.code, value, key, message)
-                continue
-            except Exception as exc:  # a pathological file must not stop the worker
-                log.exception("event=parse_failed offset=%s", message.offset)
-                reason = f"internal error: {type(exc).__name__}: {exc}"
-                await reject(reason, dlq_reason_code(exc), value, key, message)
-                continue
-            language = (output.state.language if output.state else None) or "none"
-            metrics.parse_seconds.labels(language).observe(time.perf_counter() - started)
-            metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()
-            for follow_up in output.events:
-                await patch_topic.send(key=follow_up.key.encode(), value=encode(follow_up))
-            for delta in output.deltas:
-                # Wait for the broker's ack so the offset is only committed after the delta is.
-                sent = await delta_topic.send(key=patch.key.encode(), value=encode(delta))
-                await sent
-            if not output.stale:
-                states.put(patch, output.state)
+        # Batches: one thread hop, one store query for the files' existence, and every
+        # delta's ack awaited together. Faust acks the batch's offsets only after this body
+        # has finished with it, so at-least-once holds exactly as for one event at a time.
+        within = pipeline.parse_batch_wait_ms / 1000
+        async for events in stream.take_events(pipeline.parse_batch_size, within=within):
+            acks: list[Any] = []
+            decoded: list[tuple[Any, PatchEvent]] = []
+            for event in events:
+                try:
+                    decoded.append((event, decode_event(event.value, allowed)))
+                except ContractError as exc:
+                    acks.append(await reject(str(exc), exc.code, event.value, event.key,
+                                             event.message))  # fmt: skip
+            patches = [patch for _, patch in decoded]
+            # Parsing and store reads block: keep the loop (heartbeats, commits) responsive.
+            outcomes = await asyncio.to_thread(parse_batch, stage, states, patches)
+            for (event, patch), outcome in zip(decoded, outcomes, strict=True):
+                if outcome.output is None:
+                    error = outcome.error
+                    if isinstance(error, ContractError):
+                        reason, code = str(error), error.code
+                    else:
+                        offset = event.message.offset
+                        log.error("event=parse_failed offset=%s error=%s", offset,
+                                  type(error).__name__, exc_info=error)  # fmt: skip
+                        reason = f"internal error: {type(error).__name__}: {error}"
+                        code = dlq_reason_code(error)
+                    acks.append(await reject(reason, code, event.value, event.key, event.message))
+                    continue
+                output = outcome.output
+                language = (output.state.language if output.state else None) or "none"
+                metrics.parse_seconds.labels(language).observe(outcome.seconds)
+                metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()
+                for follow_up in output.events:
+                    acks.append(await patch_topic.send(key=follow_up.key.encode(),
+                                                       value=encode(follow_up)))  # fmt: skip
+                for delta in output.deltas:
+                    acks.append(await delta_topic.send(key=patch.key.encode(),
+                                                       value=encode(delta)))  # fmt: skip
+            # The offsets are committed only after every delta of the batch is acknowledged.
+            await asyncio.gather(*acks)
 
     return app

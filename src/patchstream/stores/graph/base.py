@@ -13,6 +13,7 @@ Contract (the shared contract suite in ``tests/integration`` holds every adapter
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -102,6 +103,10 @@ class GraphStore(abc.ABC):
     def apply(self, delta: FileDelta) -> ApplyResult:
         """Apply one file delta atomically (see the module docstring)."""
 
+    def apply_many(self, deltas: Sequence[FileDelta]) -> list[ApplyResult]:
+        """Apply deltas in order; adapters batch the round trips."""
+        return [self.apply(delta) for delta in deltas]
+
     @abc.abstractmethod
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
         """Remove everything of one branch of a repository; returns symbols removed."""
@@ -159,6 +164,10 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...
+
+    @abc.abstractmethod
+    def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:
+        """Which of ``file_uids`` (``<scope>|<path>``) the store holds, not deleted."""
 
     @abc.abstractmethod
     def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:

@@ -1,21 +1,12 @@
-"""The openCypher every graph adapter shares, and the apply algorithm built on it.
+"""The graph store over openCypher: reads, walks and the apply adapter every backend shares.
 
-Model (one graph per tenant on FalkorDB, one database on Memgraph; every node carries
-``tenant`` either way):
-
-- ``(:Symbol {uid, id, tenant, repo, ref, path, file_uid, kind, ..., rkey, fp})`` where
-  ``uid = scope|id`` and ``rkey`` is the key references use to find it (see ``keys``).
-- Edges inside a file are typed relationships without ``via``.
-- A reference out of the file is ``(s)-[:REFERS {type, dst}]->(:Want {uid: key})`` for each
-  candidate key; when a symbol with that ``rkey`` exists the typed edge is materialized as
-  ``(s)-[:TYPE {via: dst}]->(t)``. Deleting ``t`` (DETACH) drops the materialized edge and
-  leaves the ``REFERS``: the reference is unresolved again, never dangling.
-- Cross-file overrides are materialized as ``OVERRIDES {via: '<inherit>'}``.
-- ``(:Fence {uid: file_uid, version, applied_at, deleted})`` holds each file's applied
-  version; it stays after a delete so late, older deliveries are still refused.
+Statements live in ``statements``; what to write for a delta is planned, without I/O, by
+``planner``; this module reads what the store holds, runs the plan and answers queries.
 
 Apply reads what the store holds for the file and diffs it against the delta's complete
-state, so the result is the same whatever order or how often deltas arrive.
+state, so the result is the same whatever order or how often deltas arrive. Batches read the
+fences of all their files at once and skip the stored-state reads of files the store does not
+hold yet (a cold index reads one row per file).
 """
 
 from __future__ import annotations
@@ -24,13 +15,11 @@ import abc
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol, SymbolKind
+from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol
 from patchstream.schemas.state import FileDelta, FileFlags, FileState
 from patchstream.stores.graph.base import (
     ApplyResult,
@@ -42,131 +31,21 @@ from patchstream.stores.graph.base import (
     SessionWrite,
     StoredSymbol,
 )
-from patchstream.stores.graph.keys import reference_keys, scope_of, symbol_key
-
-Statement = tuple[str, dict[str, Any]]
-
-INHERITED = "<inherit>"
-REF_TYPES = (EdgeType.CALLS, EdgeType.IMPORTS, EdgeType.INHERITS_FROM, EdgeType.INSTANTIATES)
-INDEXES = (
-    ("Symbol", "uid"),
-    ("Symbol", "file_uid"),
-    ("Symbol", "rkey"),
-    ("Symbol", "parent_uid"),
-    ("Symbol", "name"),
-    ("Symbol", "qualified_name"),
-    ("Want", "uid"),
-    ("Fence", "uid"),
-    ("Fence", "scope"),
-)
-_MAX_DEPTH = 5
-_ROWS_PER_STATEMENT = 500
-
-READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
-READ_SYMBOLS = "MATCH (s:Symbol {file_uid: $fuid}) RETURN s.id, s.fp, s.rkey"
-READ_LOCAL_EDGES = (
-    "MATCH (s:Symbol {file_uid: $fuid})-[r]->(t:Symbol) WHERE r.via IS NULL "
-    "RETURN s.id, type(r), t.id"
-)
-READ_REF_EDGES = (
-    "MATCH (s:Symbol {file_uid: $fuid})-[r:REFERS]->(w:Want) RETURN s.id, r.type, r.dst, w.uid"
-)
-DELETE_SYMBOLS = "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) DETACH DELETE s"
-UPSERT_SYMBOLS = "UNWIND $rows AS row MERGE (s:Symbol {uid: row.uid}) SET s += row"
-DELETE_REFERS = (
-    "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src})-[r:REFERS]->(:Want) "
-    "WHERE r.type = row.type AND r.dst = row.dst DELETE r"
-)
-ADD_REFERS = (
-    "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src}) UNWIND row.keys AS key "
-    "MERGE (w:Want {uid: key}) MERGE (s)-[:REFERS {type: row.type, dst: row.dst}]->(w)"
-)
-DROP_RESOLVED_INTO = (
-    "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
-    "WHERE r.via IS NOT NULL DELETE r"
-)
-# Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
-# OR across both ends makes planners scan every edge of the type.
-DROP_INHERITED_OVERRIDES = (
-    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
-    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
-)
-ADD_INHERITED_OVERRIDES = (
-    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
-    "WHERE c.file_uid <> b.file_uid WITH c, b "
-    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
-    "MATCH (bm:Symbol {parent_uid: b.uid}) "
-    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
-    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
-    "WHERE c.file_uid <> b.file_uid WITH c, b "
-    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
-    "MATCH (bm:Symbol {parent_uid: b.uid}) "
-    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
-)
-UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
-DROP_ORPHAN_WANTS = (
-    "UNWIND $keys AS key MATCH (w:Want {uid: key}) WHERE NOT (w)<-[:REFERS]-() DELETE w"
+from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
+from patchstream.stores.graph.statements import (
+    INDEXES,
+    MAX_DEPTH,
+    READ_FENCE,
+    READ_FENCES,
+    READ_LOCAL_EDGES,
+    READ_REF_EDGES,
+    READ_SYMBOLS,
+    Statement,
+    chunked,
 )
 
-
-def _delete_local(edge_type: str) -> str:
-    return (
-        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->"
-        f"(t:Symbol {{uid: row.dst}}) WHERE r.via IS NULL DELETE r"
-    )
-
-
-def _add_local(edge_type: str) -> str:
-    return (
-        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}}) "
-        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[:{edge_type}]->(t)"
-    )
-
-
-def _delete_resolved(edge_type: str) -> str:
-    return (
-        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->(:Symbol) "
-        f"WHERE r.via = row.dst DELETE r"
-    )
-
-
-# WITH splits the patterns so planners start from the indexed lookups instead of scanning
-# every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
-def _resolve_out(edge_type: str) -> str:
-    return (
-        f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
-        f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
-        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
-    )
-
-
-def _resolve_in(edge_type: str) -> str:
-    return (
-        f"UNWIND $keys AS key MATCH (w:Want {{uid: key}})<-[r:REFERS]-(s:Symbol) "
-        f"WHERE r.type = '{edge_type}' WITH s, r, key "
-        f"MATCH (t:Symbol {{rkey: key}}) WHERE t.uid <> s.uid "
-        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
-    )
-
-
-@dataclass(frozen=True)
-class _Stored:
-    fingerprints: dict[str, tuple[str, str | None]]  # id -> (fp, rkey)
-    local_edges: set[tuple[str, str, str]]  # (src id, type, dst id)
-    ref_edges: dict[tuple[str, str, str], set[str]]  # (src id, type, dst) -> want keys
-
-
-def _fingerprint(symbol: Symbol, rkey: str | None) -> str:
-    return hash_bytes(f"{symbol.model_dump_json()}|{rkey}".encode())
-
-
-def _module_of(delta: FileDelta, stored_module: str | None) -> str:
-    for symbol in delta.symbols:
-        if symbol.kind is SymbolKind.MODULE:
-            return symbol.qualified_name
-    return stored_module or delta.path
+__all__ = ["INDEXES", "CypherGraphStore", "Statement"]
 
 
 def _symbol_from_props(props: dict[str, Any]) -> StoredSymbol:
@@ -205,150 +84,44 @@ class CypherGraphStore(GraphStore):
     # -- writes ---------------------------------------------------------------------------
 
     def apply(self, delta: FileDelta) -> ApplyResult:
-        scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
-        fuid = f"{scope}|{delta.path}"
-        fence = self._read(delta.tenant, READ_FENCE, {"fuid": fuid})
-        if fence and fence[0][0] is not None and int(fence[0][0]) >= delta.version:
-            return ApplyResult(applied=False, reason="stale")
-        stored = self._stored(delta.tenant, fuid)
-        stored_module: str | None = fence[0][3] if fence else None
+        return self.apply_many([delta])[0]
+
+    def apply_many(self, deltas: Sequence[FileDelta]) -> list[ApplyResult]:
+        """Apply deltas in order: per tenant, one fence read for the batch, the stored state
+        only for files the store holds, and one atomic write per run of distinct files."""
+        results: list[ApplyResult] = []
+        run: list[FileDelta] = []
+        for delta in deltas:
+            if run and (delta.tenant != run[0].tenant or _fuid(delta) in {_fuid(d) for d in run}):
+                results += self._apply_run(run)
+                run = []
+            run.append(delta)
+        if run:
+            results += self._apply_run(run)
+        return results
+
+    def _apply_run(self, deltas: list[FileDelta]) -> list[ApplyResult]:
+        tenant = deltas[0].tenant
+        fences = self._fences(tenant, [_fuid(d) for d in deltas])
+        now = time.time()
         statements: list[Statement] = []
-        if delta.op == "delete":
-            new_symbols: dict[str, Symbol] = {}
-            new_edges: set[Edge] = set()
-            module = stored_module or delta.path
-        else:
-            new_symbols = {s.id: s for s in delta.symbols}
-            new_edges = set(delta.edges)
-            module = _module_of(delta, stored_module)
+        results = []
+        for delta in deltas:
+            fence = fences.get(_fuid(delta))
+            held = fence is not None and not fence.deleted
+            stored = self._stored(tenant, _fuid(delta)) if held else EMPTY
+            plan = plan_apply(delta, fence, stored, now)
+            statements += plan.statements
+            results.append(plan.result)
+        if statements:
+            self._write(tenant, list(chunked(statements)))
+        return results
 
-        def uid(symbol_id: str) -> str:
-            return f"{scope}|{symbol_id}"
+    def _fences(self, tenant: str, fuids: list[str]) -> dict[str, FenceRow]:
+        rows = self._read(tenant, READ_FENCES, {"uids": fuids})
+        return {r[0]: FenceRow(None if r[1] is None else int(r[1]), bool(r[2]), r[3]) for r in rows}
 
-        keys = {sid: symbol_key(scope, module, s) for sid, s in new_symbols.items()}
-        rows = []
-        for sid, symbol in new_symbols.items():
-            fp = _fingerprint(symbol, keys[sid])
-            if stored.fingerprints.get(sid, ("", None))[0] == fp:
-                continue
-            rows.append(
-                {
-                    **symbol.model_dump(mode="json"),
-                    "uid": uid(sid),
-                    "tenant": delta.tenant,
-                    "repo": delta.repo,
-                    "ref": delta.ref,
-                    "workspace": delta.workspace,
-                    "scope": scope,
-                    "file_uid": fuid,
-                    "parent_uid": uid(symbol.parent_id) if symbol.parent_id else None,
-                    "module": module,
-                    "rkey": keys[sid],
-                    "fp": fp,
-                }
-            )
-        removed_ids = sorted(stored.fingerprints.keys() - new_symbols.keys())
-        new_local = {(e.src, e.type.value, e.dst) for e in new_edges if e.ref is None}
-        new_refs = {(e.src, e.type.value, e.dst): e for e in new_edges if e.ref is not None}
-        local_gone = stored.local_edges - new_local
-        local_new = new_local - stored.local_edges
-        refs_gone = stored.ref_edges.keys() - new_refs.keys()
-        refs_new = new_refs.keys() - stored.ref_edges.keys()
-
-        for edge_type in {t for _, t, _ in refs_gone}:
-            gone_rows = [{"src": uid(s), "dst": d} for s, t, d in refs_gone if t == edge_type]
-            statements.append((_delete_resolved(edge_type), {"rows": gone_rows}))
-        if refs_gone:
-            statements.append(
-                (
-                    DELETE_REFERS,
-                    {"rows": [{"src": uid(s), "type": t, "dst": d} for s, t, d in refs_gone]},
-                )
-            )
-        for edge_type, group in _by_type(local_gone).items():
-            statements.append((_delete_local(edge_type), {"rows": _edge_rows(group, uid)}))
-        if removed_ids:
-            statements.append((DELETE_SYMBOLS, {"uids": [uid(s) for s in removed_ids]}))
-        if rows:
-            statements.append((UPSERT_SYMBOLS, {"rows": rows}))
-        for edge_type, group in _by_type(local_new).items():
-            statements.append((_add_local(edge_type), {"rows": _edge_rows(group, uid)}))
-        if refs_new:
-            ref_rows = []
-            for key in sorted(refs_new):
-                edge = new_refs[key]
-                assert edge.ref is not None
-                ref_rows.append(
-                    {
-                        "src": uid(edge.src),
-                        "type": edge.type.value,
-                        "dst": edge.dst,
-                        "keys": reference_keys(scope, edge.ref, delta.language),
-                    }
-                )
-            statements.append((ADD_REFERS, {"rows": ref_rows}))
-        # Symbols that are new here, or findable under a new key, may complete references
-        # other files made before this one arrived.
-        rekeyed = [
-            sid
-            for sid in new_symbols
-            if sid in stored.fingerprints and stored.fingerprints[sid][1] != keys[sid]
-        ]
-        if rekeyed:
-            statements.append((DROP_RESOLVED_INTO, {"uids": [uid(s) for s in rekeyed]}))
-        incoming = sorted(
-            {
-                k
-                for sid, k in keys.items()
-                if k is not None and (sid not in stored.fingerprints or sid in rekeyed)
-            }
-        )
-        if new_symbols:
-            for edge_type in REF_TYPES:
-                statements.append((_resolve_out(edge_type.value), {"fuid": fuid}))
-                if incoming:
-                    statements.append((_resolve_in(edge_type.value), {"keys": incoming}))
-        for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
-            statements.append((query, {"fuid": fuid, "via": INHERITED}))
-        statements.append(
-            (
-                UPSERT_FENCE,
-                {
-                    "fuid": fuid,
-                    "props": {
-                        "tenant": delta.tenant,
-                        "repo": delta.repo,
-                        "ref": delta.ref,
-                        "scope": scope,
-                        "path": delta.path,
-                        "version": delta.version,
-                        "deleted": delta.op == "delete",
-                        "applied_at": time.time(),
-                        "module": module,
-                        "content_hash": delta.content_hash,
-                        "language": delta.language,
-                        "flags": delta.flags.raised(),
-                        "source": delta.source,
-                        "session_id": delta.session_id,
-                        "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
-                        "changed": sorted(r["id"] for r in rows),
-                    },
-                },
-            )
-        )
-        orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
-        if orphan_keys:
-            statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))
-        self._write(delta.tenant, list(_chunked(statements)))
-        return ApplyResult(
-            applied=True,
-            symbols_written=len(rows),
-            symbols_removed=len(removed_ids),
-            edges_written=len(local_new) + len(refs_new),
-            edges_removed=len(local_gone) + len(refs_gone),
-        )
-
-    def _stored(self, tenant: str, fuid: str) -> _Stored:
+    def _stored(self, tenant: str, fuid: str) -> Stored:
         params = {"fuid": fuid}
         fingerprints = {
             row[0]: (row[1], row[2]) for row in self._read(tenant, READ_SYMBOLS, params)
@@ -357,7 +130,7 @@ class CypherGraphStore(GraphStore):
         refs: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         for src, edge_type, dst, key in self._read(tenant, READ_REF_EDGES, params):
             refs[(src, edge_type, dst)].add(key)
-        return _Stored(fingerprints, local, dict(refs))
+        return Stored(fingerprints, local, dict(refs))
 
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
         if not tenant:
@@ -414,7 +187,7 @@ class CypherGraphStore(GraphStore):
         enumerates every path and ran 36 s at depth 5 on one 35 KB file)."""
         if not tenant:
             return []
-        depth = max(1, min(int(depth), _MAX_DEPTH))
+        depth = max(1, min(int(depth), MAX_DEPTH))
         step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
         start = f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}"
         seen = {start}
@@ -557,6 +330,16 @@ class CypherGraphStore(GraphStore):
             edges=tuple(sorted(edges, key=Edge.sort_key)),
         )
 
+    def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:
+        if not tenant or not file_uids:
+            return set()
+        rows = self._read(
+            tenant,
+            "UNWIND $uids AS uid MATCH (f:Fence {uid: uid}) WHERE f.deleted = false RETURN f.uid",
+            {"uids": file_uids},
+        )
+        return {row[0] for row in rows}
+
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
         if not tenant:
             return RepoVersion(0, 0, None)
@@ -648,32 +431,13 @@ class CypherGraphStore(GraphStore):
         return int(rows[0][0]) if rows else 0
 
 
-def _chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
-    """Split UNWIND lists so no statement carries more than a few hundred rows."""
-    for query, params in statements:
-        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
-        values = params.get(name) if name else None
-        if name is None or not isinstance(values, list) or len(values) <= _ROWS_PER_STATEMENT:
-            yield query, params
-            continue
-        for start in range(0, len(values), _ROWS_PER_STATEMENT):
-            yield query, {**params, name: values[start : start + _ROWS_PER_STATEMENT]}
-
-
 def _repo_of(symbol_id: str) -> str:
     return symbol_id.split("::", 1)[0]
 
 
-def _by_type(edges: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:
-    grouped: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    for edge in sorted(edges):
-        grouped[edge[1]].append(edge)
-    return grouped
-
-
-def _edge_rows(edges: list[tuple[str, str, str]], uid: Any) -> list[dict[str, str]]:
-    return [{"src": uid(src), "dst": uid(dst)} for src, _, dst in edges]
-
-
 def _from_epoch(value: Any) -> datetime:
     return datetime.fromtimestamp(float(value), tz=UTC)
+
+
+def _fuid(delta: FileDelta) -> str:
+    return f"{scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)}|{delta.path}"

@@ -1,0 +1,232 @@
+"""The apply planner: pure, no I/O. What the store holds for a file plus the file's delta ->
+the statements that make the store hold exactly the delta's state.
+
+The planner diffs against what is stored (not against the delta's base), so the result is
+the same whatever order or how often deltas arrive.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from patchstream.parsing.hashing import hash_bytes
+from patchstream.schemas.graph import Edge, Symbol, SymbolKind
+from patchstream.schemas.state import FileDelta
+from patchstream.stores.graph.base import ApplyResult
+from patchstream.stores.graph.keys import reference_keys, scope_of, symbol_key
+from patchstream.stores.graph.statements import (
+    ADD_INHERITED_OVERRIDES,
+    ADD_REFERS,
+    DELETE_REFERS,
+    DELETE_SYMBOLS,
+    DROP_INHERITED_OVERRIDES,
+    DROP_ORPHAN_WANTS,
+    DROP_RESOLVED_INTO,
+    INHERITED,
+    REF_TYPES,
+    UPSERT_FENCE,
+    UPSERT_SYMBOLS,
+    Statement,
+    add_local,
+    delete_local,
+    delete_resolved,
+    resolve_in,
+    resolve_out,
+)
+
+
+@dataclass(frozen=True)
+class FenceRow:
+    """What the store's fence says about a file."""
+
+    version: int | None
+    deleted: bool
+    module: str | None
+
+
+@dataclass(frozen=True)
+class Stored:
+    fingerprints: dict[str, tuple[str, str | None]]  # id -> (fp, rkey)
+    local_edges: set[tuple[str, str, str]]  # (src id, type, dst id)
+    ref_edges: dict[tuple[str, str, str], set[str]]  # (src id, type, dst) -> want keys
+
+
+def fingerprint(symbol: Symbol, rkey: str | None) -> str:
+    return hash_bytes(f"{symbol.model_dump_json()}|{rkey}".encode())
+
+
+def module_of(delta: FileDelta, stored_module: str | None) -> str:
+    for symbol in delta.symbols:
+        if symbol.kind is SymbolKind.MODULE:
+            return symbol.qualified_name
+    return stored_module or delta.path
+
+
+EMPTY = Stored({}, set(), {})
+
+
+@dataclass
+class Plan:
+    statements: list[Statement] = field(default_factory=list)
+    result: ApplyResult = field(default_factory=lambda: ApplyResult(applied=False))
+
+
+def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: float) -> Plan:
+    """The statements that move the store from ``stored`` (what it holds for the file) to
+    the delta's complete state; a stale delta plans nothing."""
+    scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
+    fuid = f"{scope}|{delta.path}"
+    if fence is not None and fence.version is not None and fence.version >= delta.version:
+        return Plan([], ApplyResult(applied=False, reason="stale"))
+    stored_module = fence.module if fence is not None else None
+    statements: list[Statement] = []
+    if delta.op == "delete":
+        new_symbols: dict[str, Symbol] = {}
+        new_edges: set[Edge] = set()
+        module = stored_module or delta.path
+    else:
+        new_symbols = {s.id: s for s in delta.symbols}
+        new_edges = set(delta.edges)
+        module = module_of(delta, stored_module)
+
+    def uid(symbol_id: str) -> str:
+        return f"{scope}|{symbol_id}"
+
+    keys = {sid: symbol_key(scope, module, s) for sid, s in new_symbols.items()}
+    rows = []
+    for sid, symbol in new_symbols.items():
+        fp = fingerprint(symbol, keys[sid])
+        if stored.fingerprints.get(sid, ("", None))[0] == fp:
+            continue
+        rows.append(
+            {
+                **symbol.model_dump(mode="json"),
+                "uid": uid(sid),
+                "tenant": delta.tenant,
+                "repo": delta.repo,
+                "ref": delta.ref,
+                "workspace": delta.workspace,
+                "scope": scope,
+                "file_uid": fuid,
+                "parent_uid": uid(symbol.parent_id) if symbol.parent_id else None,
+                "module": module,
+                "rkey": keys[sid],
+                "fp": fp,
+            }
+        )
+    removed_ids = sorted(stored.fingerprints.keys() - new_symbols.keys())
+    new_local = {(e.src, e.type.value, e.dst) for e in new_edges if e.ref is None}
+    new_refs = {(e.src, e.type.value, e.dst): e for e in new_edges if e.ref is not None}
+    local_gone = stored.local_edges - new_local
+    local_new = new_local - stored.local_edges
+    refs_gone = stored.ref_edges.keys() - new_refs.keys()
+    refs_new = new_refs.keys() - stored.ref_edges.keys()
+
+    for edge_type in {t for _, t, _ in refs_gone}:
+        gone_rows = [{"src": uid(s), "dst": d} for s, t, d in refs_gone if t == edge_type]
+        statements.append((delete_resolved(edge_type), {"rows": gone_rows}))
+    if refs_gone:
+        statements.append(
+            (
+                DELETE_REFERS,
+                {"rows": [{"src": uid(s), "type": t, "dst": d} for s, t, d in refs_gone]},
+            )
+        )
+    for edge_type, group in _by_type(local_gone).items():
+        statements.append((delete_local(edge_type), {"rows": _edge_rows(group, uid)}))
+    if removed_ids:
+        statements.append((DELETE_SYMBOLS, {"uids": [uid(s) for s in removed_ids]}))
+    if rows:
+        statements.append((UPSERT_SYMBOLS, {"rows": rows}))
+    for edge_type, group in _by_type(local_new).items():
+        statements.append((add_local(edge_type), {"rows": _edge_rows(group, uid)}))
+    if refs_new:
+        ref_rows = []
+        for key in sorted(refs_new):
+            edge = new_refs[key]
+            assert edge.ref is not None
+            ref_rows.append(
+                {
+                    "src": uid(edge.src),
+                    "type": edge.type.value,
+                    "dst": edge.dst,
+                    "keys": reference_keys(scope, edge.ref, delta.language),
+                }
+            )
+        statements.append((ADD_REFERS, {"rows": ref_rows}))
+    # Symbols that are new here, or findable under a new key, may complete references
+    # other files made before this one arrived.
+    rekeyed = [
+        sid
+        for sid in new_symbols
+        if sid in stored.fingerprints and stored.fingerprints[sid][1] != keys[sid]
+    ]
+    if rekeyed:
+        statements.append((DROP_RESOLVED_INTO, {"uids": [uid(s) for s in rekeyed]}))
+    incoming = sorted(
+        {
+            k
+            for sid, k in keys.items()
+            if k is not None and (sid not in stored.fingerprints or sid in rekeyed)
+        }
+    )
+    if new_symbols:
+        for edge_type in REF_TYPES:
+            statements.append((resolve_out(edge_type.value), {"fuid": fuid}))
+            if incoming:
+                statements.append((resolve_in(edge_type.value), {"keys": incoming}))
+    for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
+        statements.append((query, {"fuid": fuid, "via": INHERITED}))
+    statements.append(
+        (
+            UPSERT_FENCE,
+            {
+                "fuid": fuid,
+                "props": {
+                    "tenant": delta.tenant,
+                    "repo": delta.repo,
+                    "ref": delta.ref,
+                    "scope": scope,
+                    "path": delta.path,
+                    "version": delta.version,
+                    "deleted": delta.op == "delete",
+                    "applied_at": now,
+                    "module": module,
+                    "content_hash": delta.content_hash,
+                    "language": delta.language,
+                    "flags": delta.flags.raised(),
+                    "source": delta.source,
+                    "session_id": delta.session_id,
+                    "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
+                    "changed": sorted(r["id"] for r in rows),
+                },
+            },
+        )
+    )
+    orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
+    if orphan_keys:
+        statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))
+    return Plan(
+        statements,
+        ApplyResult(
+            applied=True,
+            symbols_written=len(rows),
+            symbols_removed=len(removed_ids),
+            edges_written=len(local_new) + len(refs_new),
+            edges_removed=len(local_gone) + len(refs_gone),
+        ),
+    )
+
+
+def _by_type(edges: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:
+    grouped: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for edge in sorted(edges):
+        grouped[edge[1]].append(edge)
+    return grouped
+
+
+def _edge_rows(edges: list[tuple[str, str, str]], uid: Any) -> list[dict[str, str]]:
+    return [{"src": uid(src), "dst": uid(dst)} for src, _, dst in edges]

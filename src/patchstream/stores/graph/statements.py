@@ -1,0 +1,144 @@
+"""The openCypher statements every graph adapter runs (FalkorDB and Memgraph share them).
+
+Model (one graph per tenant on FalkorDB, one database on Memgraph; every node carries
+``tenant`` either way):
+
+- ``(:Symbol {uid, id, tenant, repo, ref, path, file_uid, kind, ..., rkey, fp})`` where
+  ``uid = scope|id`` and ``rkey`` is the key references use to find it (see ``keys``).
+- Edges inside a file are typed relationships without ``via``.
+- A reference out of the file is ``(s)-[:REFERS {type, dst}]->(:Want {uid: key})`` for each
+  candidate key; when a symbol with that ``rkey`` exists the typed edge is materialized as
+  ``(s)-[:TYPE {via: dst}]->(t)``. Deleting ``t`` (DETACH) drops the materialized edge and
+  leaves the ``REFERS``: the reference is unresolved again, never dangling.
+- Cross-file overrides are materialized as ``OVERRIDES {via: '<inherit>'}``.
+- ``(:Fence {uid: file_uid, version, applied_at, deleted})`` holds each file's applied
+  version; it stays after a delete so late, older deliveries are still refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from patchstream.schemas.graph import EdgeType
+
+Statement = tuple[str, dict[str, Any]]
+
+INHERITED = "<inherit>"
+REF_TYPES = (EdgeType.CALLS, EdgeType.IMPORTS, EdgeType.INHERITS_FROM, EdgeType.INSTANTIATES)
+INDEXES = (
+    ("Symbol", "uid"),
+    ("Symbol", "file_uid"),
+    ("Symbol", "rkey"),
+    ("Symbol", "parent_uid"),
+    ("Symbol", "name"),
+    ("Symbol", "qualified_name"),
+    ("Want", "uid"),
+    ("Fence", "uid"),
+    ("Fence", "scope"),
+)
+ROWS_PER_STATEMENT = 500
+MAX_DEPTH = 5
+
+READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
+READ_FENCES = (
+    "UNWIND $uids AS uid MATCH (f:Fence {uid: uid}) RETURN f.uid, f.version, f.deleted, f.module"
+)
+READ_SYMBOLS = "MATCH (s:Symbol {file_uid: $fuid}) RETURN s.id, s.fp, s.rkey"
+READ_LOCAL_EDGES = (
+    "MATCH (s:Symbol {file_uid: $fuid})-[r]->(t:Symbol) WHERE r.via IS NULL "
+    "RETURN s.id, type(r), t.id"
+)
+READ_REF_EDGES = (
+    "MATCH (s:Symbol {file_uid: $fuid})-[r:REFERS]->(w:Want) RETURN s.id, r.type, r.dst, w.uid"
+)
+DELETE_SYMBOLS = "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) DETACH DELETE s"
+UPSERT_SYMBOLS = "UNWIND $rows AS row MERGE (s:Symbol {uid: row.uid}) SET s += row"
+DELETE_REFERS = (
+    "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src})-[r:REFERS]->(:Want) "
+    "WHERE r.type = row.type AND r.dst = row.dst DELETE r"
+)
+ADD_REFERS = (
+    "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src}) UNWIND row.keys AS key "
+    "MERGE (w:Want {uid: key}) MERGE (s)-[:REFERS {type: row.type, dst: row.dst}]->(w)"
+)
+DROP_RESOLVED_INTO = (
+    "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
+    "WHERE r.via IS NOT NULL DELETE r"
+)
+# Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
+# OR across both ends makes planners scan every edge of the type.
+DROP_INHERITED_OVERRIDES = (
+    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
+    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
+)
+ADD_INHERITED_OVERRIDES = (
+    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
+    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
+)
+UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
+DROP_ORPHAN_WANTS = (
+    "UNWIND $keys AS key MATCH (w:Want {uid: key}) WHERE NOT (w)<-[:REFERS]-() DELETE w"
+)
+
+
+def delete_local(edge_type: str) -> str:
+    return (
+        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->"
+        f"(t:Symbol {{uid: row.dst}}) WHERE r.via IS NULL DELETE r"
+    )
+
+
+def add_local(edge_type: str) -> str:
+    return (
+        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}}) "
+        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[:{edge_type}]->(t)"
+    )
+
+
+def delete_resolved(edge_type: str) -> str:
+    return (
+        f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->(:Symbol) "
+        f"WHERE r.via = row.dst DELETE r"
+    )
+
+
+# WITH splits the patterns so planners start from the indexed lookups instead of scanning
+# every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
+def resolve_out(edge_type: str) -> str:
+    return (
+        f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
+        f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
+        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
+    )
+
+
+def resolve_in(edge_type: str) -> str:
+    return (
+        f"UNWIND $keys AS key MATCH (w:Want {{uid: key}})<-[r:REFERS]-(s:Symbol) "
+        f"WHERE r.type = '{edge_type}' WITH s, r, key "
+        f"MATCH (t:Symbol {{rkey: key}}) WHERE t.uid <> s.uid "
+        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
+    )
+
+
+def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
+    """Split UNWIND lists so no statement carries more than a few hundred rows."""
+    for query, params in statements:
+        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
+        values = params.get(name) if name else None
+        if name is None or not isinstance(values, list) or len(values) <= ROWS_PER_STATEMENT:
+            yield query, params
+            continue
+        for start in range(0, len(values), ROWS_PER_STATEMENT):
+            yield query, {**params, name: values[start : start + ROWS_PER_STATEMENT]}

@@ -1,0 +1,86 @@
+"""A batch of patch events through the parse stage, with the previous states it needs.
+
+The Faust agent hands over a batch; this module finds each file's previous state (the
+worker's LRU first, then one query for the whole batch to learn which files the graph holds at
+all, then a full read only for those), parses the events in delivery order and returns one
+outcome per event. Events of one file in one batch see each other's results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.state import FileState
+from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.graph.keys import scope_of
+from patchstream.streams.parse_stage import ParseOutput, ParseStage
+
+
+class PreviousStates:
+    """Recent files' states in memory; the graph store's view of a file on a miss."""
+
+    def __init__(self, graph: GraphStore, capacity: int) -> None:
+        self.graph = graph
+        self.capacity = max(1, capacity)
+        self.recent: OrderedDict[str, FileState | None] = OrderedDict()
+
+    def get(self, event: PatchEvent, absent: frozenset[str] = frozenset()) -> FileState | None:
+        if event.key in self.recent:
+            self.recent.move_to_end(event.key)
+            return self.recent[event.key]
+        if event.key in absent:
+            return None
+        return self.graph.file_state(
+            event.tenant, event.repo, event.ref, event.path, event.workspace
+        )
+
+    def put(self, event: PatchEvent, state: FileState | None) -> None:
+        self.recent[event.key] = state
+        self.recent.move_to_end(event.key)
+        while len(self.recent) > self.capacity:
+            self.recent.popitem(last=False)
+
+    def absent(self, events: Sequence[PatchEvent]) -> frozenset[str]:
+        """Keys of events whose file the graph does not hold (one query per tenant)."""
+        by_tenant: dict[str, dict[str, str]] = defaultdict(dict)
+        for event in events:
+            if event.key not in self.recent:
+                scope = scope_of(event.tenant, event.repo, event.ref, event.workspace)
+                by_tenant[event.tenant][f"{scope}|{event.path}"] = event.key
+        missing: set[str] = set()
+        for tenant, keys in by_tenant.items():
+            held = self.graph.live_files(tenant, list(keys))
+            missing.update(key for fuid, key in keys.items() if fuid not in held)
+        return frozenset(missing)
+
+
+@dataclass
+class Outcome:
+    """What one event came to: an output, or the error that sends it to the DLQ."""
+
+    output: ParseOutput | None = None
+    error: Exception | None = None
+    seconds: float = 0.0
+
+
+def parse_batch(
+    stage: ParseStage, states: PreviousStates, events: Sequence[PatchEvent]
+) -> list[Outcome]:
+    """Every event parsed in order; a failure is that event's outcome, never the batch's."""
+    absent = states.absent(events)
+    outcomes = []
+    for event in events:
+        started = time.perf_counter()
+        try:
+            output = stage.handle(event, states.get(event, absent))
+        except Exception as exc:  # a pathological file must not stop the batch
+            outcomes.append(Outcome(error=exc, seconds=time.perf_counter() - started))
+            continue
+        if not output.stale:
+            states.put(event, output.state)
+        outcomes.append(Outcome(output=output, seconds=time.perf_counter() - started))
+    return outcomes
