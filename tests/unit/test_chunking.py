@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.hashing import hash_code
 from patchstream.schemas.graph import SymbolKind
@@ -80,3 +83,14 @@ def test_markdown_is_prose_cut_by_section(builder: FileStateBuilder) -> None:
     starts = sorted(c.start_line for c in state.chunks)
     assert starts == [1, 5, 12]  # the fenced '# not a heading' does not open a section
     assert all(c.symbol_id == "r::docs/guide.md" for c in state.chunks)
+
+
+@given(st.lists(st.text(alphabet=" \t\fab", max_size=8), max_size=8))
+def test_normalized_code_equals_the_textwrap_reference(lines: list[str]) -> None:
+    import textwrap
+
+    from patchstream.parsing.hashing import normalize_code
+
+    text = "\n".join(lines)
+    stripped = [line.rstrip() for line in text.split("\n")]
+    assert normalize_code(text) == textwrap.dedent("\n".join(stripped)).strip("\n")

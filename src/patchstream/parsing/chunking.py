@@ -68,7 +68,7 @@ def build_chunks(
                     start_line=piece_lines[0],
                     end_line=piece_lines[-1],
                     content_hash=hash_code(text),
-                    tokens=counter.count(text) if tokens is None else tokens,
+                    tokens=tokens,
                     text=text,
                 )
             )
@@ -91,12 +91,17 @@ def _split(
     boundaries: set[int],
     counter: TokenCounter,
     max_tokens: int,
-) -> list[tuple[list[int], str, int | None]]:
-    """Pieces as (line numbers, text, token count when already known)."""
+) -> list[tuple[list[int], str, int]]:
+    """Pieces as (line numbers, text, tokens as packed).
+
+    A piece's tokens are exact for a piece that is one whole owner; for packed pieces they are
+    the exact counts of its segments or lines plus one per join (the join's newline), within a
+    token or two of counting the joined text, and never over the cap by that measure.
+    """
     numbers = _trim(lines, numbers)
     whole = "\n".join(lines[n - 1] for n in numbers)
-    whole_tokens = counter.count(whole)
-    if whole_tokens <= max_tokens:
+    whole_tokens = counter.count_unless_over(whole, max_tokens)
+    if whole_tokens is not None and whole_tokens <= max_tokens:
         return [(numbers, whole, whole_tokens)]
     # Segments start at statement boundaries and at gaps left by inner owners.
     segments: list[list[int]] = []
@@ -105,56 +110,59 @@ def _split(
             segments.append([n])
         else:
             segments[-1].append(n)
-    pieces: list[tuple[list[int], str]] = []
+    pieces: list[tuple[list[int], str, int]] = []
     current: list[int] = []
     current_tokens = 0
     for segment in segments:
         seg_text = "\n".join(lines[n - 1] for n in segment)
-        seg_tokens = counter.count(seg_text) + 1
+        counted = counter.count_unless_over(seg_text, max_tokens)
+        seg_tokens = max_tokens + 1 if counted is None else counted + 1
         if seg_tokens > max_tokens:
             if current:
-                pieces.append(_piece(lines, current))
+                pieces.append(_piece(lines, current, current_tokens - 1))
                 current, current_tokens = [], 0
             pieces.extend(pack_lines(lines, segment, counter, max_tokens))
             continue
         if current and current_tokens + seg_tokens > max_tokens:
-            pieces.append(_piece(lines, current))
+            pieces.append(_piece(lines, current, current_tokens - 1))
             current, current_tokens = [], 0
         current.extend(segment)
         current_tokens += seg_tokens
     if current:
-        pieces.append(_piece(lines, current))
-    return [(nums, text, None) for nums, text in pieces if text.strip()]
+        pieces.append(_piece(lines, current, current_tokens - 1))
+    return [piece for piece in pieces if piece[1].strip()]
 
 
-def _piece(lines: Sequence[str], numbers: list[int]) -> tuple[list[int], str]:
+def _piece(lines: Sequence[str], numbers: list[int], tokens: int) -> tuple[list[int], str, int]:
     numbers = _trim(lines, numbers) or numbers
-    return numbers, "\n".join(lines[n - 1] for n in numbers)
+    return numbers, "\n".join(lines[n - 1] for n in numbers), max(0, tokens)
 
 
 def pack_lines(
     lines: Sequence[str], numbers: list[int], counter: TokenCounter, max_tokens: int
-) -> list[tuple[list[int], str]]:
-    """Pack whole lines under the cap (a single huge line is cut by tokens).
+) -> list[tuple[list[int], str, int]]:
+    """Pack whole lines under the cap (a single huge line is cut by tokens); with each piece's
+    tokens as packed.
 
     Used for one statement over the cap, and for prose sections.
     """
-    pieces: list[tuple[list[int], str]] = []
+    pieces: list[tuple[list[int], str, int]] = []
     current: list[int] = []
     current_tokens = 0
     for n in numbers:
         line_tokens = counter.count(lines[n - 1]) + 1
         if line_tokens > max_tokens:
             if current:
-                pieces.append(_piece(lines, current))
+                pieces.append(_piece(lines, current, current_tokens - 1))
                 current, current_tokens = [], 0
-            pieces.extend(([n], part) for part in counter.split(lines[n - 1], max_tokens))
+            parts = counter.split_counted(lines[n - 1], max_tokens)
+            pieces.extend(([n], part, count) for part, count in parts)
             continue
         if current and current_tokens + line_tokens > max_tokens:
-            pieces.append(_piece(lines, current))
+            pieces.append(_piece(lines, current, current_tokens - 1))
             current, current_tokens = [], 0
         current.append(n)
         current_tokens += line_tokens
     if current:
-        pieces.append(_piece(lines, current))
+        pieces.append(_piece(lines, current, current_tokens - 1))
     return pieces

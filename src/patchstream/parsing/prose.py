@@ -43,12 +43,14 @@ def prose_chunks(
     lines = text.split("\n")
     starts = [1, *(s for s in _section_starts(lines) if s > 1)]
     bounds = [*starts[1:], len(lines) + 1]
-    pieces: list[tuple[int, int, str]] = []
+    pieces: list[tuple[int, int, str, int]] = []
     for first, after in zip(starts, bounds, strict=True):
-        for numbers, body in pack_lines(lines, list(range(first, after)), counter, max_tokens):
-            pieces.append((numbers[0], numbers[-1], body))
+        for numbers, body, tokens in pack_lines(
+            lines, list(range(first, after)), counter, max_tokens
+        ):
+            pieces.append((numbers[0], numbers[-1], body, tokens))
     chunks = []
-    for part, (first, last, body) in enumerate(p for p in pieces if p[2].strip()):
+    for part, (first, last, body, tokens) in enumerate(p for p in pieces if p[2].strip()):
         chunks.append(
             Chunk(
                 id=f"{file_node.id}#{part}",
@@ -58,7 +60,7 @@ def prose_chunks(
                 start_line=first,
                 end_line=last,
                 content_hash=hash_code(body),
-                tokens=counter.count(body),
+                tokens=tokens,
                 text=body,
             )
         )

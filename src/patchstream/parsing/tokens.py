@@ -22,6 +22,13 @@ def get_encoding(name: str) -> tiktoken.Encoding:
         ) from exc
 
 
+# Source code runs 3-5 bytes per cl100k token. A text with more characters than this many per
+# token of a cap is over the cap by any realistic measure, so chunking does not pay for an exact
+# count of it: deciding "over" early can only split a chunk that might have fit, while deciding
+# "fits" always rests on an exact count (the cap stays honest).
+CLEARLY_OVER_CHARS_PER_TOKEN = 6
+
+
 class TokenCounter:
     """Counts tokens of text with one encoding."""
 
@@ -31,9 +38,20 @@ class TokenCounter:
     def count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
 
+    def count_unless_over(self, text: str, cap: int) -> int | None:
+        """The exact count, or None when ``text`` is clearly over ``cap`` (see above)."""
+        if len(text) > cap * CLEARLY_OVER_CHARS_PER_TOKEN:
+            return None
+        return self.count(text)
+
     def split(self, text: str, max_tokens: int) -> list[str]:
         """Cut ``text`` into pieces of at most ``max_tokens`` tokens each."""
+        return [piece for piece, _ in self.split_counted(text, max_tokens)]
+
+    def split_counted(self, text: str, max_tokens: int) -> list[tuple[str, int]]:
+        """``split`` with each piece's token count."""
         ids = self.encoding.encode_ordinary(text)
         return [
-            self.encoding.decode(ids[i : i + max_tokens]) for i in range(0, len(ids), max_tokens)
+            (self.encoding.decode(ids[i : i + max_tokens]), len(ids[i : i + max_tokens]))
+            for i in range(0, len(ids), max_tokens)
         ]
