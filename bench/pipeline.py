@@ -2,6 +2,10 @@
 until each tier has every file), re-index of the unchanged tree, steady-state latency from one
 agent patch event to applied per tier, and the peak memory of every process.
 
+Peer: Aider's repo map (aider-chat 0.86.2, tags + PageRank ranking, cold) over the same copy
+of the corpus after the stack has stopped, in its own virtualenv; the ratio of the graph
+tier's files/s to Aider's is the figure that counts (``--no-peer`` skips it).
+
 Corpus: a named corpus (``small``/``medium``/``large``: source trees of packages installed
 from PyPI; ``npm``: a TypeScript tree from npm), copied to a temporary directory. The stack
 (Tansu, FalkorDB, Milvus Lite, one parse worker, both sinks, query service, gateway) runs on
@@ -32,6 +36,7 @@ from _common import (
     stack_settings,
     update_readme_row,
 )
+from _peers import aider_repo_map
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
@@ -91,6 +96,7 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip Aider's repo map")
     args = parser.parse_args()
     rows: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,6 +148,15 @@ def main() -> None:
             rows["peak RSS MiB"] = format_memory(peak_rss_mib(stack))
         finally:
             stack.stop()
+        if not args.no_peer:  # with the stack stopped: the peer gets the same machine
+            peer = aider_repo_map(corpus)
+            graph_rate = cold.files_scanned / cold.graph_seconds
+            peer_rate = peer["files"] / peer["seconds"]
+            rows["graph tier files/s"] = f"{graph_rate:.1f}"
+            rows["aider repo map files/s (same run)"] = (
+                f"{peer_rate:.1f} ({int(peer['files'])} files, {peer['seconds']:.1f} s)"
+            )
+            rows["graph tier / aider"] = f"{graph_rate / peer_rate:.2f}x"
         if args.embedder != "hashing":  # with the stack stopped: the embedder has the cores
             own = embedder_throughput(args.embedder, corpus_texts(corpus))
             through = float(rows["chunks/s through the pipeline"])

@@ -6,6 +6,7 @@ Every value has a default that works for the embedded single-machine stack.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Literal
 
@@ -136,7 +137,18 @@ class EmbeddedSettings(BaseModel):
     kafka_port: int = 19092
     falkordb_port: int = 6479
     milvus_port: int = 19630
-    parse_workers: int = Field(default=1, gt=0)
+    parse_workers: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        gt=0,
+        description="parse worker processes (default: one per core; partitions spread over them)",
+    )
+    vector_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="CPU niceness of the vector tier (vector sink, Milvus Lite): on a busy "
+        "machine the graph tier gets the cores first and embedding catches up after",
+    )
     metrics_port: int = Field(
         default=9460,
         ge=0,

@@ -308,7 +308,9 @@ def worker() -> None:
     serve_metrics(metrics)
     app = create_app(settings, metrics)
     level = os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL", "warn")
-    sys.argv = ["patchstream-parse", "worker", "--loglevel", level]
+    # Faust's worker command turns its web server on (0.0.0.0:6066) whatever the app says; no
+    # parse worker needs it, and a second worker or a second stack would crash-loop on the port.
+    sys.argv = ["patchstream-parse", "worker", "--loglevel", level, "--without-web"]
     app.main()
 
 

@@ -8,6 +8,7 @@ child in reverse order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -125,6 +126,7 @@ class Worker:
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
+    nice: int = 0
 
     def start(self, env: dict[str, str]) -> None:
         env = child_environment(env, self.service)
@@ -137,6 +139,9 @@ class Worker:
                 self.argv, env=env, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+        if self.nice:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, self.nice)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -166,7 +171,9 @@ class Supervisor:
         self.services.append(start_tansu(self.data_dir / "tansu", embedded.kafka_port, host))
         self.services.append(self._start_falkordb(embedded.falkordb_port))
         self.services.append(
-            start_milvus_lite(self.data_dir / "milvus", embedded.milvus_port, host)
+            start_milvus_lite(
+                self.data_dir / "milvus", embedded.milvus_port, host, nice=embedded.vector_nice
+            )
         )
 
     def _start_falkordb(self, port: int) -> Service:
@@ -184,9 +191,10 @@ class Supervisor:
             for i in range(self.settings.embedded.parse_workers)
         ]  # fmt: skip
         for sink in ("graph", "vector"):
+            nice = self.settings.embedded.vector_nice if sink == "vector" else 0
             specs.append(
                 Worker(f"{sink}-sink", [python, "-m", "patchstream.cli.main", "sink", sink],
-                       logs / f"{sink}-sink.log", service=f"{sink}-sink")
+                       logs / f"{sink}-sink.log", service=f"{sink}-sink", nice=nice)
             )  # fmt: skip
         first = self.settings.embedded.metrics_port
         for offset, spec in enumerate(specs):
@@ -280,10 +288,14 @@ class Supervisor:
                 )
                 if service.name == "falkordb":
                     self.services[index] = self._start_falkordb(service.port)
+                elif service.name == "milvus":
+                    self.services[index] = start_milvus_lite(
+                        service.log_path.parent, service.port, service.host,
+                        nice=self.settings.embedded.vector_nice,
+                    )  # fmt: skip
                 else:
-                    restart = {"tansu": start_tansu, "milvus": start_milvus_lite}[service.name]
-                    self.services[index] = restart(service.log_path.parent, service.port,
-                                                   service.host)  # fmt: skip
+                    self.services[index] = start_tansu(service.log_path.parent, service.port,
+                                                       service.host)  # fmt: skip
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
         env = self.environment()
