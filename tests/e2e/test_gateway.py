@@ -19,6 +19,7 @@ import pytest
 from patchstream.client import PatchClient
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
+from patchstream.producers.git_mirror import Mirror
 from patchstream.settings import (
     EmbeddedSettings,
     GatewaySettings,
@@ -292,3 +293,54 @@ def test_kafka_down_is_503_with_retry_after(gateway_stack: Supervisor) -> None:
         timeout=60,
     )
     assert response.status_code == 503 and response.headers["Retry-After"] == "5"
+
+
+def _gateway_counter(stack: Supervisor, outcome: str) -> float:
+    text = httpx.get(f"{stack.settings.gateway.url}/metrics", timeout=10).text
+    prefix = f'patchstream_events_total{{outcome="{outcome}",stage="gateway"}} '
+    return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_a_push_whose_publish_failed_is_indexed_on_redelivery(
+    gateway_stack: Supervisor, origin: Path
+) -> None:
+    tansu = next(s for s in gateway_stack.services if s.name == "tansu")
+    if tansu.alive():
+        tansu.stop()
+    before = git(origin, "rev-parse", "HEAD")
+    (origin / "late.py").write_text("def late():\n    return 7\n")
+    git(origin, "add", "late.py")
+    git(origin, "commit", "-qm", "late file")
+    after = git(origin, "rev-parse", "HEAD")
+    failures = _gateway_counter(gateway_stack, "unavailable")
+    body = _push_payload(origin, before, after)
+    assert _post(gateway_stack, body, _signed(body), "late-1").json()["status"] == "accepted"
+    wait_for(lambda: _gateway_counter(gateway_stack, "unavailable") > failures, timeout=120,
+             what="the publish to fail")  # fmt: skip
+    # The failed push moved nothing: the indexed commit is still the old one.
+    mirrors = Path(gateway_stack.settings.pipeline.repos_dir)
+    mirror = Mirror(mirrors, "acme", "shop", f"file://{origin}")
+    assert mirror.ref_sha("main") != after
+    gateway_stack.check()  # the supervisor restarts the broker
+    wait_for(lambda: any(s.name == "tansu" and s.alive() for s in gateway_stack.services),
+             what="broker restart")  # fmt: skip
+    # GitHub redelivers with the same id: it is processed, not dropped as a duplicate.
+    redelivered = _post(gateway_stack, body, _signed(body), "late-1")
+    assert redelivered.json()["status"] == "accepted"
+    wait_for(lambda: "late.py" in _paths(gateway_stack), timeout=180, what="redelivered push")
+    wait_for(lambda: mirror.ref_sha("main") == after, what="indexed commit to move")
+    # Now it is seen, and an out-of-order older push publishes nothing.
+    again = _post(gateway_stack, body, _signed(body), "late-1")
+    assert again.json()["status"] == "duplicate delivery"
+    stale = _push_payload(origin, before, before)
+    assert _post(gateway_stack, stale, _signed(stale), "late-0").status_code == 202
+    # Pushes of a repository run one at a time: once a later push is applied, the stale one
+    # has run, and it must have changed nothing.
+    (origin / "later.py").write_text("def later():\n    return 8\n")
+    git(origin, "add", "later.py")
+    git(origin, "commit", "-qm", "later file")
+    newest = git(origin, "rev-parse", "HEAD")
+    later = _push_payload(origin, after, newest)
+    assert _post(gateway_stack, later, _signed(later), "late-2").status_code == 202
+    wait_for(lambda: "later.py" in _paths(gateway_stack), what="the later push")
+    assert "late.py" in _paths(gateway_stack) and mirror.ref_sha("main") == newest

@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from patchstream.embedded.services import free_port, port_is_open
+from tests.e2e.conftest import wait_for
 
 
 def _env(tmp_path: Path, ports: dict[str, int]) -> dict[str, str]:
-    embedded = {"data_dir": str(tmp_path / "data"), "metrics_port": 0, **ports}
+    embedded = {"data_dir": str(tmp_path / "data"), "metrics_port": 0, "parse_workers": 2, **ports}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
     env["PATCHSTREAM_EMBEDDED"] = json.dumps(embedded)
     env["PATCHSTREAM_QUERY"] = json.dumps({"port": free_port()})
@@ -28,8 +29,7 @@ def _ports() -> dict[str, int]:
     return {"kafka_port": free_port(), "falkordb_port": free_port(), "milvus_port": free_port()}
 
 
-def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    ports = _ports()
+def _start_up(tmp_path: Path, ports: dict[str, int]) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "patchstream.cli.main", "up"],
         env=_env(tmp_path, ports), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -42,14 +42,27 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         lines.append(line)
         if line.startswith("Index a repository"):
             break
-    output = "".join(lines)
+    return process, "".join(lines)
+
+
+def _gone(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text().lower()
+    except OSError:
+        return True
+
+
+def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    ports = _ports()
+    process, output = _start_up(tmp_path, ports)
     assert "patchstream is up" in output, output
     for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"]),
                        ("milvus", ports["milvus_port"])):  # fmt: skip
         assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
         assert port_is_open("127.0.0.1", port)
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
-    assert len(pids) == 5  # parse worker, graph sink, vector sink, query service, gateway
+    assert len(pids) == 6  # 2 parse workers, graph sink, vector sink, query service, gateway
     # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.
     process.send_signal(signal.SIGINT)
     time.sleep(0.5)
@@ -61,6 +74,27 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
             or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
         )
     assert not any(port_is_open("127.0.0.1", port) for port in ports.values())
+
+
+def test_children_die_when_up_is_killed(tmp_path: Path) -> None:
+    """kill -9 of the supervisor leaves nothing behind: no worker holding a port, no service."""
+    ports = _ports()
+    process, output = _start_up(tmp_path, ports)
+    assert "patchstream is up" in output, output
+    pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
+    assert len(pids) == 6
+    process.kill()
+    process.wait(30)
+    wait_for(lambda: all(_gone(pid) for pid in pids), timeout=60, what="children to exit")
+    wait_for(lambda: not any(port_is_open("127.0.0.1", p) for p in ports.values()), timeout=60,
+             what="backing services to exit")  # fmt: skip
+    # The next `up` on the same ports starts cleanly.
+    again, output = _start_up(tmp_path, ports)
+    try:
+        assert "patchstream is up" in output, output
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(90)
 
 
 def test_up_refuses_a_taken_port(tmp_path: Path) -> None:

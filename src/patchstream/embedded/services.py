@@ -10,6 +10,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from patchstream.embedded.lifetime import die_with_parent
 from patchstream.errors import ConfigError, PatchstreamError
 
 
@@ -85,7 +87,8 @@ def _spawn(name: str, argv: list[str], host: str, port: int, log_dir: Path) -> S
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                               preexec_fn=die_with_parent(signal.SIGTERM))  # fmt: skip
     return Service(name, host, port, process, log_path, log)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from patchstream.embedded.lifetime import die_with_parent
 from patchstream.embedded.services import (
     Service,
     ServiceError,
@@ -137,7 +138,7 @@ class Worker:
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
                 self.argv, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),
             )  # fmt: skip
         if self.nice:
             with contextlib.suppress(OSError):

@@ -37,6 +37,7 @@ from patchstream.producers.webhooks import (
     events_for_push,
     github_signature_ok,
     gitlab_token_ok,
+    mark_indexed,
     parse_json,
     read_github_push,
     read_gitlab_push,
@@ -126,7 +127,9 @@ def create_gateway(
         except ContractError as exc:
             raise ConfigError(f"repository {repo.tenant}/{repo.name}: {exc}") from exc
     publisher = Publisher(settings, metrics)
-    seen: OrderedDict[str, None] = OrderedDict()
+    seen: OrderedDict[str, None] = OrderedDict()  # deliveries that succeeded
+    in_flight: set[str] = set()
+    repo_locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -157,26 +160,44 @@ def create_gateway(
         return await request.body()  # BodyLimit has already refused anything over the limit
 
     def first_delivery(delivery: str | None) -> bool:
+        """A delivery counts as seen only once it succeeded; one in flight is a duplicate."""
         if not delivery:
             return True
-        if delivery in seen:
+        if delivery in seen or delivery in in_flight:
             return False
-        seen[delivery] = None
-        while len(seen) > _SEEN_DELIVERIES:
-            seen.popitem(last=False)
+        in_flight.add(delivery)
         return True
 
+    def succeeded(delivery: str | None) -> None:
+        if delivery:
+            seen[delivery] = None
+            while len(seen) > _SEEN_DELIVERIES:
+                seen.popitem(last=False)
+
     async def run_push(push: Push) -> None:
+        # One push of a repository at a time: a diff is always against what the previous push
+        # indexed, never interleaved with it (interleaving produced reversed diffs).
+        lock = repo_locks.setdefault((push.repo.tenant, push.repo.name), asyncio.Lock())
         try:
-            events, rejected = await asyncio.to_thread(events_for_push, push, mirrors, local_roots)
-            if rejected:
-                log.warning("event=paths_rejected repo=%s count=%d", push.repo.name, len(rejected))
-            if events:
-                await publisher.publish(events)
+            async with lock:
+                events, rejected = await asyncio.to_thread(events_for_push, push, mirrors,
+                                                           local_roots)  # fmt: skip
+                if rejected:
+                    log.warning("event=paths_rejected repo=%s count=%d", push.repo.name,
+                                len(rejected))  # fmt: skip
+                if events:
+                    await publisher.publish(events)
+                # Only now, with every event acknowledged, does the indexed commit move.
+                await asyncio.to_thread(mark_indexed, push, mirrors, local_roots)
+            succeeded(push.delivery)
             log.info("event=push_published repo=%s ref=%s events=%d", push.repo.name, push.ref,
                      len(events))  # fmt: skip
-        except Exception:
-            log.exception("event=push_failed repo=%s ref=%s", push.repo.name, push.ref)
+        except Exception as exc:  # the delivery stays unseen: a redelivery is processed again
+            log.error("event=push_failed repo=%s ref=%s error=%s", push.repo.name, push.ref,
+                      type(exc).__name__, exc_info=exc)  # fmt: skip
+        finally:
+            if push.delivery:
+                in_flight.discard(push.delivery)
 
     def accept(push: Push | None, background: BackgroundTasks) -> JSONResponse:
         if push is None:

@@ -156,33 +156,48 @@ class Mirror:
         self.local_roots = tuple(local_roots)
 
     def fetch(self) -> None:
+        """Bring the remote's branches into ``refs/incoming/*``. ``refs/heads/*`` is what was
+        indexed: it moves only in ``mark_indexed``, after the push's events were published."""
         validate_clone_url(self.clone_url, self.local_roots)
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _git(None, "clone", "--mirror", "--quiet", "--", self.clone_url, str(self.path))
-        else:
-            _git(self.path, "fetch", "--prune", "--force", "--quiet", "origin",
-                 "+refs/heads/*:refs/heads/*")  # fmt: skip
+            _git(None, "init", "--bare", "--quiet", "--", str(self.path))
+        _git(self.path, "fetch", "--prune", "--force", "--quiet", "--", self.clone_url,
+             "+refs/heads/*:refs/incoming/*")  # fmt: skip
 
-    def ref_sha(self, ref: str) -> str | None:
+    def mark_indexed(self, ref: str, sha: str | None) -> None:
+        """Record ``sha`` as the indexed commit of branch ``ref`` (None: the branch is gone)."""
+        name = f"refs/heads/{validate_branch(ref)}"
+        if sha is None:
+            if self.ref_sha(ref) is not None:
+                _git(self.path, "update-ref", "-d", "--", name)
+            return
+        _git(self.path, "update-ref", "--", name, validate_object_id(sha))
+
+    def incoming_sha(self, ref: str) -> str | None:
+        """The branch's head as last fetched from the remote."""
+        return self._resolve(f"refs/incoming/{validate_branch(ref)}")
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            _git(self.path, "merge-base", "--is-ancestor", "--end-of-options",
+                 validate_object_id(older), validate_object_id(newer))  # fmt: skip
+            return True
+        except GitError:
+            return False
+
+    def _resolve(self, name: str) -> str | None:
         if not self.path.exists():
             return None
         try:
-            return (
-                _git(
-                    self.path,
-                    "rev-parse",
-                    "--verify",
-                    "--quiet",
-                    "--end-of-options",
-                    f"refs/heads/{validate_branch(ref)}",
-                )
-                .decode()
-                .strip()
-                or None
-            )
+            out = _git(self.path, "rev-parse", "--verify", "--quiet", "--end-of-options", name)
         except GitError:
             return None
+        return out.decode().strip() or None
+
+    def ref_sha(self, ref: str) -> str | None:
+        """The branch's indexed commit."""
+        return self._resolve(f"refs/heads/{validate_branch(ref)}")
 
     def has_commit(self, sha: str) -> bool:
         try:

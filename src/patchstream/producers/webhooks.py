@@ -135,6 +135,8 @@ def events_for_push(
         "commit": None if push.deletes_branch else push.after,
     }  # fmt: skip
     events: list[PatchEvent] = []
+    if stale_push(mirror, push, indexed):
+        return [], []
     if push.deletes_branch:
         base = indexed or push.before
         if not base or base == ZERO_SHA or not mirror.has_commit(base):
@@ -174,6 +176,25 @@ def events_for_push(
             )
         )
     return events, result.rejected
+
+
+def stale_push(mirror: Mirror, push: Push, indexed: str | None) -> bool:
+    """An out-of-order delivery: its ``after`` is already behind what was indexed, and the
+    remote has moved on (a force push back to an older commit is not stale: the remote is at
+    ``after``)."""
+    if push.deletes_branch or indexed is None or indexed == push.after:
+        return indexed is not None and indexed == push.after
+    remote = mirror.incoming_sha(push.ref)
+    return remote != push.after and mirror.is_ancestor(push.after, indexed)
+
+
+def mark_indexed(push: Push, repos_dir: Path, local_roots: Sequence[str | Path] = ()) -> None:
+    """After every event of the push was acknowledged: the branch's indexed commit moves."""
+    mirror = Mirror(repos_dir, push.repo.tenant, push.repo.name, push.repo.clone_url, local_roots)
+    if push.deletes_branch:
+        mirror.mark_indexed(push.ref, None)
+    elif not stale_push(mirror, push, mirror.ref_sha(push.ref)):
+        mirror.mark_indexed(push.ref, push.after)
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
