@@ -5,7 +5,9 @@ Every error derives from one root so callers can catch patchstream failures in o
     PatchstreamError
     ├── ConfigError          a setting is missing or invalid; fix the environment/config
     ├── ContractError        an event or delta violates its schema (goes to the DLQ)
-    ├── StoreError           a graph or vector store refused or failed a request (retryable)
+    ├── StoreError           a graph or vector store refused or failed a request
+    │   ├── StoreUnavailable     it cannot be reached: retry for as long as it takes
+    │   └── StoreRefused         it answered and refused: retry a few times, then dead-letter
     ├── EmbedderError        an embedder failed or is not installed
     └── ParseError           a file could not be read or parsed at all
         └── UnsupportedLanguageError
@@ -38,6 +40,15 @@ class ContractError(PatchstreamError):
 
 class StoreError(PatchstreamError):
     """A store refused or failed a request; the sink retries with backoff."""
+
+
+class StoreUnavailable(StoreError):  # noqa: N818 - a condition, named as the runtime reads it
+    """The store cannot be reached (refused connection, timeout, still loading). Adapters
+    raise it at their boundary, so the runtime never reads driver messages to decide."""
+
+
+class StoreRefused(StoreError):  # noqa: N818
+    """The store answered and refused this request (bad query, constraint, time limit)."""
 
 
 class EmbedderError(PatchstreamError):

@@ -11,10 +11,11 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from patchstream.consumers.runner import SinkRunner, is_unavailable
-from patchstream.embedded.services import Service, ensure_port_free, start_tansu
-from patchstream.errors import ConfigError, StoreError
+from patchstream.embedded.services import Service, ensure_port_free, free_port, start_tansu
+from patchstream.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import KafkaSettings, PipelineSettings, Settings
+from patchstream.stores.graph.falkordb import FalkorGraphStore
 from patchstream.streams.codec import encode
 from patchstream.streams.topics import Topics, ensure_topics
 from tests.integration.deltas import upsert
@@ -118,12 +119,20 @@ def test_retries_dead_letters_and_commits(tansu_service: Service) -> None:
     assert sum(committed.values()) == 8  # every message, dead-lettered ones included
 
 
-def test_unreachable_store_is_retried_not_dead_lettered() -> None:
-    assert is_unavailable(StoreError("x")) is False
-    try:
-        raise StoreError("FalkorDB write failed") from ConnectionRefusedError("refused")
-    except StoreError as exc:
-        assert is_unavailable(exc) is True
+def test_retry_or_dead_letter_is_decided_by_type(falkordb_service: Service) -> None:
+    assert is_unavailable(StoreRefused("UNAVAILABLE Connection refused")) is False  # words: no
+    assert is_unavailable(StoreUnavailable("reworded by a new driver")) is True
+    assert is_unavailable(ConnectionRefusedError("refused")) is True
+    # The adapters type real failures at their boundary.
+    gone = FalkorGraphStore(port=free_port(), timeout_s=2.0)
+    with pytest.raises(StoreUnavailable):
+        gone.file_version("acme", "shop", "main", "a.py")
+    live = FalkorGraphStore(port=falkordb_service.port)
+    live.apply(upsert("tref", "pkg/a.py", "def a():\n    return 1\n", 1))
+    with pytest.raises(StoreRefused):
+        live._read("tref", "MATCH (n) RETURN n.nope(", {})
+    live.drop_tenant("tref")
+    live.close()
 
 
 def test_a_taken_port_is_refused_clearly(tansu_service: Service, tmp_path: object) -> None:

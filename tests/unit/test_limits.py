@@ -86,3 +86,20 @@ def test_deeply_nested_code_does_not_hit_recursion_limits(builder: FileStateBuil
     nested = "".join("    " * i + f"def f{i}():\n" for i in range(200)) + "    " * 200 + "pass\n"
     state = build_state(builder, "nest.py", nested.encode())
     assert len([s for s in state.symbols if s.kind is SymbolKind.FUNCTION]) == 200
+
+
+def test_extraction_has_a_budget_of_its_own() -> None:
+    import time
+
+    import pytest
+    import tree_sitter as ts
+
+    from patchstream.parsing.extract import extract
+    from patchstream.parsing.incremental import ParseTimeout
+    from patchstream.parsing.languages import get_language
+
+    source = b"def f():\n    return g(1)\n" * 600
+    tree = ts.Parser(get_language("python")).parse(source)
+    assert extract(tree, source, "python", "r", "a.py", time.monotonic() + 60).symbols
+    with pytest.raises(ParseTimeout):
+        extract(tree, source, "python", "r", "a.py", deadline=time.monotonic() - 1)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
-from patchstream.errors import ContractError
+from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import Settings
@@ -33,21 +33,10 @@ _MAX_BACKOFF_S = 30.0
 
 
 def is_unavailable(exc: BaseException) -> bool:
-    """Whether an error means the store cannot be reached (as opposed to refusing a message)."""
-    current: BaseException | None = exc
-    while current is not None:
-        name = type(current).__name__
-        if isinstance(current, (ConnectionError, TimeoutError)) or name in (
-            "ConnectionError",
-            "TimeoutError",
-            "BusyLoadingError",
-            "MilvusUnavailableException",
-        ):
-            return True
-        if "UNAVAILABLE" in str(current) or "Connection refused" in str(current):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    """Whether an error means the store cannot be reached (retry forever) rather than that it
+    refused a message (retry a few times, then dead-letter). Decided by type: adapters raise
+    ``StoreUnavailable`` at their boundary; a bare socket error means the same."""
+    return isinstance(exc, (StoreUnavailable, ConnectionError, TimeoutError))
 
 
 @dataclass

@@ -9,6 +9,7 @@ the file becomes a :class:`Reference` for the graph sink to resolve.
 from __future__ import annotations
 
 import re
+import time
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from patchstream.parsing.hashing import hash_code
+from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
 from patchstream.parsing.source import Source
@@ -182,7 +184,17 @@ def _body_boundaries(node: ts.Node) -> tuple[int, ...]:
 
 
 class _Extractor:
-    def __init__(self, tree: ts.Tree, source: bytes, language: str, repo: str, path: str) -> None:
+    def __init__(
+        self,
+        tree: ts.Tree,
+        source: bytes,
+        language: str,
+        repo: str,
+        path: str,
+        deadline: float | None = None,
+    ) -> None:
+        self.deadline = deadline
+        self._steps = 0
         self.tree = tree
         self.src = Source(source)
         self.language = language
@@ -214,12 +226,26 @@ class _Extractor:
         return self._result()
 
     def _matches(self) -> list[dict[str, list[ts.Node]]]:
+        # No progress callback here: with one, tree-sitter 0.26's QueryCursor.matches crashed
+        # the process (SIGSEGV). The query itself is linear in the tree; the loops after it
+        # check the deadline.
         cursor = ts.QueryCursor(get_query(self.language))
-        return [captures for _, captures in cursor.matches(self.tree.root_node)]
+        matches = cursor.matches(self.tree.root_node)
+        self._check(force=True)
+        return [captures for _, captures in matches]
+
+    def _check(self, force: bool = False) -> None:
+        """Raise ParseTimeout past the deadline (looked at every 256 steps)."""
+        if self.deadline is None:
+            return
+        self._steps += 1
+        if (force or self._steps % 256 == 0) and time.monotonic() > self.deadline:
+            raise ParseTimeout("extraction exceeded its budget")
 
     def _collect_defs(self, matches: list[dict[str, list[ts.Node]]]) -> None:
         chosen: dict[tuple[int, int], _Def] = {}
         for match in matches:
+            self._check()
             for capture, nodes in match.items():
                 if not capture.startswith("definition."):
                     continue
@@ -410,6 +436,7 @@ class _Extractor:
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             self._add(EdgeType.INHERITS_FROM, deriving.symbol_id, target)
         for match in matches:
+            self._check()
             for capture, edge_type in (
                 ("reference.call", EdgeType.CALLS),
                 ("reference.instantiate", EdgeType.INSTANTIATES),
@@ -502,6 +529,17 @@ class _Extractor:
         return result
 
 
-def extract(tree: ts.Tree, source: bytes, language: str, repo: str, path: str) -> Extraction:
-    """Symbols (without File/Module nodes) and edges of one file parsed from ``source``."""
-    return _Extractor(tree, source, language, repo, path).run()
+def extract(
+    tree: ts.Tree,
+    source: bytes,
+    language: str,
+    repo: str,
+    path: str,
+    deadline: float | None = None,
+) -> Extraction:
+    """Symbols (without File/Module nodes) and edges of one file parsed from ``source``.
+
+    ``deadline`` (``time.monotonic()``) bounds the work: past it, ParseTimeout is raised (the
+    caller keeps the file's last good structure), so no file holds a worker for long.
+    """
+    return _Extractor(tree, source, language, repo, path, deadline).run()

@@ -8,6 +8,7 @@ the last good version of every symbol it touches until the file parses cleanly a
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass
 
 import tree_sitter as ts
@@ -99,6 +100,10 @@ class FileStateBuilder:
         source = text.encode("utf-8") if not_utf8 else data
         try:
             tree = self.parser.parse(target.key, language, source, hint)
+            # Extraction gets a budget of its own, as long as parsing's: a file of pathological
+            # shape costs a worker at most twice the budget, then it moves on.
+            deadline = time.monotonic() + self.settings.timeout_micros / 1_000_000
+            extraction = extract(tree, source, language, target.repo, target.path, deadline)
         except ParseTimeout:
             flags = FileFlags(parse_timeout=True, not_utf8=not_utf8)
             if previous is None:
@@ -112,7 +117,6 @@ class FileStateBuilder:
                     "chunks": previous.chunks,
                 }
             )
-        extraction = extract(tree, source, language, target.repo, target.path)
         symbols, edges, chunks = self._assemble(
             target, language, text, shell.symbols[0], extraction
         )

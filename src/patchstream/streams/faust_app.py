@@ -18,7 +18,7 @@ from typing import Any
 import aiokafka
 import faust
 
-from patchstream.errors import ContractError
+from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.events import PatchEvent
@@ -26,7 +26,7 @@ from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
-from patchstream.streams.parse_batch import PreviousStates, parse_batch
+from patchstream.streams.parse_batch import Outcome, PreviousStates, parse_batch
 from patchstream.streams.parse_stage import ParseStage
 from patchstream.streams.topics import Topics
 
@@ -104,6 +104,22 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
 
     pipeline = settings.pipeline
 
+    async def parse_until_the_store_answers(patches: list[PatchEvent]) -> list[Outcome]:
+        """Parsing and store reads block: they run in a thread so the loop (heartbeats,
+        commits) stays responsive. A graph store that is not answering is waited for with
+        capped backoff, like the sinks do: an outage is never a dead letter."""
+        attempt = 0
+        while True:
+            try:
+                return await asyncio.to_thread(parse_batch, stage, states, patches)
+            except StoreUnavailable as exc:
+                delay = min(30.0, pipeline.retry_backoff_s * 2**attempt)
+                log.warning("event=store_unavailable stage=parse attempt=%d delay=%.1f error=%s",
+                            attempt + 1, delay, exc)  # fmt: skip
+                metrics.store_retries.labels("graph").inc()
+                attempt += 1
+                await asyncio.sleep(delay)
+
     @app.agent(patch_topic)
     async def parse(stream: Any) -> None:
         # Batches: one thread hop, one store query for the files' existence, and every
@@ -120,8 +136,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                     acks.append(await reject(str(exc), exc.code, event.value, event.key,
                                              event.message))  # fmt: skip
             patches = [patch for _, patch in decoded]
-            # Parsing and store reads block: keep the loop (heartbeats, commits) responsive.
-            outcomes = await asyncio.to_thread(parse_batch, stage, states, patches)
+            outcomes = await parse_until_the_store_answers(patches)
             for (event, patch), outcome in zip(decoded, outcomes, strict=True):
                 if outcome.output is None:
                     error = outcome.error

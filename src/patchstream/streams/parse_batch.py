@@ -13,6 +13,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from patchstream.errors import StoreRefused, StoreUnavailable
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileState
 from patchstream.stores.graph.base import GraphStore
@@ -70,17 +71,40 @@ class Outcome:
 def parse_batch(
     stage: ParseStage, states: PreviousStates, events: Sequence[PatchEvent]
 ) -> list[Outcome]:
-    """Every event parsed in order; a failure is that event's outcome, never the batch's."""
-    absent = states.absent(events)
+    """Every event parsed in order; a failure is that event's outcome, never the batch's.
+
+    The store is read first, for the whole batch, before anything changes: a store that is
+    not answering raises ``StoreUnavailable`` out of here with the worker's state untouched,
+    so the caller can wait and run the same batch again (never a dead letter for an outage).
+    """
+    try:
+        absent = states.absent(events)
+    except StoreRefused:  # the batch query was refused: fall back to one read per file
+        absent = frozenset()
+    previous: dict[str, FileState | None] = {}
+    unreadable: dict[str, Exception] = {}
+    for event in events:
+        if event.key in previous or event.key in unreadable:
+            continue
+        try:
+            previous[event.key] = states.get(event, absent)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # this file's stored state cannot be read: its events fail
+            unreadable[event.key] = exc
     outcomes = []
     for event in events:
         started = time.perf_counter()
+        if event.key in unreadable:
+            outcomes.append(Outcome(error=unreadable[event.key]))
+            continue
         try:
-            output = stage.handle(event, states.get(event, absent))
+            output = stage.handle(event, previous[event.key])
         except Exception as exc:  # a pathological file must not stop the batch
             outcomes.append(Outcome(error=exc, seconds=time.perf_counter() - started))
             continue
         if not output.stale:
+            previous[event.key] = output.state
             states.put(event, output.state)
         outcomes.append(Outcome(output=output, seconds=time.perf_counter() - started))
     return outcomes

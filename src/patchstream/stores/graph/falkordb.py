@@ -14,9 +14,11 @@ from typing import Any
 
 from falkordb import FalkorDB
 from falkordb.helpers import stringify_param_value
-from redis.exceptions import ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from patchstream.errors import ConfigError, StoreError
+from patchstream.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from patchstream.stores.graph.cypher import INDEXES, CypherGraphStore, Statement
 
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
@@ -37,10 +39,14 @@ class FalkorGraphStore(CypherGraphStore):
         port: int = 6379,
         password: str | None = None,
         graph_prefix: str = "patchstream_",
+        timeout_s: float = 90.0,
     ) -> None:
-        self.db = FalkorDB(host=host, port=port, password=password)
+        # Connect and read timeouts: a store that stops answering is an error, never a hang.
+        self.db = FalkorDB(host=host, port=port, password=password, socket_timeout=timeout_s,
+                           socket_connect_timeout=5.0)  # fmt: skip
         self.graph_prefix = graph_prefix
         self._ready: set[str] = set()
+        self._existing: set[str] = set()
 
     def graph_name(self, tenant: str) -> str:
         if not _TENANT.fullmatch(tenant) or ".." in tenant:  # fullmatch: "t\n" passes $
@@ -62,16 +68,27 @@ class FalkorGraphStore(CypherGraphStore):
                 graph.query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
             except ResponseError as exc:
                 if "already indexed" not in str(exc):
-                    raise StoreError(f"FalkorDB refused index {label}.{prop}: {exc}") from exc
+                    raise _store_error(f"index {label}.{prop}", exc) from exc
+            except RedisError as exc:
+                raise _store_error(f"index {label}.{prop}", exc) from exc
         self._ready.add(tenant)
 
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        name = self.graph_name(tenant)
         try:
-            result = self.db.select_graph(self.graph_name(tenant)).ro_query(query, params)
+            # Never query a graph that does not exist yet: a read racing the write that creates
+            # the graph deadlocked FalkorDB's graph registry once (nothing answered after).
+            if name not in self._existing:
+                if not self.db.connection.exists(name):
+                    return []
+                self._existing.add(name)
+            result = self.db.select_graph(name).ro_query(query, params)
         except ResponseError as exc:
             if "empty key" in str(exc):
                 return []
-            raise StoreError(f"FalkorDB read failed: {exc}") from exc
+            raise _store_error("read", exc) from exc
+        except RedisError as exc:
+            raise _store_error("read", exc) from exc
         return [list(row) for row in result.result_set]
 
     def _write(self, tenant: str, statements: Sequence[Statement]) -> None:
@@ -82,13 +99,22 @@ class FalkorGraphStore(CypherGraphStore):
             pipe.execute_command("GRAPH.QUERY", name, _params_header(params) + query, "--compact")
         try:
             pipe.execute()
-        except ResponseError as exc:
-            raise StoreError(f"FalkorDB write failed: {exc}") from exc
+        except RedisError as exc:
+            raise _store_error("write", exc) from exc
+        self._existing.add(name)
 
     def drop_tenant(self, tenant: str) -> None:
         with contextlib.suppress(ResponseError):
             self.db.select_graph(self.graph_name(tenant)).delete()
         self._ready.discard(tenant)
+        self._existing.discard(self.graph_name(tenant))
 
     def close(self) -> None:
         self.db.connection.close()
+
+
+def _store_error(what: str, exc: RedisError) -> StoreError:
+    """The typed error for a redis-py failure: unreachable (retry) or refused (dead-letter)."""
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):  # incl. BusyLoadingError
+        return StoreUnavailable(f"FalkorDB {what}: not answering ({type(exc).__name__}: {exc})")
+    return StoreRefused(f"FalkorDB {what} refused: {exc}")

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from pymilvus import (
     AnnSearchRequest,
     DataType,
@@ -28,11 +29,13 @@ from pymilvus import (
     FunctionType,
     MilvusClient,
     MilvusException,
+    MilvusUnavailableException,
     RRFRanker,
 )
+from pymilvus.client.types import Status
 
 from patchstream.embedders.base import Embedder
-from patchstream.errors import ContractError, StoreError
+from patchstream.errors import ContractError, StoreError, StoreRefused, StoreUnavailable
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
@@ -151,8 +154,8 @@ class MilvusVectorStore:
                 self._create_vectors()
             for name in (self.chunks, self.files, self.vectors):
                 self.client.load_collection(name)
-        except MilvusException as exc:
-            raise StoreError(f"Milvus could not prepare collections: {exc}") from exc
+        except (MilvusException, grpc.RpcError) as exc:
+            raise _milvus_error("could not prepare collections", exc) from exc
 
     def _create_chunks(self) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -236,8 +239,8 @@ class MilvusVectorStore:
                 self._apply_tenant(tenant, group, stats)
             self.client.flush(self.chunks)
             self.client.flush(self.files)
-        except MilvusException as exc:
-            raise StoreError(f"Milvus write failed: {exc}") from exc
+        except (MilvusException, grpc.RpcError) as exc:
+            raise _milvus_error("write failed", exc) from exc
         return stats
 
     def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
@@ -493,8 +496,8 @@ class MilvusVectorStore:
                 limit=limit,
                 output_fields=fields,
             )
-        except MilvusException as exc:
-            raise StoreError(f"Milvus search failed: {exc}") from exc
+        except (MilvusException, grpc.RpcError) as exc:
+            raise _milvus_error("search failed", exc) from exc
         hits = []
         for hit in result[0] if result else []:
             entity = hit["entity"]
@@ -620,3 +623,18 @@ def _row(delta: FileDelta, chunk: Chunk, pk: str, fp: str, vector: list[float]) 
 def _batches(values: Sequence[str]) -> Iterable[list[str]]:
     for start in range(0, len(values), _IN_BATCH):
         yield list(values[start : start + _IN_BATCH])
+
+
+_UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+def _milvus_error(what: str, exc: Exception) -> StoreError:
+    """Typed at the boundary: unreachable (retry for as long as it takes) or refused."""
+    unreachable = (
+        isinstance(exc, MilvusUnavailableException)
+        or (isinstance(exc, MilvusException) and exc.code == Status.CONNECT_FAILED)
+        or (isinstance(exc, grpc.RpcError) and exc.code() in _UNREACHABLE_GRPC)
+    )
+    if unreachable:
+        return StoreUnavailable(f"Milvus {what}: not answering ({exc})")
+    return StoreRefused(f"Milvus {what}: {exc}")
