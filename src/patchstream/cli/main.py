@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from patchstream import __version__
+from patchstream.cli.dlq import dlq
 from patchstream.cli.query import query
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
@@ -490,6 +491,7 @@ def emit(
 
 
 cli.add_command(query)
+cli.add_command(dlq)
 
 
 def main() -> None:

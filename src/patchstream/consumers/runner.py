@@ -191,6 +191,7 @@ class SinkRunner:
             key=record.key,
             value=dead_letter(
                 stage=f"{self.name}-sink",
+                code=code,
                 reason=reason,
                 value=record.value,
                 key=record.key,

@@ -70,10 +70,12 @@ def dead_letter(
     partition: int,
     offset: int,
     attempts: int = 1,
+    code: str | None = None,
 ) -> bytes:
     """The DLQ record: the rejected message, untouched, with why and where it was rejected."""
     record: dict[str, Any] = {
         "stage": stage,
+        "code": code,
         "reason": reason,
         "attempts": attempts,
         "topic": topic,

@@ -93,6 +93,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
             key=key,
             value=dead_letter(
                 stage="parse",
+                code=code,
                 reason=reason,
                 value=value,
                 key=key,
