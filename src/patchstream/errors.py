@@ -44,7 +44,12 @@ class StoreError(PatchstreamError):
 
 class StoreUnavailable(StoreError):  # noqa: N818 - a condition, named as the runtime reads it
     """The store cannot be reached (refused connection, timeout, still loading). Adapters
-    raise it at their boundary, so the runtime never reads driver messages to decide."""
+    raise it at their boundary, so the runtime never reads driver messages to decide.
+    ``store`` names the store for people (``falkordb``, ``milvus``, ``memgraph``)."""
+
+    def __init__(self, message: str, store: str = "store") -> None:
+        super().__init__(message)
+        self.store = store
 
 
 class StoreRefused(StoreError):  # noqa: N818

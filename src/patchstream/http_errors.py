@@ -8,7 +8,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from patchstream.errors import ContractError
+from patchstream.errors import ContractError, StoreUnavailable
 
 log = logging.getLogger("patchstream.http")
 
@@ -17,6 +17,14 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ContractError)
     async def contract(_request: Request, exc: ContractError) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "code": exc.code}, status_code=400)
+
+    @app.exception_handler(StoreUnavailable)
+    async def unavailable(_request: Request, exc: StoreUnavailable) -> JSONResponse:
+        # Which store, never the driver's text (that goes to the log).
+        log.warning("event=store_unavailable store=%s error=%s", exc.store, exc)
+        return JSONResponse({"detail": f"the {exc.store} store is not answering; retry later",
+                             "store": exc.store}, status_code=503,
+                            headers={"Retry-After": "5"})  # fmt: skip
 
     @app.exception_handler(UnicodeError)
     async def encoding(_request: Request, _exc: UnicodeError) -> JSONResponse:

@@ -33,6 +33,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             falkordb_port=free_port(),
             milvus_port=free_port(),
             metrics_port=0,  # any free ports
+            parse_workers=2,  # partitions spread over two workers, as on a 2-core machine
         ),
         kafka=KafkaSettings(topic_prefix=f"e2e{uuid.uuid4().hex[:6]}.", partitions=4),
         pipeline=PipelineSettings(

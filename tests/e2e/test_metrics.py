@@ -142,25 +142,30 @@ def test_metrics_dashboards_and_alerts_against_real_prometheus(
 
     # Every process serves /metrics, and between them every metric the ops files use.
     texts = _scrape_all(stack)
-    assert set(texts) == {"parse-0", "graph-sink", "vector-sink", "query", "gateway"}
+    workers = stack.settings.embedded.parse_workers
+    parsers = {f"parse-{i}" for i in range(workers)}
+    assert set(texts) == {*parsers, "graph-sink", "vector-sink", "query", "gateway"}
     for process, text in texts.items():
-        assert f'service="{process.removesuffix("-0")}"' in text, f"{process}: no build_info"
+        service = "parse" if process in parsers else process
+        assert f'service="{service}"' in text, f"{process}: no build_info"
     served = "\n".join(texts.values())
     used = {name for _, expr in dashboard_queries() + alert_queries()
             for name in metric_names(expr)}  # fmt: skip
     missing = {n for n in used if not re.search(rf"^{n}(\{{| )", served, re.MULTILINE)}
     assert not missing, f"used by dashboards or alerts but not served: {sorted(missing)}"
+    parse_texts = "\n".join(texts[name] for name in parsers)  # whichever owns the partition
     assert re.search(r'patchstream_dlq_messages_total\{reason="not_json",stage="parse"\} [1-9]',
-                     texts["parse-0"])  # fmt: skip
+                     parse_texts)  # fmt: skip
     assert re.search(r'patchstream_sync_lag_seconds_count\{repo="metrics-repo",sink="graph",'
                      r'tenant="acme"\} [1-9]', texts["graph-sink"])  # fmt: skip
 
     # Prometheus: every target up, every dashboard query returns data.
     def all_up() -> bool:
         up = _query(prometheus, 'up{job="patchstream"}')
-        return len(up) == 5 and all(r["value"][1] == "1" for r in up)  # type: ignore[index]
+        expected = 4 + workers
+        return len(up) == expected and all(r["value"][1] == "1" for r in up)  # type: ignore[index]
 
-    wait_for(all_up, timeout=30, what="prometheus to scrape all 5 processes")
+    wait_for(all_up, timeout=30, what="prometheus to scrape every process")
     time.sleep(3)
     empty = []
     for title, expr in dashboard_queries():

@@ -33,6 +33,7 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
+from tests.e2e.conftest import wait_for
 from tests.e2e.test_gateway import _push_payload, _signed, git
 
 SECRET = "s3cret-sec"
@@ -322,3 +323,18 @@ def test_children_get_only_the_settings_they_need(sec_stack: Supervisor) -> None
     assert "PATCHSTREAM_QUERY=" not in environ("gateway")
     assert "PATCHSTREAM_GATEWAY=" not in environ("query")
     assert "sk-never-leaves-the-query-side" in environ("query")  # the one that may embed
+
+
+def test_a_store_that_does_not_answer_is_a_503_naming_it(sec_stack: Supervisor) -> None:
+    falkordb = next(s for s in sec_stack.services if s.name == "falkordb")
+    falkordb.stop()
+    try:
+        response = _query(sec_stack, "GET", "/v1/freshness", params={"repo": "shop"})
+        assert response.status_code == 503, response.text
+        assert response.json()["store"] == "falkordb"
+        assert "Error" not in response.text  # no driver text in the body
+    finally:
+        sec_stack.check()  # the supervisor restarts it
+    wait_for(lambda: _query(sec_stack, "GET", "/v1/freshness",
+                            params={"repo": "shop"}).status_code == 200,
+             what="freshness after the restart")  # fmt: skip

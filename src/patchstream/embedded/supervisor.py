@@ -148,9 +148,16 @@ class Worker:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout: float = 15.0) -> None:
-        if self.process is None or not self.alive():
+        self.terminate()
+        self.wait_or_kill(timeout)
+
+    def terminate(self) -> None:
+        if self.process is not None and self.alive():
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait_or_kill(self, timeout: float = 15.0) -> None:
+        if self.process is None or self.process.poll() is not None:
             return
-        self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -312,9 +319,14 @@ class Supervisor:
             worker.restarts += 1
 
     def stop(self) -> None:
+        """Every worker is told at once and waited for together (a slow one no longer delays
+        the others by its whole grace period), then the services in reverse order."""
         self.stopping = True
+        for worker in self.workers:
+            worker.terminate()
+        deadline = time.monotonic() + 15.0
         for worker in reversed(self.workers):
-            worker.stop()
+            worker.wait_or_kill(max(0.1, deadline - time.monotonic()))
         for service in reversed(self.services):
             service.stop()
 

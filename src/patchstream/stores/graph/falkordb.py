@@ -116,5 +116,7 @@ class FalkorGraphStore(CypherGraphStore):
 def _store_error(what: str, exc: RedisError) -> StoreError:
     """The typed error for a redis-py failure: unreachable (retry) or refused (dead-letter)."""
     if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):  # incl. BusyLoadingError
-        return StoreUnavailable(f"FalkorDB {what}: not answering ({type(exc).__name__}: {exc})")
+        return StoreUnavailable(
+            f"FalkorDB {what}: not answering ({type(exc).__name__}: {exc})", store="falkordb"
+        )
     return StoreRefused(f"FalkorDB {what} refused: {exc}")

@@ -636,5 +636,5 @@ def _milvus_error(what: str, exc: Exception) -> StoreError:
         or (isinstance(exc, grpc.RpcError) and exc.code() in _UNREACHABLE_GRPC)
     )
     if unreachable:
-        return StoreUnavailable(f"Milvus {what}: not answering ({exc})")
+        return StoreUnavailable(f"Milvus {what}: not answering ({exc})", store="milvus")
     return StoreRefused(f"Milvus {what}: {exc}")
