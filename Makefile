@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query clean
+.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,7 @@ schemas: install
 	$(VENV)/bin/patchstream schemas
 
 ## bench: every bench on real code; updates the README table and prints it
-bench: bench-parse bench-sinks bench-pipeline bench-query
+bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox
 	$(PY) bench/report.py
 
 bench-parse: install
@@ -74,6 +74,9 @@ bench-pipeline: install
 	$(PY) bench/pipeline.py --corpus medium --update-readme
 	$(PY) bench/pipeline.py --corpus npm --update-readme
 	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-readme
+
+bench-outbox: install
+	$(PY) bench/outbox.py --update-readme
 
 bench-query: install
 	$(PY) bench/query.py --corpus medium --update-readme

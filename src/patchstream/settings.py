@@ -210,6 +210,12 @@ class GatewaySettings(BaseModel):
         default_factory=list,
         description="directories whose file:// clone URLs may be mirrored (none by default)",
     )
+    outbox: bool = Field(
+        default=True,
+        description="write every event to a durable outbox before acknowledging it (the "
+        "embedded broker is memory-only; `up` replays the outbox when it restarts the broker)",
+    )
+    outbox_path: str = Field(default="", description="default: <data_dir>/outbox.sqlite")
 
 
 class MetricsSettings(BaseModel):

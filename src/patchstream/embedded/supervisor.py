@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -172,6 +173,9 @@ class Supervisor:
         self.services: list[Service] = []
         self.workers: list[Worker] = []
         self.stopping = False
+        self.replay_due = False  # the broker (or the gateway) restarted: replay the outbox
+        self.next_prune = 0.0
+        self._stores: tuple[Any, Any] | None = None
 
     def start_services(self) -> None:
         embedded = self.settings.embedded
@@ -306,6 +310,7 @@ class Supervisor:
                                                        service.host)  # fmt: skip
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
+                    self.replay_due = True  # and none of what it had acknowledged
         env = self.environment()
         for worker in self.workers:
             if worker.alive() or now < worker.next_start:
@@ -317,6 +322,28 @@ class Supervisor:
             # A child that keeps crashing is restarted less and less often.
             worker.next_start = now + min(_MAX_BACKOFF_S, 2.0**worker.restarts)
             worker.restarts += 1
+            if worker.service == "gateway":  # it may have died between outbox and publish
+                self.replay_due = True
+        self.tend_outbox(now)
+
+    def tend_outbox(self, now: float) -> None:
+        """Replay the outbox after a broker or gateway restart; prune it every 30 s."""
+        if not self.settings.gateway.outbox or not (self.replay_due or now >= self.next_prune):
+            return
+        from patchstream.embedded.outbox_relay import replay_and_prune
+
+        try:
+            if self._stores is None:
+                from patchstream.stores.factory import open_graph_store, open_vector_store
+
+                self._stores = (open_graph_store(self.settings), open_vector_store(self.settings))
+            graph, vectors = self._stores
+            replay_and_prune(self.settings, graph, vectors, replay=self.replay_due)
+            self.replay_due = False
+            self.next_prune = now + 30.0
+        except Exception as exc:  # a store or the broker is not back yet: next round
+            log.warning("event=outbox_deferred error=%s", type(exc).__name__)
+            self._stores = None
 
     def stop(self) -> None:
         """Every worker is told at once and waited for together (a slow one no longer delays
@@ -329,6 +356,11 @@ class Supervisor:
             worker.wait_or_kill(max(0.1, deadline - time.monotonic()))
         for service in reversed(self.services):
             service.stop()
+        if self._stores is not None:
+            for store in self._stores:
+                with contextlib.suppress(Exception):
+                    store.close()
+            self._stores = None
 
     def run_forever(self, poll_s: float = 1.0) -> None:
         def on_signal(signum: int, _frame: object) -> None:

@@ -31,6 +31,7 @@ from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.producers.git_mirror import validate_clone_url
+from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.producers.registry import Registry, load_registry
 from patchstream.producers.webhooks import (
     Push,
@@ -68,15 +69,27 @@ class PatchRequest(BaseModel):
 
 
 class Publisher:
-    """A producer started on first use and restarted after the broker comes back."""
+    """A producer started on first use and restarted after the broker comes back. With an
+    outbox, events are on disk before they are published, and taken out again only when the
+    broker refused them (the caller then gets a 503, or a push stays undelivered)."""
 
-    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics, outbox: Outbox | None) -> None:
         self.settings = settings
         self.metrics = metrics
+        self.outbox = outbox
         self.current: EventPublisher | None = None
         self.lock = asyncio.Lock()
 
     async def publish(self, events: list[PatchEvent]) -> None:
+        ids = await asyncio.to_thread(self.outbox.append, events) if self.outbox else []
+        try:
+            await self._publish(events)
+        except BrokerUnavailable:
+            if self.outbox is not None:
+                await asyncio.to_thread(self.outbox.remove, ids)
+            raise
+
+    async def _publish(self, events: list[PatchEvent]) -> None:
         async with self.lock:
             try:
                 if self.current is None:
@@ -126,7 +139,8 @@ def create_gateway(
             validate_clone_url(repo.clone_url, local_roots)
         except ContractError as exc:
             raise ConfigError(f"repository {repo.tenant}/{repo.name}: {exc}") from exc
-    publisher = Publisher(settings, metrics)
+    outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
+    publisher = Publisher(settings, metrics, outbox)
     seen: OrderedDict[str, None] = OrderedDict()  # deliveries that succeeded
     in_flight: set[str] = set()
     repo_locks: dict[tuple[str, str], asyncio.Lock] = {}
@@ -135,6 +149,8 @@ def create_gateway(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         await publisher.close()
+        if outbox is not None:
+            outbox.close()
 
     app = FastAPI(title="patchstream gateway", version=__version__, lifespan=lifespan)
     instrument(app, metrics)

@@ -1,0 +1,117 @@
+"""The gateway's durable outbox: what it acknowledged, kept on disk until both tiers have it.
+
+The embedded broker (Tansu) keeps its log in memory, so an event the broker acknowledged is
+not durable yet. The gateway therefore writes every event to this SQLite outbox (WAL,
+``synchronous=FULL``: on disk before the 202) and then publishes it. The supervisor of the
+embedded stack replays the outbox whenever it restarts the broker, republishing every entry
+the stores have not applied, and prunes entries both tiers hold. Replays are harmless: the
+sinks fence on versions.
+
+Cost: one fsync'd SQLite transaction per request (a batch of writes is one transaction).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchstream.schemas.events import PatchEvent
+from patchstream.settings import Settings
+from patchstream.streams.codec import encode
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key BLOB NOT NULL,
+    value BLOB NOT NULL,
+    tenant TEXT NOT NULL,
+    repo TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    workspace TEXT,
+    path TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    id: int
+    key: bytes
+    value: bytes
+    tenant: str
+    repo: str
+    ref: str
+    workspace: str | None
+    path: str
+    version: int
+    created_at: float
+
+
+class Outbox:
+    """An append-only SQLite log of acknowledged events (safe across threads and processes)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.execute(_SCHEMA)
+
+    def append(self, events: Sequence[PatchEvent]) -> list[int]:
+        """Write ``events`` durably in one transaction; their outbox ids, in order."""
+        now = time.time()
+        rows = [(e.key.encode(), encode(e), e.tenant, e.repo, e.ref, e.workspace, e.path,
+                 e.version, now) for e in events]  # fmt: skip
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                ids = []
+                for row in rows:
+                    cursor = self._db.execute(
+                        "INSERT INTO outbox (key, value, tenant, repo, ref, workspace, path, "
+                        "version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        row,
+                    )
+                    ids.append(int(cursor.lastrowid or 0))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return ids
+
+    def remove(self, ids: Iterable[int]) -> None:
+        wanted = [(i,) for i in ids]
+        with self._lock:
+            self._db.executemany("DELETE FROM outbox WHERE id = ?", wanted)
+
+    def pending(self, limit: int = 10_000, after_id: int = 0) -> list[OutboxEntry]:
+        """Entries in acknowledgement order, from ``after_id`` on."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, key, value, tenant, repo, ref, workspace, path, version, created_at "
+                "FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+                (after_id, limit),
+            ).fetchall()
+        return [OutboxEntry(*row) for row in rows]
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM outbox").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def outbox_path(settings: Settings) -> Path:
+    configured = settings.gateway.outbox_path
+    return Path(configured) if configured else Path(settings.embedded.data_dir) / "outbox.sqlite"
