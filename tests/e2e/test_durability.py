@@ -90,3 +90,92 @@ def test_writes_acknowledged_before_the_broker_died_are_applied(durable_stack: S
 
     wait_for(pruned, timeout=240, what="the outbox to be pruned")
     assert Path(outbox_path(stack.settings)).exists()
+
+
+def test_a_service_that_stops_answering_is_restarted(durable_stack: Supervisor) -> None:
+    """A hung FalkorDB keeps its process and its port; only a real request tells."""
+    stack = durable_stack
+    falkordb = next(s for s in stack.services if s.name == "falkordb")
+    os.kill(falkordb.process.pid, signal.SIGSTOP)  # alive, listening, answering nothing
+    assert falkordb.alive() and not falkordb.answers()
+    for _ in range(3):
+        stack.check()
+    restarted = next(s for s in stack.services if s.name == "falkordb")
+    assert restarted.process.pid != falkordb.process.pid
+    assert restarted.answers()
+
+
+def _lag_is_zero(settings: Settings) -> bool:
+    import asyncio
+
+    from patchstream.query.lag import LagProbe
+
+    lags = asyncio.run(LagProbe(settings.kafka, ttl_s=0).lags())
+    return all(lag.pending == 0 for lag in lags.values())
+
+
+def test_replaying_the_whole_topic_three_times_changes_nothing(durable_stack: Supervisor) -> None:
+    import asyncio
+
+    from patchstream.stores.factory import open_graph_store, open_vector_store
+    from patchstream.streams.topics import Topics
+    from tests.integration.test_dlq import _read_all
+
+    stack = durable_stack
+    wait_for(lambda: _lag_is_zero(stack.settings), timeout=240, what="the pipeline to drain")
+    graph, vectors = open_graph_store(stack.settings), open_vector_store(stack.settings)
+    try:
+        before = (graph.snapshot("default"), vectors.rows("default"))
+        assert before[0].symbols, "the earlier writes are there to replay"
+        topic = Topics.from_settings(stack.settings.kafka).patch_events
+        everything = asyncio.run(_read_all(stack.settings.kafka, topic))
+
+        async def republish() -> None:
+            from patchstream.streams.producer import make_producer
+
+            producer = make_producer(stack.settings.kafka)
+            await producer.start()
+            for _ in range(3):
+                for key, value in everything:
+                    await producer.send_and_wait(topic, key=key, value=value)
+            await producer.stop()
+
+        asyncio.run(republish())
+        wait_for(lambda: _lag_is_zero(stack.settings), timeout=240, what="the replays to drain")
+        after = (graph.snapshot("default"), vectors.rows("default"))
+        assert after[0].symbols == before[0].symbols and after[0].edges == before[0].edges
+        assert after[1] == before[1]
+    finally:
+        graph.close()
+        vectors.close()
+
+
+def test_two_stacks_side_by_side(durable_stack: Supervisor, tmp_path: Path) -> None:
+    """A second stack on other ports (and its own data dir) starts, indexes and answers while
+    the first keeps answering: no shared port, no shared file."""
+    import asyncio
+
+    from patchstream.indexing.run import index_directory
+    from tests.e2e.conftest import make_repo
+
+    second = Supervisor(
+        durable_stack.settings.model_copy(update={
+            "embedded": EmbeddedSettings(data_dir=str(tmp_path / "second"),
+                                         kafka_port=free_port(), falkordb_port=free_port(),
+                                         milvus_port=free_port(), metrics_port=0,
+                                         parse_workers=1),
+            "kafka": KafkaSettings(topic_prefix=f"two{uuid.uuid4().hex[:6]}.", partitions=2),
+            "query": QuerySettings(port=free_port(), api_keys={"key-acme": "acme"}),
+            "gateway": GatewaySettings(port=free_port()),
+        })
+    )  # fmt: skip
+    try:
+        second.start()
+        repo = make_repo(tmp_path / "repo", {"a.py": "def a():\n    return 1\n"})
+        for stack in (durable_stack, second):
+            summary = asyncio.run(index_directory(stack.settings, repo, repo="pair",
+                                                  tenant="acme", timeout_s=180,
+                                                  progress=False))  # fmt: skip
+            assert summary.complete, summary.as_dict()
+    finally:
+        second.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchstream.embedded.services import free_port, start_falkordb
+from patchstream.embedded.services import Service, free_port, start_falkordb
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.graph.falkordb import FalkorGraphStore
 from tests.integration.deltas import delete, upsert
@@ -232,3 +232,52 @@ def test_impact_on_a_fan_out_graph_is_level_by_level_and_capped(
     finally:
         graph.max_walk_rows = previous
     assert len(capped) == 10
+
+
+def test_first_writes_of_new_graphs_under_concurrent_readers_never_hang(
+    falkordb_service: Service,
+) -> None:
+    """Reads racing the write that creates a tenant's graph once deadlocked FalkorDB (nothing
+    answered, not even PING). Readers and writers hammer fresh graphs; everything finishes."""
+    import threading
+    import uuid as _uuid
+
+    tenants = [f"race{_uuid.uuid4().hex[:8]}" for _ in range(6)]
+    errors: list[BaseException] = []
+
+    def reader(tenant: str) -> None:
+        store = FalkorGraphStore(port=falkordb_service.port, timeout_s=20)
+        try:
+            for _ in range(40):
+                store.file_version(tenant, "app", "main", "pkg/util.py")
+                store.symbols_by_name(tenant, "helper")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    def writer(tenant: str) -> None:
+        store = FalkorGraphStore(port=falkordb_service.port, timeout_s=20)
+        try:
+            store.apply(upsert(tenant, "pkg/util.py", UTIL, 1))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=reader, args=(t,)) for t in tenants for _ in range(2)]
+    threads += [threading.Thread(target=writer, args=(t,)) for t in tenants]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a client hung"
+    assert errors == []
+    check = FalkorGraphStore(port=falkordb_service.port)
+    try:
+        assert check.db.connection.ping()
+        for tenant in tenants:
+            assert check.file_version(tenant, "app", "main", "pkg/util.py") is not None
+            check.drop_tenant(tenant)
+    finally:
+        check.close()

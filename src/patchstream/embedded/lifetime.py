@@ -1,31 +1,42 @@
 """Children that die with their parent, however the parent dies (``kill -9`` included).
 
-Linux's ``PR_SET_PDEATHSIG`` asks the kernel to signal a child when the thread that forked it
-exits. It is set in the child between fork and exec (``preexec_fn``); elsewhere it is a no-op
-and ``up``'s orderly stop remains the only guarantee.
+Linux's ``PR_SET_PDEATHSIG`` asks the kernel to signal a process when its parent exits, and it
+survives ``exec``. It is set by a tiny launcher (``python -m patchstream.embedded.lifetime
+PARENT_PID SIGNAL -- ARGV...``) that then execs the real command. Not by ``preexec_fn``:
+Python code between fork and exec in a parent that has loaded gRPC (pymilvus) ran gRPC's fork
+handlers, and the restarted vector sink died before it started. Elsewhere than Linux the
+launcher just execs, and ``up``'s orderly stop remains the only guarantee.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get ``sig`` when its parent dies (Linux only)."""
+def with_parent_lifetime(argv: list[str], sig: int = signal.SIGTERM) -> list[str]:
+    """``argv`` wrapped so that the process gets ``sig`` when this process dies."""
     if not sys.platform.startswith("linux"):
-        return None
-    parent = os.getpid()
+        return argv
+    return [sys.executable, "-m", "patchstream.embedded.lifetime", str(os.getpid()), str(sig),
+            "--", *argv]  # fmt: skip
 
-    def arrange() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), sig)
 
-    return arrange
+def main(args: list[str]) -> None:
+    parent, sig, separator, *argv = args
+    if separator != "--" or not argv:
+        raise SystemExit("usage: python -m patchstream.embedded.lifetime PID SIG -- ARGV...")
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != int(parent):  # the parent died before prctl took effect
+        raise SystemExit(1)
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -10,7 +10,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from patchstream.embedded.lifetime import die_with_parent
+from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.errors import ConfigError, PatchstreamError
 
 
@@ -57,6 +56,25 @@ class Service:
     process: subprocess.Popen[bytes]
     log_path: Path
     _log: IO[bytes] | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+    failed_probes: int = 0
+
+    def answers(self) -> bool:
+        """A real request, not only a live process: FalkorDB must answer PING (a deadlocked
+        one kept its process and port and answered nothing); the others must accept."""
+        if self.name != "falkordb":
+            return port_is_open(self.host, self.port)
+        import redis
+
+        try:
+            client = redis.Redis(host=self.host, port=self.port, password=self.password,
+                                 socket_timeout=3, socket_connect_timeout=3)  # fmt: skip
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except redis.RedisError:
+            return False
 
     @property
     def url(self) -> str:
@@ -87,8 +105,8 @@ def _spawn(name: str, argv: list[str], host: str, port: int, log_dir: Path) -> S
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                               preexec_fn=die_with_parent(signal.SIGTERM))  # fmt: skip
+    process = subprocess.Popen(with_parent_lifetime(argv), stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)  # fmt: skip
     return Service(name, host, port, process, log_path, log)
 
 
@@ -149,6 +167,7 @@ def start_falkordb(
         "TIMEOUT_MAX", str(query_timeout_ms * 12),
     ]  # fmt: skip
     service = _spawn("falkordb", argv, host, port, data_dir)
+    service.password = password
     wait_until_ready(service)
     return service
 

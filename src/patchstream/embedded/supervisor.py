@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from patchstream.embedded.lifetime import die_with_parent
+from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.services import (
     Service,
     ServiceError,
@@ -138,8 +138,8 @@ class Worker:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
-                self.argv, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),
+                with_parent_lifetime(self.argv), env=env, stdout=log_file,
+                stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         if self.nice:
             with contextlib.suppress(OSError):
@@ -292,6 +292,8 @@ class Supervisor:
         """Restart whatever died, with exponential backoff per child."""
         now = time.monotonic()
         for index, service in enumerate(self.services):
+            if service.alive() and not self._answers(service):
+                service.stop(timeout=5)  # alive but not answering: restart it below
             if not service.alive():
                 log.warning(
                     "event=service_died service=%s code=%s",
@@ -325,6 +327,16 @@ class Supervisor:
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.replay_due = True
         self.tend_outbox(now)
+
+    def _answers(self, service: Service) -> bool:
+        """Three failed probes in a row mean the service is hung."""
+        if service.answers():
+            service.failed_probes = 0
+            return True
+        service.failed_probes += 1
+        log.warning("event=probe_failed service=%s failures=%d", service.name,
+                    service.failed_probes)  # fmt: skip
+        return service.failed_probes < 3
 
     def tend_outbox(self, now: float) -> None:
         """Replay the outbox after a broker or gateway restart; prune it every 30 s."""
