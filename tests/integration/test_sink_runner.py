@@ -124,9 +124,8 @@ def test_retry_or_dead_letter_is_decided_by_type(falkordb_service: Service) -> N
     assert is_unavailable(StoreUnavailable("reworded by a new driver")) is True
     assert is_unavailable(ConnectionRefusedError("refused")) is True
     # The adapters type real failures at their boundary.
-    gone = FalkorGraphStore(port=free_port(), timeout_s=2.0)
-    with pytest.raises(StoreUnavailable):
-        gone.file_version("acme", "shop", "main", "a.py")
+    with pytest.raises(StoreUnavailable):  # the client connects as it is made
+        FalkorGraphStore(port=free_port(), timeout_s=2.0).file_version("acme", "shop", "main", "a")
     live = FalkorGraphStore(port=falkordb_service.port)
     live.apply(upsert("tref", "pkg/a.py", "def a():\n    return 1\n", 1))
     with pytest.raises(StoreRefused):

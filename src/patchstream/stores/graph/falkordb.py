@@ -42,8 +42,11 @@ class FalkorGraphStore(CypherGraphStore):
         timeout_s: float = 90.0,
     ) -> None:
         # Connect and read timeouts: a store that stops answering is an error, never a hang.
-        self.db = FalkorDB(host=host, port=port, password=password, socket_timeout=timeout_s,
-                           socket_connect_timeout=5.0)  # fmt: skip
+        try:
+            self.db = FalkorDB(host=host, port=port, password=password,
+                               socket_timeout=timeout_s, socket_connect_timeout=5.0)  # fmt: skip
+        except RedisError as exc:  # the client connects as it is made
+            raise _store_error("connect", exc) from exc
         self.graph_prefix = graph_prefix
         self._ready: set[str] = set()
         self._existing: set[str] = set()
