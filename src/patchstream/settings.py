@@ -216,6 +216,9 @@ class GatewaySettings(BaseModel):
         "embedded broker is memory-only; `up` replays the outbox when it restarts the broker)",
     )
     outbox_path: str = Field(default="", description="default: <data_dir>/outbox.sqlite")
+    push_retry_s: float = Field(
+        default=30.0, gt=0, description="how often accepted pushes that failed are run again"
+    )
 
 
 class MetricsSettings(BaseModel):

@@ -72,7 +72,7 @@ def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         kafka=KafkaSettings(topic_prefix=f"gw{uuid.uuid4().hex[:6]}.", partitions=4),
         query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme"}),
         gateway=GatewaySettings(port=free_port(), config=str(config),
-                                local_roots=[str(origin.parent)]),
+                                local_roots=[str(origin.parent)], push_retry_s=3600),
     )  # fmt: skip
     supervisor = Supervisor(settings)
     try:
@@ -344,3 +344,29 @@ def test_a_push_whose_publish_failed_is_indexed_on_redelivery(
     assert _post(gateway_stack, later, _signed(later), "late-2").status_code == 202
     wait_for(lambda: "later.py" in _paths(gateway_stack), what="the later push")
     assert "late.py" in _paths(gateway_stack) and mirror.ref_sha("main") == newest
+
+
+def test_a_gateway_restart_resumes_the_pushes_it_had_accepted(
+    gateway_stack: Supervisor, origin: Path
+) -> None:
+    tansu = next(s for s in gateway_stack.services if s.name == "tansu")
+    if tansu.alive():
+        tansu.stop()
+    before = git(origin, "rev-parse", "HEAD")
+    (origin / "resumed.py").write_text("def resumed():\n    return 9\n")
+    git(origin, "add", "resumed.py")
+    git(origin, "commit", "-qm", "resumed file")
+    after = git(origin, "rev-parse", "HEAD")
+    failures = _gateway_counter(gateway_stack, "unavailable")
+    body = _push_payload(origin, before, after)
+    assert _post(gateway_stack, body, _signed(body), "resume-1").json()["status"] == "accepted"
+    wait_for(lambda: _gateway_counter(gateway_stack, "unavailable") > failures, timeout=120,
+             what="the publish to fail")  # fmt: skip
+    gateway_stack.check()  # the broker is back; the gateway retries only every hour here
+    gateway = next(w for w in gateway_stack.workers if w.name == "gateway")
+    assert gateway.process is not None
+    gateway.process.kill()  # kill -9: nothing in its memory survives
+    gateway.process.wait(10)
+    gateway_stack.check()  # the supervisor restarts it; it resumes what it had accepted
+    wait_for(lambda: "resumed.py" in _paths(gateway_stack), timeout=180,
+             what="the accepted push after the gateway restart")  # fmt: skip

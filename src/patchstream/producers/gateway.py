@@ -11,6 +11,7 @@
 """
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -143,11 +144,15 @@ def create_gateway(
     publisher = Publisher(settings, metrics, outbox)
     seen: OrderedDict[str, None] = OrderedDict()  # deliveries that succeeded
     in_flight: set[str] = set()
+    resuming: set[int] = set()
     repo_locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        resumer = asyncio.create_task(resume_pushes()) if outbox is not None else None
         yield
+        if resumer is not None:
+            resumer.cancel()
         await publisher.close()
         if outbox is not None:
             outbox.close()
@@ -206,6 +211,8 @@ def create_gateway(
                 # Only now, with every event acknowledged, does the indexed commit move.
                 await asyncio.to_thread(mark_indexed, push, mirrors, local_roots)
             succeeded(push.delivery)
+            if outbox is not None and push.accepted_id is not None:
+                await asyncio.to_thread(outbox.remove_push, push.accepted_id)
             log.info("event=push_published repo=%s ref=%s events=%d", push.repo.name, push.ref,
                      len(events))  # fmt: skip
         except Exception as exc:  # the delivery stays unseen: a redelivery is processed again
@@ -215,13 +222,41 @@ def create_gateway(
             if push.delivery:
                 in_flight.discard(push.delivery)
 
-    def accept(push: Push | None, background: BackgroundTasks) -> JSONResponse:
+    async def accept(push: Push | None, background: BackgroundTasks) -> JSONResponse:
         if push is None:
             return JSONResponse({"status": "ignored"}, status_code=202)
         if not first_delivery(push.delivery):
             return JSONResponse({"status": "duplicate delivery"}, status_code=202)
+        if outbox is not None:  # on disk before the 202: a gateway restart resumes it
+            accepted = await asyncio.to_thread(
+                outbox.add_push, push.repo.tenant, push.repo.name, push.ref, push.before,
+                push.after, push.actor, push.source, push.delivery,
+            )  # fmt: skip
+            push = dataclasses.replace(push, accepted_id=accepted)
         background.add_task(run_push, push)
         return JSONResponse({"status": "accepted"}, status_code=202)
+
+    async def resume_pushes() -> None:
+        """At start and every ``push_retry_s``: run the accepted pushes that did not finish
+        (the gateway died, or the broker refused them)."""
+        assert outbox is not None
+        while True:
+            for row in await asyncio.to_thread(outbox.pending_pushes):
+                if row.id in resuming:
+                    continue
+                repo = registry.find_by_name(row.tenant, row.repo)
+                if repo is None:  # no longer registered: nothing to index it into
+                    await asyncio.to_thread(outbox.remove_push, row.id)
+                    continue
+                if row.delivery:
+                    in_flight.add(row.delivery)
+                push = Push(repo, row.ref, row.before, row.after, row.actor,
+                            "gitlab" if row.source == "gitlab" else "github", row.delivery,
+                            accepted_id=row.id)  # fmt: skip
+                resuming.add(row.id)
+                await run_push(push)
+                resuming.discard(row.id)
+            await asyncio.sleep(settings.gateway.push_retry_s)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -248,7 +283,7 @@ def create_gateway(
             raise HTTPException(400, str(exc)) from exc
         if push is not None and push.repo is not signer:
             raise HTTPException(401, "signature does not belong to this repository")
-        return accept(push, background)
+        return await accept(push, background)
 
     @app.post("/webhooks/gitlab")
     async def gitlab(request: Request, background: BackgroundTasks) -> JSONResponse:
@@ -271,7 +306,7 @@ def create_gateway(
             raise HTTPException(400, str(exc)) from exc
         if push is not None and push.repo is not signer:
             raise HTTPException(401, "token does not belong to this repository")
-        return accept(push, background)
+        return await accept(push, background)
 
     @app.post("/v1/patches", status_code=202)
     async def patches(

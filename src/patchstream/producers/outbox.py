@@ -39,6 +39,38 @@ CREATE TABLE IF NOT EXISTS outbox (
 """
 
 
+_PUSHES = """
+CREATE TABLE IF NOT EXISTS pushes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    repo TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    before TEXT,
+    after TEXT NOT NULL,
+    actor TEXT,
+    source TEXT NOT NULL,
+    delivery TEXT,
+    accepted_at REAL NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class AcceptedPush:
+    """A push the gateway answered 202 for and has not finished yet."""
+
+    id: int
+    tenant: str
+    repo: str
+    ref: str
+    before: str | None
+    after: str
+    actor: str | None
+    source: str
+    delivery: str | None
+    accepted_at: float
+
+
 @dataclass(frozen=True)
 class OutboxEntry:
     id: int
@@ -65,6 +97,7 @@ class Outbox:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.execute(_SCHEMA)
+        self._db.execute(_PUSHES)
 
     def append(self, events: Sequence[PatchEvent]) -> list[int]:
         """Write ``events`` durably in one transaction; their outbox ids, in order."""
@@ -102,6 +135,38 @@ class Outbox:
                 (after_id, limit),
             ).fetchall()
         return [OutboxEntry(*row) for row in rows]
+
+    def add_push(
+        self,
+        tenant: str,
+        repo: str,
+        ref: str,
+        before: str | None,
+        after: str,
+        actor: str | None,
+        source: str,
+        delivery: str | None,
+    ) -> int:
+        """Record an accepted push durably (before its 202); its id."""
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO pushes (tenant, repo, ref, before, after, actor, source, delivery, "
+                "accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (tenant, repo, ref, before, after, actor, source, delivery, time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def remove_push(self, push_id: int) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM pushes WHERE id = ?", (push_id,))
+
+    def pending_pushes(self) -> list[AcceptedPush]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, tenant, repo, ref, before, after, actor, source, delivery, "
+                "accepted_at FROM pushes ORDER BY id"
+            ).fetchall()
+        return [AcceptedPush(*row) for row in rows]
 
     def count(self) -> int:
         with self._lock:

@@ -52,6 +52,7 @@ class Push:
     actor: str | None
     source: Source
     delivery: str | None
+    accepted_id: int | None = None  # its row in the outbox's accepted pushes
 
     @property
     def deletes_branch(self) -> bool:
