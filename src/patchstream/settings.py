@@ -142,6 +142,11 @@ class EmbeddedSettings(BaseModel):
         gt=0,
         description="parse worker processes (default: one per core; partitions spread over them)",
     )
+    reconcile_interval_s: float = Field(
+        default=900.0,
+        ge=0,
+        description="how often `up` runs `patchstream reconcile --all` (0: never)",
+    )
     vector_nice: int = Field(
         default=10,
         ge=0,

@@ -370,3 +370,49 @@ def test_a_gateway_restart_resumes_the_pushes_it_had_accepted(
     gateway_stack.check()  # the supervisor restarts it; it resumes what it had accepted
     wait_for(lambda: "resumed.py" in _paths(gateway_stack), timeout=180,
              what="the accepted push after the gateway restart")  # fmt: skip
+    mirror = Mirror(Path(gateway_stack.settings.pipeline.repos_dir), "acme", "shop", "")
+    wait_for(lambda: mirror.ref_sha("main") == after, timeout=120, what="the push to finish")
+
+
+def test_reconcile_restores_what_the_stores_lost(gateway_stack: Supervisor) -> None:
+    from patchstream.embedded.supervisor import settings_environment
+    from tests.integration.deltas import delete, upsert
+
+    gateway_stack.check()  # the broker may have been stopped by an earlier test
+    graph = open_graph_store(gateway_stack.settings)
+    vectors = open_vector_store(gateway_stack.settings)
+    try:
+        mirror = Mirror(Path(gateway_stack.settings.pipeline.repos_dir), "acme", "shop", "")
+        commit = mirror.ref_sha("main")
+        assert commit is not None
+        tree = sorted(c.path for c in mirror.files(commit).changes)
+        wait_for(lambda: set(tree) <= _paths(gateway_stack), what="the indexed tree")
+        victim = tree[-1]
+        # Lose a file the commit has, and gain one it does not have, in both tiers.
+        lost = delete("acme", victim, time.time_ns(), repo="shop")
+        ghost = upsert("acme", "ghost.py", "def ghost():\n    pass\n", time.time_ns(), repo="shop")
+        ghost = ghost.model_copy(update={"source": "github"})  # as if a push had brought it
+        for delta in (lost, ghost):
+            graph.apply(delta)
+            vectors.apply([delta])
+        assert victim not in _paths(gateway_stack) and "ghost.py" in _paths(gateway_stack)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+        env.update(settings_environment(gateway_stack.settings))
+        done = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "reconcile", "--tenant", "acme",
+             "--repo", "shop", "--ref", "main", "--json"],
+            env=env, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        summary = json.loads(done.stdout.strip().splitlines()[-1])
+        assert summary["republished"] == [victim], json.dumps(summary)
+        assert summary["deleted"] == ["ghost.py"], json.dumps(summary)  # agents' files stay
+
+        def restored() -> bool:
+            paths = _paths(gateway_stack)
+            held = vectors.file_hashes("acme", "shop", "main")
+            return victim in paths and "ghost.py" not in paths and victim in held
+
+        wait_for(restored, timeout=120, what="the reconciled branch")
+    finally:
+        graph.close()
+        vectors.close()

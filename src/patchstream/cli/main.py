@@ -15,6 +15,7 @@ import click
 from patchstream import __version__
 from patchstream.cli.dlq import dlq
 from patchstream.cli.query import query
+from patchstream.cli.reconcile import reconcile
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -492,6 +493,7 @@ def emit(
 
 cli.add_command(query)
 cli.add_command(dlq)
+cli.add_command(reconcile)
 
 
 def main() -> None:

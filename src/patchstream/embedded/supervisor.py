@@ -51,6 +51,7 @@ CHILD_SECTIONS: dict[str, tuple[str, ...]] = {
     "vector-sink": (*_COMMON, "vector", "embedding", "embedder"),
     "query": (*_COMMON, "graph", "vector", "embedding", "embedder", "query"),
     "gateway": (*_COMMON, "gateway"),
+    "reconcile": (*_COMMON, "graph", "vector", "embedding", "embedder"),
 }
 
 
@@ -174,6 +175,8 @@ class Supervisor:
         self.workers: list[Worker] = []
         self.stopping = False
         self.replay_due = False  # the broker (or the gateway) restarted: replay the outbox
+        self.reconciler: subprocess.Popen[bytes] | None = None
+        self.next_reconcile = time.monotonic() + settings.embedded.reconcile_interval_s
         self.next_prune = 0.0
         self._stores: tuple[Any, Any] | None = None
 
@@ -327,6 +330,24 @@ class Supervisor:
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.replay_due = True
         self.tend_outbox(now)
+        self.maybe_reconcile(now)
+
+    def maybe_reconcile(self, now: float) -> None:
+        """Every ``reconcile_interval_s``, ``patchstream reconcile --all`` as a child (the
+        loop that restarts services must not wait on it)."""
+        interval = self.settings.embedded.reconcile_interval_s
+        running = self.reconciler is not None and self.reconciler.poll() is None
+        if not interval or now < self.next_reconcile or running:
+            return
+        self.next_reconcile = now + interval
+        env = child_environment(self.environment(), "reconcile")
+        log_path = self.data_dir / "logs" / "reconcile.log"
+        with log_path.open("ab") as log_file:
+            self.reconciler = subprocess.Popen(
+                with_parent_lifetime([sys.executable, "-m", "patchstream.cli.main", "reconcile",
+                                      "--all"]),
+                env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
 
     def _answers(self, service: Service) -> bool:
         """Three failed probes in a row mean the service is hung."""
@@ -361,6 +382,8 @@ class Supervisor:
         """Every worker is told at once and waited for together (a slow one no longer delays
         the others by its whole grace period), then the services in reverse order."""
         self.stopping = True
+        if self.reconciler is not None and self.reconciler.poll() is None:
+            self.reconciler.terminate()
         for worker in self.workers:
             worker.terminate()
         deadline = time.monotonic() + 15.0

@@ -240,6 +240,7 @@ def create_gateway(
         """At start and every ``push_retry_s``: run the accepted pushes that did not finish
         (the gateway died, or the broker refused them)."""
         assert outbox is not None
+        backoff = 1.0
         while True:
             for row in await asyncio.to_thread(outbox.pending_pushes):
                 if row.id in resuming:
@@ -256,7 +257,14 @@ def create_gateway(
                 resuming.add(row.id)
                 await run_push(push)
                 resuming.discard(row.id)
-            await asyncio.sleep(settings.gateway.push_retry_s)
+            # Unfinished pushes (a broker just back may refuse the first tries) are tried
+            # again soon, backing off to push_retry_s.
+            if await asyncio.to_thread(outbox.pending_pushes):
+                await asyncio.sleep(min(backoff, settings.gateway.push_retry_s))
+                backoff *= 2
+            else:
+                backoff = 1.0
+                await asyncio.sleep(settings.gateway.push_retry_s)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -241,6 +241,38 @@ class Mirror:
                    "--end-of-options", before, after)  # fmt: skip
         return parse_raw_diff(out)
 
+    def indexed_branches(self) -> list[str]:
+        """Branches with an indexed commit (``refs/heads/*``)."""
+        if not self.path.exists():
+            return []
+        out = _git(self.path, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/")
+        return [line for line in out.decode().splitlines() if line]
+
+    def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
+        """Contents of blobs by object id, in one ``git cat-file --batch``."""
+        wanted = [validate_object_id(sha, "blob") for sha in dict.fromkeys(shas)]
+        if not wanted:
+            return {}
+        result = subprocess.run(
+            ["git", "--git-dir", str(self.path), "cat-file", "--batch"],
+            input="".join(f"{sha}\n" for sha in wanted).encode(), capture_output=True,
+            timeout=600, check=False, env=git_environment(),
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise GitError(f"git cat-file failed: {result.stderr.decode(errors='replace')[:300]}")
+        found: dict[str, bytes] = {}
+        data, at = result.stdout, 0
+        while at < len(data):
+            header_end = data.index(b"\n", at)
+            sha, kind, *rest = data[at:header_end].decode().split()
+            at = header_end + 1
+            if kind == "missing" or not rest:
+                continue
+            size = int(rest[0])
+            found[sha] = data[at : at + size]
+            at += size + 1  # the content is followed by a newline
+        return found
+
     def log_messages(
         self, before: str | None, after: str, limit: int = 100
     ) -> list[tuple[str, str]]:
