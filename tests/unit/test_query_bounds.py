@@ -1,0 +1,67 @@
+"""The query service's amplification bounds, with in-memory stand-ins for the stores: the
+freshness cache stays bounded, and a fan-out graph cannot feed the assembler thousands of
+candidates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from patchstream.query.service import _FRESHNESS_ENTRIES, QueryService
+from patchstream.settings import QuerySettings, Settings
+from patchstream.stores.graph.base import Neighbor, RepoVersion, StoredSymbol
+from patchstream.stores.vector.milvus import SearchHit
+
+
+def _symbol(i: int) -> StoredSymbol:
+    return StoredSymbol(id=f"r::m.py::caller{i}", kind="function", name=f"caller{i}",
+                        qualified_name=f"caller{i}", repo="r", ref="main", path="m.py",
+                        start_line=i, end_line=i, signature=f"def caller{i}(): ...")  # fmt: skip
+
+
+class FanOutGraph:
+    """Every symbol has 3,000 callers."""
+
+    def callers(self, *args: Any) -> list[Neighbor]:
+        return [Neighbor(_symbol(i), 1) for i in range(3000)]
+
+    callees = callers
+    impact = callers
+
+    def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
+        return RepoVersion(1, 1, None)
+
+    def file_sources(self, tenant: str, files: list[Any]) -> dict[Any, str]:
+        self.sources_asked = len(files)
+        return {}
+
+    def session_files(self, *args: Any) -> list[Any]:
+        return []
+
+
+class OneHitVectors:
+    def search(self, *args: Any, **kwargs: Any) -> list[SearchHit]:
+        return [SearchHit(1.0, "c", "r::m.py::target", "r", "main", "m.py", "function", "code",
+                          1, 2, "h", 1, "def target():\n    return 1\n")]  # fmt: skip
+
+    def last_applied(self, tenant: str, repo: str) -> tuple[int, float | None]:
+        return 0, None
+
+
+def _service(**query: Any) -> QueryService:
+    settings = Settings(query=QuerySettings(**query))
+    return QueryService(settings, FanOutGraph(), OneHitVectors())  # type: ignore[arg-type]
+
+
+def test_a_fan_out_graph_gives_the_assembler_at_most_the_candidate_cap() -> None:
+    service = _service(max_context_candidates=50)
+    result = service.context("acme", "target", budget=100_000)
+    assert result.blocks  # the answer is still assembled
+    # 6,000 neighbour signatures were offered; at most 50 candidates went on.
+    assert sum(len(b.symbol_ids) for b in result.blocks) <= 50
+
+
+def test_the_freshness_cache_is_bounded() -> None:
+    service = _service()
+    for i in range(_FRESHNESS_ENTRIES + 500):
+        service.freshness("acme", f"repo{i}")
+    assert len(service._freshness) <= _FRESHNESS_ENTRIES
