@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from patchstream.embedded.services import Service
 from patchstream.stores.vector import milvus
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from tests.integration.conftest import CountingEmbedder
@@ -114,3 +117,32 @@ def test_a_file_with_too_many_rows_to_list_is_still_diffed_exactly(
     assert "return 4" in texts and "return 5" not in texts
     vectors.apply([delete(tenant, "many.py", 3)])
     assert vectors.rows(tenant) == set()
+
+
+def test_stores_starting_together_both_prepare_the_collections(milvus_service: Service) -> None:
+    """The query service and the vector sink start at once; the loser of the race to create a
+    collection got "File exists" and the sink died at start. Both must come up."""
+    import threading
+
+    prefix = f"race_{uuid.uuid4().hex[:8]}_"
+    errors: list[BaseException] = []
+    stores: list[MilvusVectorStore] = []
+
+    def start() -> None:
+        try:
+            store = MilvusVectorStore(f"http://127.0.0.1:{milvus_service.port}",
+                                      CountingEmbedder(), collection_prefix=prefix)  # fmt: skip
+            store.ensure_schema()
+            stores.append(store)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == [] and len(stores) == 4
+    stores[0].drop()
+    for store in stores:
+        store.close()

@@ -146,16 +146,29 @@ class MilvusVectorStore:
 
     def ensure_schema(self) -> None:
         try:
-            if not self.client.has_collection(self.chunks):
-                self._create_chunks()
-            if not self.client.has_collection(self.files):
-                self._create_files()
-            if not self.client.has_collection(self.vectors):
-                self._create_vectors()
+            for name, create in ((self.chunks, self._create_chunks),
+                                 (self.files, self._create_files),
+                                 (self.vectors, self._create_vectors)):  # fmt: skip
+                self._create_once(name, create)
             for name in (self.chunks, self.files, self.vectors):
                 self.client.load_collection(name)
         except (MilvusException, grpc.RpcError) as exc:
             raise _milvus_error("could not prepare collections", exc) from exc
+
+    def _create_once(self, name: str, create: Any) -> None:
+        """Create a collection unless it exists. The query service and the vector sink start
+        together: the loser of that race gets "File exists" from Milvus Lite, and must go on
+        with the collection the winner made instead of dying."""
+        if self.client.has_collection(name):
+            return
+        try:
+            create()
+        except MilvusException:
+            for _ in range(50):  # the winner may still be creating it
+                if self.client.has_collection(name):
+                    return
+                time.sleep(0.2)
+            raise
 
     def _create_chunks(self) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
