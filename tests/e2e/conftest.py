@@ -3,6 +3,7 @@ Faust parse worker and both sinks as child processes, on free ports, in a tempor
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -45,6 +46,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
         ),
         gateway=GatewaySettings(port=free_port()),
     )
+    with running(settings) as supervisor:
+        yield supervisor
+
+
+@contextlib.contextmanager
+def running(settings: Settings) -> Iterator[Supervisor]:
+    """A started embedded stack, stopped however the block ends."""
     supervisor = Supervisor(settings)
     try:
         supervisor.start()

@@ -24,7 +24,7 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import running, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +38,8 @@ def durable_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervis
         query=QuerySettings(port=free_port(), api_keys={"key-acme": "acme"}),
         gateway=GatewaySettings(port=free_port()),
     )  # fmt: skip
-    supervisor = Supervisor(settings)
-    try:
-        supervisor.start()
+    with running(settings) as supervisor:
         yield supervisor
-    finally:
-        supervisor.stop()
 
 
 def test_writes_acknowledged_before_the_broker_died_are_applied(durable_stack: Supervisor) -> None:

@@ -28,7 +28,7 @@ from patchstream.settings import (
     Settings,
 )
 from patchstream.stores.factory import open_graph_store, open_vector_store
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import running, wait_for
 
 SECRET = "s3cret-github"
 GITLAB_TOKEN = "t0ken-gitlab"
@@ -74,12 +74,8 @@ def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         gateway=GatewaySettings(port=free_port(), config=str(config),
                                 local_roots=[str(origin.parent)], push_retry_s=3600),
     )  # fmt: skip
-    supervisor = Supervisor(settings)
-    try:
-        supervisor.start()
+    with running(settings) as supervisor:
         yield supervisor
-    finally:
-        supervisor.stop()
 
 
 def _signed(body: bytes, secret: str = SECRET) -> str:
@@ -301,22 +297,32 @@ def _gateway_counter(stack: Supervisor, outcome: str) -> float:
     return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
 
 
-def test_a_push_whose_publish_failed_is_indexed_on_redelivery(
-    gateway_stack: Supervisor, origin: Path
-) -> None:
-    tansu = next(s for s in gateway_stack.services if s.name == "tansu")
+def _push_while_the_broker_is_down(
+    stack: Supervisor, origin: Path, name: str, delivery: str
+) -> tuple[str, str, bytes]:
+    """Commit ``name``, push it with the broker stopped, wait until its publish failed.
+    Returns (before, after, body)."""
+    tansu = next(s for s in stack.services if s.name == "tansu")
     if tansu.alive():
         tansu.stop()
     before = git(origin, "rev-parse", "HEAD")
-    (origin / "late.py").write_text("def late():\n    return 7\n")
-    git(origin, "add", "late.py")
-    git(origin, "commit", "-qm", "late file")
+    (origin / name).write_text(f"def {name.removesuffix('.py')}():\n    return 7\n")
+    git(origin, "add", name)
+    git(origin, "commit", "-qm", f"add {name}")
     after = git(origin, "rev-parse", "HEAD")
-    failures = _gateway_counter(gateway_stack, "unavailable")
+    failures = _gateway_counter(stack, "unavailable")
     body = _push_payload(origin, before, after)
-    assert _post(gateway_stack, body, _signed(body), "late-1").json()["status"] == "accepted"
-    wait_for(lambda: _gateway_counter(gateway_stack, "unavailable") > failures, timeout=120,
+    assert _post(stack, body, _signed(body), delivery).json()["status"] == "accepted"
+    wait_for(lambda: _gateway_counter(stack, "unavailable") > failures, timeout=120,
              what="the publish to fail")  # fmt: skip
+    return before, after, body
+
+
+def test_a_push_whose_publish_failed_is_indexed_on_redelivery(
+    gateway_stack: Supervisor, origin: Path
+) -> None:
+    before, after, body = _push_while_the_broker_is_down(gateway_stack, origin, "late.py",
+                                                         "late-1")  # fmt: skip
     # The failed push moved nothing: the indexed commit is still the old one.
     mirrors = Path(gateway_stack.settings.pipeline.repos_dir)
     mirror = Mirror(mirrors, "acme", "shop", f"file://{origin}")
@@ -349,19 +355,7 @@ def test_a_push_whose_publish_failed_is_indexed_on_redelivery(
 def test_a_gateway_restart_resumes_the_pushes_it_had_accepted(
     gateway_stack: Supervisor, origin: Path
 ) -> None:
-    tansu = next(s for s in gateway_stack.services if s.name == "tansu")
-    if tansu.alive():
-        tansu.stop()
-    before = git(origin, "rev-parse", "HEAD")
-    (origin / "resumed.py").write_text("def resumed():\n    return 9\n")
-    git(origin, "add", "resumed.py")
-    git(origin, "commit", "-qm", "resumed file")
-    after = git(origin, "rev-parse", "HEAD")
-    failures = _gateway_counter(gateway_stack, "unavailable")
-    body = _push_payload(origin, before, after)
-    assert _post(gateway_stack, body, _signed(body), "resume-1").json()["status"] == "accepted"
-    wait_for(lambda: _gateway_counter(gateway_stack, "unavailable") > failures, timeout=120,
-             what="the publish to fail")  # fmt: skip
+    _, after, _ = _push_while_the_broker_is_down(gateway_stack, origin, "resumed.py", "resume-1")
     gateway_stack.check()  # the broker is back; the gateway retries only every hour here
     gateway = next(w for w in gateway_stack.workers if w.name == "gateway")
     assert gateway.process is not None

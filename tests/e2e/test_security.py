@@ -33,7 +33,7 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import running, wait_for
 from tests.e2e.test_gateway import _push_payload, _signed, git
 
 SECRET = "s3cret-sec"
@@ -76,12 +76,8 @@ def sec_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                                 local_roots=[str(origin.parent)],
                                 max_request_bytes=MAX_REQUEST),
     )  # fmt: skip
-    supervisor = Supervisor(settings)
-    try:
-        supervisor.start()
+    with running(settings) as supervisor:
         yield supervisor
-    finally:
-        supervisor.stop()
 
 
 def _webhook(stack: Supervisor, body: bytes, delivery: str, **headers: str) -> httpx.Response:
