@@ -86,39 +86,20 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
-def _max_bracket_depth(text: str | bytes) -> int:
-    """Nesting depth of ``[``/``{`` outside strings, found without recursion."""
-    data = text.encode() if isinstance(text, str) else text
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
-
-
 def safe_json(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``json.loads`` that refuses nesting deeper than ``max_depth`` with a ContractError."""
-    if _max_bracket_depth(text) > max_depth:
-        raise ContractError(f"JSON nested deeper than {max_depth} levels", code="too_deep")
+    """``json.loads`` that refuses nesting deeper than ``max_depth`` with a ContractError.
+
+    The C decoder stops very deep input itself with a RecursionError (caught here); what it
+    parses is then walked without recursion, once, in time linear in its items."""
+    too_deep = ContractError(f"JSON nested deeper than {max_depth} levels", code="too_deep")
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:
+        raise too_deep from exc
+    except ValueError as exc:
         raise ContractError(f"not JSON: {exc}", code="not_json") from exc
-    if not _depth_ok(value, max_depth):  # pragma: no cover - the scan above already refuses
-        raise ContractError(f"JSON nested deeper than {max_depth} levels", code="too_deep")
+    if not _depth_ok(value, max_depth):
+        raise too_deep
     return value
 
 

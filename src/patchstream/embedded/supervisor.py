@@ -92,11 +92,9 @@ def with_embedded_addresses(settings: Settings) -> Settings:
     )
 
 
-def settings_environment(
-    settings: Settings, sections: tuple[str, ...] | None = None
-) -> dict[str, str]:
-    """``sections`` (default: all) as ``PATCHSTREAM_<SECTION>`` JSON, secrets included, for a
-    child process."""
+def settings_environment(settings: Settings) -> dict[str, str]:
+    """Every section as ``PATCHSTREAM_<SECTION>`` JSON, secrets included, for child processes
+    (``child_environment`` then keeps what each child may read)."""
 
     def reveal(value: object) -> object:
         if isinstance(value, SecretStr):
@@ -105,7 +103,7 @@ def settings_environment(
 
     env = {}
     for name, value in settings.model_dump().items():
-        if value is None or (sections is not None and name not in sections):
+        if value is None:
             continue
         key = f"PATCHSTREAM_{name.upper()}"
         env[key] = value if isinstance(value, str) else json.dumps(value, default=reveal)
@@ -182,20 +180,22 @@ class Supervisor:
 
     def start_services(self) -> None:
         embedded = self.settings.embedded
-        host = BACKING_HOST
-        self.services.append(start_tansu(self.data_dir / "tansu", embedded.kafka_port, host))
-        self.services.append(self._start_falkordb(embedded.falkordb_port))
-        self.services.append(
-            start_milvus_lite(
-                self.data_dir / "milvus", embedded.milvus_port, host, nice=embedded.vector_nice
-            )
-        )
+        for name, port in (("tansu", embedded.kafka_port), ("falkordb", embedded.falkordb_port),
+                           ("milvus", embedded.milvus_port)):  # fmt: skip
+            self.services.append(self._start_service(name, port))
 
-    def _start_falkordb(self, port: int) -> Service:
+    def _start_service(self, name: str, port: int) -> Service:
+        """One backing service, on loopback, as at first start and at every restart."""
+        data = self.data_dir / name
+        if name == "tansu":
+            return start_tansu(data, port, BACKING_HOST)
+        if name == "milvus":
+            return start_milvus_lite(
+                data, port, BACKING_HOST, nice=self.settings.embedded.vector_nice
+            )
         graph = self.settings.graph
         password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
-        return start_falkordb(self.data_dir / "falkordb", port, BACKING_HOST, password,
-                              graph.query_timeout_ms)  # fmt: skip
+        return start_falkordb(data, port, BACKING_HOST, password, graph.query_timeout_ms)
 
     def worker_specs(self) -> list[Worker]:
         python = sys.executable
@@ -303,16 +303,7 @@ class Supervisor:
                     service.name,
                     service.process.returncode,
                 )
-                if service.name == "falkordb":
-                    self.services[index] = self._start_falkordb(service.port)
-                elif service.name == "milvus":
-                    self.services[index] = start_milvus_lite(
-                        service.log_path.parent, service.port, service.host,
-                        nice=self.settings.embedded.vector_nice,
-                    )  # fmt: skip
-                else:
-                    self.services[index] = start_tansu(service.log_path.parent, service.port,
-                                                       service.host)  # fmt: skip
+                self.services[index] = self._start_service(service.name, service.port)
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
                     self.replay_due = True  # and none of what it had acknowledged

@@ -30,7 +30,6 @@ ServiceFactory = Callable[[Settings], QueryService]
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._\-/~]{0,199}$"
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-MAX_QUERY_CHARS = 4096
 
 
 def _printable(value: str) -> str:
@@ -44,7 +43,7 @@ Name = Annotated[str, Field(pattern=_NAME)]
 
 
 class SearchRequest(BaseModel):
-    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: Text = Field(min_length=1)  # its length limit is a setting: check_query
     limit: int = Field(default=10, ge=1, le=100)
     repo: Name | None = None
     ref: Name | None = None
@@ -53,7 +52,7 @@ class SearchRequest(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: Text = Field(min_length=1)  # its length limit is a setting: check_query
     budget_tokens: int = Field(default=8000, ge=64, le=200_000)
     repo: Name | None = None
     ref: Name | None = "main"
