@@ -76,6 +76,9 @@ class VectorSettings(BaseModel):
     hnsw_m: int = Field(default=16, ge=4, le=64)
     hnsw_ef_construction: int = Field(default=128, ge=8)
     hnsw_ef: int = Field(default=128, ge=8, description="search breadth (raised to the limit)")
+    timeout_s: float = Field(
+        default=30.0, gt=0, description="how long any Milvus call may take before it fails"
+    )
 
 
 class EmbeddingSettings(BaseModel):
@@ -107,6 +110,15 @@ class KafkaSettings(BaseModel):
         default=50,
         gt=0,
         description="Tansu answers a fetch only when this expires, so it bounds each hop's latency",
+    )
+    request_timeout_ms: int = Field(
+        default=30_000, gt=0, description="how long any broker request may take before it fails"
+    )
+    durable: bool = Field(
+        default=False,
+        description="the broker's acknowledgement is durable (a replicated Kafka with acks=all): "
+        "producers drop their outbox entries once acknowledged. The embedded Tansu is "
+        "memory-only, so entries stay until both tiers have applied them.",
     )
 
 

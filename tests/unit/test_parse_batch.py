@@ -57,3 +57,37 @@ def test_an_outage_leaves_the_worker_untouched_and_the_same_batch_succeeds_after
     second = outputs[2]
     assert second is not None and second.deltas[0].base_version == 1
     assert {s.name for s in second.deltas[0].symbols if s.kind.value == "function"} == {"g"}
+
+
+class GraphAt:
+    """A graph that holds one stored state per file key (or nothing)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, FileState] = {}
+
+    def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:
+        return set()
+
+    def file_state(
+        self, tenant: str, repo: str, ref: str, path: str, workspace: object
+    ) -> FileState | None:
+        return self.held.get(path)
+
+
+def test_a_redelivery_whose_delta_was_lost_sends_the_delta_again() -> None:
+    """The broker died with the delta of a.py@1 after the worker parsed it: the outbox
+    replays a.py@1, the LRU is at version 1, the graph has nothing. The delta comes again."""
+    graph = GraphAt()
+    states = PreviousStates(graph, capacity=16)  # type: ignore[arg-type]
+    stage = ParseStage(FileStateBuilder(), BlobReader(""))
+    event = _event("a.py", 1)
+    (first,) = parse_batch(stage, states, [event])
+    assert first.output is not None and first.output.deltas
+    (again,) = parse_batch(stage, states, [event])
+    assert again.output is not None and not again.output.stale
+    assert again.output.deltas[0].model_dump() == first.output.deltas[0].model_dump()
+    # Once the graph holds version 1, the same redelivery is the ordinary stale one.
+    assert first.output.state is not None
+    graph.held["a.py"] = first.output.state
+    (stale,) = parse_batch(stage, states, [event])
+    assert stale.output is not None and stale.output.stale and not stale.output.deltas

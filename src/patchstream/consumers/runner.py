@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics
@@ -32,6 +34,42 @@ ApplyBatch = Callable[[Sequence[FileDelta]], None]
 _MAX_BACKOFF_S = 30.0
 
 
+class Record(Protocol):
+    """What the runner reads of a consumed record (aiokafka's ``ConsumerRecord`` has it)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+class DeltaConsumer(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def getmany(
+        self, *, timeout_ms: int, max_records: int
+    ) -> Mapping[TopicPartition, Sequence[Record]]: ...
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None: ...
+
+
+class RecordProducer(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def send_and_wait(
+        self, topic: str, value: bytes | None = None, key: bytes | None = None
+    ) -> Any: ...
+
+
+# The bus clients a runner uses; tests hand in the in-memory ones of ``patchstream.testing``.
+Clients = Callable[[], tuple[DeltaConsumer, RecordProducer]]
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """Whether an error means the store cannot be reached (retry forever) rather than that it
     refused a message (retry a few times, then dead-letter). Decided by type: adapters raise
@@ -45,6 +83,7 @@ class SinkStats:
     dead_lettered: int = 0
     batches: int = 0
     retries: int = 0
+    commit_failures: int = 0
     # The most recent errors only: a sink runs for months.
     errors: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
@@ -55,9 +94,10 @@ class SinkRunner:
         name: str,
         settings: Settings,
         apply_batch: ApplyBatch,
-        sleep: Callable[[float], object] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         metrics: Metrics | None = None,
         store: str | None = None,
+        clients: Clients | None = None,
     ) -> None:
         self.name = name
         self.metrics = metrics or Metrics(f"{name}-sink", settings.metrics)
@@ -68,8 +108,9 @@ class SinkRunner:
         self.group_id = f"{settings.kafka.topic_prefix}{name}-sink"
         self.stats = SinkStats()
         self._sleep = sleep
+        self._clients = clients or self._kafka_clients
 
-    async def run(self, stop: asyncio.Event) -> None:
+    def _kafka_clients(self) -> tuple[DeltaConsumer, RecordProducer]:
         kafka = self.settings.kafka
         consumer = AIOKafkaConsumer(
             self.topics.file_deltas,
@@ -80,8 +121,12 @@ class SinkRunner:
             max_partition_fetch_bytes=kafka.max_message_bytes,
             fetch_max_bytes=kafka.max_message_bytes * 2,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+            request_timeout_ms=kafka.request_timeout_ms,
         )
-        producer = make_producer(kafka)
+        return consumer, make_producer(kafka)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        consumer, producer = self._clients()
         await producer.start()
         await consumer.start()
         log.info("event=sink_started sink=%s group=%s", self.name, self.group_id)
@@ -95,22 +140,29 @@ class SinkRunner:
                 if not records:
                     continue
                 await self.process(records, producer, stop)
-                await consumer.commit(
-                    {
-                        TopicPartition(tp.topic, tp.partition): msgs[-1].offset + 1
-                        for tp, msgs in batches.items()
-                        if msgs
-                    }
-                )
+                offsets = {
+                    TopicPartition(tp.topic, tp.partition): msgs[-1].offset + 1
+                    for tp, msgs in batches.items()
+                    if msgs
+                }
+                try:
+                    await consumer.commit(offsets)
+                except KafkaError as exc:
+                    # The group rebalanced (say, the broker restarted): whoever owns the
+                    # partitions now gets the batch again, and the fences make that a no-op.
+                    # Crashing here only delayed the sink by its restart backoff.
+                    self.stats.commit_failures += 1
+                    log.warning("event=commit_failed sink=%s error=%s", self.name,
+                                type(exc).__name__)  # fmt: skip
         finally:
             await consumer.stop()
             await producer.stop()
             log.info("event=sink_stopped sink=%s applied=%d", self.name, self.stats.applied)
 
     async def process(
-        self, records: list[ConsumerRecord], producer: AIOKafkaProducer, stop: asyncio.Event
+        self, records: Sequence[Record], producer: RecordProducer, stop: asyncio.Event
     ) -> None:
-        good: list[tuple[ConsumerRecord, FileDelta]] = []
+        good: list[tuple[Record, FileDelta]] = []
         for record in records:
             try:
                 good.append((record, decode_delta(record.value)))
@@ -171,12 +223,12 @@ class SinkRunner:
                 self.stats.retries += 1
                 self.metrics.store_retries.labels(self.store).inc()
                 attempt += 1
-                await self._sleep(delay)  # type: ignore[misc]
+                await self._sleep(delay)
 
     async def _dead_letter(
         self,
-        producer: AIOKafkaProducer,
-        record: ConsumerRecord,
+        producer: RecordProducer,
+        record: Record,
         reason: str,
         code: str,
         attempts: int,

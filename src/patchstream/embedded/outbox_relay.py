@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import defaultdict
 from collections.abc import Sequence
 
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
@@ -21,19 +22,39 @@ from patchstream.streams.topics import Topics
 log = logging.getLogger("patchstream.outbox")
 
 
+_BULK = 32  # from this many entries of one branch, read the branch's versions at once
+
+
 def split_applied(
     entries: Sequence[OutboxEntry], graph: GraphStore, vectors: MilvusVectorStore
 ) -> tuple[list[OutboxEntry], list[OutboxEntry]]:
-    """(applied in both tiers, not yet)."""
-    applied: list[OutboxEntry] = []
-    pending: list[OutboxEntry] = []
+    """(applied in both tiers, not yet). A few writes of a branch are looked up one by one;
+    an index run's hundreds are read with two queries for the branch."""
+    by_branch: dict[tuple[str, str, str], list[OutboxEntry]] = defaultdict(list)
     for entry in entries:
         branch = entry.ref if entry.workspace is None else f"{entry.ref}~{entry.workspace}"
-        fence = graph.file_version(entry.tenant, entry.repo, branch, entry.path)
-        vector = vectors.file_version(entry.tenant, entry.repo, branch, entry.path)
-        done = fence is not None and fence.version >= entry.version
-        done = done and vector is not None and vector >= entry.version
-        (applied if done else pending).append(entry)
+        by_branch[(entry.tenant, entry.repo, branch)].append(entry)
+    done: set[int] = set()
+    for (tenant, repo, branch), group in by_branch.items():
+        if len(group) >= _BULK:
+            graph_versions = graph.file_versions(tenant, repo, branch)
+            vector_versions = vectors.file_versions(tenant, repo, branch)
+            versions = [(graph_versions.get(e.path), vector_versions.get(e.path)) for e in group]
+        else:
+            versions = []
+            for e in group:
+                fence = graph.file_version(tenant, repo, branch, e.path)
+                versions.append((fence.version if fence else None,
+                                 vectors.file_version(tenant, repo, branch, e.path)))  # fmt: skip
+        for entry, (in_graph, in_vectors) in zip(group, versions, strict=True):
+            if (
+                in_graph is not None
+                and in_vectors is not None
+                and (min(in_graph, in_vectors) >= entry.version)
+            ):
+                done.add(entry.id)
+    applied = [e for e in entries if e.id in done]
+    pending = [e for e in entries if e.id not in done]
     return applied, pending
 
 

@@ -61,20 +61,30 @@ class Service:
 
     def answers(self) -> bool:
         """A real request, not only a live process: FalkorDB must answer PING (a deadlocked
-        one kept its process and port and answered nothing); the others must accept."""
+        one kept its process and port and answered nothing); the others must accept. A
+        FalkorDB still loading its log answers "LOADING": responsive, not hung."""
+        return self._probe() in ("ready", "loading")
+
+    def ready(self) -> bool:
+        """Ready for clients: listening, and FalkorDB done loading its append-only log."""
+        return self._probe() == "ready"
+
+    def _probe(self) -> str:
         if self.name != "falkordb":
-            return port_is_open(self.host, self.port)
+            return "ready" if port_is_open(self.host, self.port) else "down"
         import redis
 
         try:
             client = redis.Redis(host=self.host, port=self.port, password=self.password,
                                  socket_timeout=3, socket_connect_timeout=3)  # fmt: skip
             try:
-                return bool(client.ping())
+                return "ready" if client.ping() else "down"
             finally:
                 client.close()
+        except redis.BusyLoadingError:
+            return "loading"
         except redis.RedisError:
-            return False
+            return "down"
 
     @property
     def url(self) -> str:
@@ -118,7 +128,7 @@ def wait_until_ready(service: Service, timeout: float = 60.0) -> None:
                 f"{service.name} exited with code {service.process.returncode}:\n"
                 f"{service.log_tail()}"
             )
-        if port_is_open(service.host, service.port):
+        if service.ready():
             return
         time.sleep(0.1)
     service.stop()
@@ -168,7 +178,7 @@ def start_falkordb(
     ]  # fmt: skip
     service = _spawn("falkordb", argv, host, port, data_dir)
     service.password = password
-    wait_until_ready(service)
+    wait_until_ready(service, timeout=600.0)  # a large graph's log takes a while to load
     return service
 
 

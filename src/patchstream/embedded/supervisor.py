@@ -136,8 +136,11 @@ class Worker:
             env = {**env, "PATCHSTREAM_METRICS": json.dumps({**section, "port": self.metrics_port})}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log_file:
+            # SIGKILL when `up` dies: a worker's graceful stop waits on the broker, which
+            # is dying too (a parse worker stayed up for minutes); at-least-once delivery
+            # makes a hard stop safe. Services keep SIGTERM (FalkorDB fsyncs its log).
             self.process = subprocess.Popen(
-                with_parent_lifetime(self.argv), env=env, stdout=log_file,
+                with_parent_lifetime(self.argv, signal.SIGKILL), env=env, stdout=log_file,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         if self.nice:
@@ -265,6 +268,9 @@ class Supervisor:
                     ensure_port_free(worker.name, self.settings.query.host, port)
             worker.start(env)
         self.write_metrics_targets()
+        # A fresh broker holds nothing: whatever the outbox kept (the previous `up` was
+        # killed, or its broker died with it) is republished at the first check.
+        self.replay_due = True
         for worker in self.workers:  # the HTTP service is ready when it listens
             if worker.port is not None:
                 self._wait_for_port(worker)

@@ -14,9 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from patchstream.errors import StoreUnavailable
 from patchstream.indexing.scan import recent_commits, scan_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -148,17 +150,26 @@ async def index_directory(
             events.append(PatchEvent(path=gone, op="delete", **common))
             summary.deleted += 1
         bars = Progress(len(events), progress)
+        outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
         try:
             async with EventPublisher(settings.kafka) as publisher:
                 for start in range(0, len(events), _PUBLISH_CHUNK):
-                    summary.published += await publisher.publish(
-                        events[start : start + _PUBLISH_CHUNK]
-                    )
+                    chunk = events[start : start + _PUBLISH_CHUNK]
+                    await publish_durably(outbox, chunk, publisher.publish,
+                                          durable_broker=settings.kafka.durable)  # fmt: skip
+                    summary.published += len(chunk)
                     bars.update(summary.published, 0, 0)
             deadline = time.monotonic() + timeout_s
             while True:
-                summary.graph_applied = graph.count_applied(tenant, repo, ref, version)
-                summary.vectors_applied = vectors.count_applied(tenant, repo, ref, version)
+                try:
+                    summary.graph_applied = graph.count_applied(tenant, repo, ref, version)
+                    summary.vectors_applied = vectors.count_applied(tenant, repo, ref, version)
+                except StoreUnavailable as exc:  # restarting: say which, and keep waiting
+                    log.warning("event=index_waiting store=%s error=%s", exc.store, exc)
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(1.0)
+                    continue
                 elapsed = round(time.monotonic() - started, 3)
                 if summary.graph_seconds is None and summary.graph_applied >= len(events):
                     summary.graph_seconds = elapsed
@@ -172,6 +183,8 @@ async def index_directory(
                 await asyncio.sleep(0.25)
         finally:
             bars.close()
+            if outbox is not None:
+                outbox.close()
         summary.symbols, summary.edges, summary.references = graph.scope_counts(tenant, repo, ref)
         summary.chunks_embedded, summary.chunks_reused = vectors.embed_counts(
             tenant, repo, ref, version

@@ -32,7 +32,7 @@ from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.producers.git_mirror import validate_clone_url
-from patchstream.producers.outbox import Outbox, outbox_path
+from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.producers.registry import Registry, load_registry
 from patchstream.producers.webhooks import (
     Push,
@@ -82,13 +82,13 @@ class Publisher:
         self.lock = asyncio.Lock()
 
     async def publish(self, events: list[PatchEvent]) -> None:
-        ids = await asyncio.to_thread(self.outbox.append, events) if self.outbox else []
-        try:
-            await self._publish(events)
-        except BrokerUnavailable:
-            if self.outbox is not None:
-                await asyncio.to_thread(self.outbox.remove, ids)
-            raise
+        await publish_durably(
+            self.outbox,
+            events,
+            self._publish,
+            durable_broker=self.settings.kafka.durable,
+            refused=(BrokerUnavailable,),
+        )
 
     async def _publish(self, events: list[PatchEvent]) -> None:
         async with self.lock:

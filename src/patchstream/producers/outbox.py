@@ -8,14 +8,17 @@ the stores have not applied, and prunes entries both tiers hold. Replays are har
 sinks fence on versions.
 
 Cost: one fsync'd SQLite transaction per request (a batch of writes is one transaction).
+With a durable broker (``kafka.durable``: a replicated Kafka, acks=all) an entry is dropped as
+soon as the broker acknowledged it; nothing else prunes the outbox there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,3 +183,25 @@ class Outbox:
 def outbox_path(settings: Settings) -> Path:
     configured = settings.gateway.outbox_path
     return Path(configured) if configured else Path(settings.embedded.data_dir) / "outbox.sqlite"
+
+
+async def publish_durably(
+    outbox: Outbox | None,
+    events: list[PatchEvent],
+    publish: Callable[[list[PatchEvent]], Awaitable[object]],
+    *,
+    durable_broker: bool,
+    refused: tuple[type[BaseException], ...] = (Exception,),
+) -> None:
+    """On disk first, then published. Entries leave the outbox when the broker refused the
+    events (the caller is told they failed: a later replay must not apply them) or, with a
+    durable broker, as soon as it acknowledged them."""
+    ids = await asyncio.to_thread(outbox.append, events) if outbox is not None else []
+    try:
+        await publish(events)
+    except refused:
+        if outbox is not None:
+            await asyncio.to_thread(outbox.remove, ids)
+        raise
+    if outbox is not None and durable_broker:
+        await asyncio.to_thread(outbox.remove, ids)

@@ -57,7 +57,10 @@ class LagProbe:
         result: dict[str, GroupLag] = {}
         for tier, (group, topic) in self.groups.items():
             consumer = AIOKafkaConsumer(
-                bootstrap_servers=self.kafka.bootstrap, group_id=group, enable_auto_commit=False
+                bootstrap_servers=self.kafka.bootstrap,
+                group_id=group,
+                enable_auto_commit=False,
+                request_timeout_ms=self.kafka.request_timeout_ms,
             )
             await consumer.start()
             try:

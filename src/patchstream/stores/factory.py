@@ -59,6 +59,7 @@ def open_vector_store(settings: Settings) -> MilvusVectorStore:
         dense_index=DenseIndex(
             vector.dense_index, vector.hnsw_m, vector.hnsw_ef_construction, vector.hnsw_ef
         ),
+        timeout_s=vector.timeout_s,
     )
     store.ensure_schema()
     return store

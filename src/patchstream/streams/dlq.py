@@ -72,7 +72,8 @@ async def read_dead_letters(kafka: KafkaSettings) -> list[DeadLetter]:
     """Every record of the DLQ, oldest first per partition."""
     topic = Topics.from_settings(kafka).dlq
     consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False,
-                                fetch_max_wait_ms=kafka.fetch_max_wait_ms)  # fmt: skip
+                                fetch_max_wait_ms=kafka.fetch_max_wait_ms,
+                                request_timeout_ms=kafka.request_timeout_ms)  # fmt: skip
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]

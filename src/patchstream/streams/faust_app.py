@@ -26,7 +26,11 @@ from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
-from patchstream.streams.parse_batch import Outcome, PreviousStates, parse_batch
+from patchstream.streams.parse_batch import (
+    Outcome,
+    PreviousStates,
+    parse_until_the_store_answers,
+)
 from patchstream.streams.parse_stage import ParseStage
 from patchstream.streams.topics import Topics
 
@@ -71,6 +75,10 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
         # A crashed worker's partitions move to the others within seconds, not a minute.
         broker_session_timeout=10.0,
         broker_heartbeat_interval=3.0,
+        # No request waits longer than the configured timeout (Faust's own defaults are
+        # 90 s for the broker and 20 min for the producer).
+        broker_request_timeout=kafka.request_timeout_ms / 1000,
+        producer_request_timeout=kafka.request_timeout_ms / 1000,
         # Everything on the bus is bytes we decode ourselves, so bad input reaches the DLQ.
         key_serializer="raw",
         value_serializer="raw",
@@ -105,21 +113,15 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
 
     pipeline = settings.pipeline
 
-    async def parse_until_the_store_answers(patches: list[PatchEvent]) -> list[Outcome]:
-        """Parsing and store reads block: they run in a thread so the loop (heartbeats,
-        commits) stays responsive. A graph store that is not answering is waited for with
-        capped backoff, like the sinks do: an outage is never a dead letter."""
-        attempt = 0
-        while True:
-            try:
-                return await asyncio.to_thread(parse_batch, stage, states, patches)
-            except StoreUnavailable as exc:
-                delay = min(30.0, pipeline.retry_backoff_s * 2**attempt)
-                log.warning("event=store_unavailable stage=parse attempt=%d delay=%.1f error=%s",
-                            attempt + 1, delay, exc)  # fmt: skip
-                metrics.store_retries.labels("graph").inc()
-                attempt += 1
-                await asyncio.sleep(delay)
+    def on_retry(attempt: int, delay: float, exc: StoreUnavailable) -> None:
+        log.warning("event=store_unavailable stage=parse attempt=%d delay=%.1f error=%s",
+                    attempt, delay, exc)  # fmt: skip
+        metrics.store_retries.labels("graph").inc()
+
+    async def parse_patches(patches: list[PatchEvent]) -> list[Outcome]:
+        return await parse_until_the_store_answers(
+            stage, states, patches, backoff_s=pipeline.retry_backoff_s, on_retry=on_retry
+        )
 
     @app.agent(patch_topic)
     async def parse(stream: Any) -> None:
@@ -137,7 +139,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                     acks.append(await reject(str(exc), exc.code, event.value, event.key,
                                              event.message))  # fmt: skip
             patches = [patch for _, patch in decoded]
-            outcomes = await parse_until_the_store_answers(patches)
+            outcomes = await parse_patches(patches)
             for (event, patch), outcome in zip(decoded, outcomes, strict=True):
                 if outcome.output is None:
                     error = outcome.error

@@ -4,16 +4,23 @@ The Faust agent hands over a batch; this module finds each file's previous state
 worker's LRU first, then one query for the whole batch to learn which files the graph holds at
 all, then a full read only for those), parses the events in delivery order and returns one
 outcome per event. Events of one file in one batch see each other's results.
+
+A redelivered event at exactly the version the LRU holds is not simply stale: its delta may
+have been lost with a memory-only broker (the outbox then replays the event). Such an event
+is checked against the graph, and if the graph is behind, the delta from what the graph
+holds to the LRU's state is sent again (the sinks' fences make a duplicate harmless).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from patchstream.errors import StoreRefused, StoreUnavailable
+from patchstream.parsing.delta import diff_states
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileState
 from patchstream.stores.graph.base import GraphStore
@@ -35,6 +42,16 @@ class PreviousStates:
             return self.recent[event.key]
         if event.key in absent:
             return None
+        return self.graph.file_state(
+            event.tenant, event.repo, event.ref, event.path, event.workspace
+        )
+
+    def cached_version(self, event: PatchEvent) -> int | None:
+        state = self.recent.get(event.key)
+        return state.version if state is not None else None
+
+    def stored(self, event: PatchEvent) -> FileState | None:
+        """What the graph holds for the file, never the LRU."""
         return self.graph.file_state(
             event.tenant, event.repo, event.ref, event.path, event.workspace
         )
@@ -83,6 +100,16 @@ def parse_batch(
         absent = frozenset()
     previous: dict[str, FileState | None] = {}
     unreadable: dict[str, Exception] = {}
+    # Redeliveries of the LRU's own version: what the graph holds for them.
+    redelivered: dict[str, FileState | None] = {}
+    for event in events:
+        if event.key not in redelivered and states.cached_version(event) == event.version:
+            try:
+                redelivered[event.key] = states.stored(event)
+            except StoreUnavailable:
+                raise
+            except Exception:  # unreadable: treated as the ordinary stale redelivery
+                continue
     for event in events:
         if event.key in previous or event.key in unreadable:
             continue
@@ -98,6 +125,10 @@ def parse_batch(
         if event.key in unreadable:
             outcomes.append(Outcome(error=unreadable[event.key]))
             continue
+        resent = _resend_if_lost(event, previous[event.key], redelivered)
+        if resent is not None:
+            outcomes.append(Outcome(output=resent, seconds=time.perf_counter() - started))
+            continue
         try:
             output = stage.handle(event, previous[event.key])
         except Exception as exc:  # a pathological file must not stop the batch
@@ -108,3 +139,40 @@ def parse_batch(
             states.put(event, output.state)
         outcomes.append(Outcome(output=output, seconds=time.perf_counter() - started))
     return outcomes
+
+
+def _resend_if_lost(
+    event: PatchEvent, cached: FileState | None, redelivered: dict[str, FileState | None]
+) -> ParseOutput | None:
+    """The delta again when the LRU is at the event's version and the graph is behind it."""
+    if event.key not in redelivered or cached is None or cached.version != event.version:
+        return None
+    stored = redelivered.pop(event.key)
+    if stored is not None and stored.version >= event.version:
+        return None  # the graph has it: an ordinary stale redelivery
+    return ParseOutput(deltas=[diff_states(stored, cached, event)], state=cached)
+
+
+async def parse_until_the_store_answers(
+    stage: ParseStage,
+    states: PreviousStates,
+    events: Sequence[PatchEvent],
+    *,
+    backoff_s: float,
+    max_backoff_s: float = 30.0,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    on_retry: Callable[[int, float, StoreUnavailable], None] | None = None,
+) -> list[Outcome]:
+    """``parse_batch`` in a thread (parsing and store reads block; the loop keeps its
+    heartbeats and commits), run again with capped exponential backoff for as long as the
+    graph store is not answering, like the sinks do: an outage is never a dead letter."""
+    attempt = 0
+    while True:
+        try:
+            return await asyncio.to_thread(parse_batch, stage, states, events)
+        except StoreUnavailable as exc:
+            delay = min(max_backoff_s, backoff_s * 2**attempt)
+            attempt += 1
+            if on_retry is not None:
+                on_retry(attempt, delay, exc)
+            await sleep(delay)

@@ -21,6 +21,7 @@ def make_producer(kafka: KafkaSettings, linger_ms: int = 0) -> AIOKafkaProducer:
         enable_idempotence=kafka.enable_idempotence,
         max_request_size=kafka.max_message_bytes,
         linger_ms=linger_ms,
+        request_timeout_ms=kafka.request_timeout_ms,
     )
 
 

@@ -34,7 +34,9 @@ class Topics:
 async def ensure_topics(kafka: KafkaSettings) -> Topics:
     """Create the pipeline's topics with the configured partitions (existing ones are kept)."""
     topics = Topics.from_settings(kafka)
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=kafka.bootstrap, request_timeout_ms=kafka.request_timeout_ms
+    )
     await admin.start()
     try:
         existing = set(await admin.list_topics())

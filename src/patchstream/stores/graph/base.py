@@ -178,6 +178,10 @@ class GraphStore(abc.ABC):
         """Path -> content hash of every live file of a branch (for reconcile scans)."""
 
     @abc.abstractmethod
+    def file_versions(self, tenant: str, repo: str, ref: str) -> dict[str, int]:
+        """Path -> applied version of every file of a branch, deleted ones included."""
+
+    @abc.abstractmethod
     def snapshot(self, tenant: str) -> GraphSnapshot:
         """Every symbol and edge of a tenant (tests and consistency checks)."""
 

@@ -390,6 +390,16 @@ class CypherGraphStore(GraphStore):
         )
         return {path: content_hash or "" for path, content_hash in rows}
 
+    def file_versions(self, tenant: str, repo: str, ref: str) -> dict[str, int]:
+        if not tenant:
+            return {}
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence {scope: $scope}) RETURN f.path, f.version",
+            {"scope": scope_of(tenant, repo, ref)},
+        )
+        return {path: int(version) for path, version in rows}
+
     def snapshot(self, tenant: str) -> GraphSnapshot:
         snap = GraphSnapshot()
         if not tenant:

@@ -123,6 +123,38 @@ class _FileRows:
     fps: dict[str, str] = field(default_factory=dict)  # pk -> fp
 
 
+class _Deadlined:
+    """The client with a deadline on every call that does not name its own (a Milvus that
+    stops answering fails the call instead of hanging the sink or the query service), and
+    its errors typed at the boundary: ``StoreUnavailable`` or ``StoreRefused``."""
+
+    def __init__(self, client: MilvusClient, timeout_s: float) -> None:
+        self._client = client
+        self._timeout_s = timeout_s
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute) or name in ("close", "prepare_index_params"):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._timeout_s)
+            try:
+                try:
+                    return attribute(*args, **kwargs)
+                except MilvusException as exc:
+                    # A restarted Milvus holds every collection released: load it, once.
+                    collection = kwargs.get("collection_name", args[0] if args else None)
+                    if exc.code != _NOT_LOADED or not isinstance(collection, str):
+                        raise
+                    self._client.load_collection(collection, timeout=self._timeout_s)
+                    return attribute(*args, **kwargs)
+            except (MilvusException, grpc.RpcError) as exc:
+                raise _milvus_error(f"{name} failed", exc) from exc
+
+        return call
+
+
 class MilvusVectorStore:
     """Chunk vectors for one embedder."""
 
@@ -133,8 +165,10 @@ class MilvusVectorStore:
         collection_prefix: str = "patchstream_",
         token: str | None = None,
         dense_index: DenseIndex | None = None,
+        timeout_s: float = 30.0,
     ) -> None:
-        self.client = MilvusClient(uri=uri, token=token or "")
+        self.client = _Deadlined(MilvusClient(uri=uri, token=token or "", timeout=timeout_s),
+                                 timeout_s)  # fmt: skip
         self.embedder = embedder
         self.dense_index = dense_index or DenseIndex()
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
@@ -163,7 +197,7 @@ class MilvusVectorStore:
             return
         try:
             create()
-        except MilvusException:
+        except StoreRefused:
             for _ in range(50):  # the winner may still be creating it
                 if self.client.has_collection(name):
                     return
@@ -442,6 +476,18 @@ class MilvusVectorStore:
         )
         return {row["path"]: row["content_hash"] for row in rows}
 
+    def file_versions(self, tenant: str, repo: str, ref: str) -> dict[str, int]:
+        """Path -> applied version of every file of a branch, deleted ones included."""
+        if not tenant:
+            return {}
+        rows = self.client.query(
+            self.files,
+            filter=f"tenant == {lit(tenant)} and scope == {lit(scope_of(tenant, repo, ref))}",
+            output_fields=["path", "version"],
+            limit=_QUERY_LIMIT,
+        )
+        return {row["path"]: int(row["version"]) for row in rows}
+
     def delete_ref(self, tenant: str, repo: str, ref: str) -> None:
         if not tenant:
             return
@@ -638,6 +684,7 @@ def _batches(values: Sequence[str]) -> Iterable[list[str]]:
         yield list(values[start : start + _IN_BATCH])
 
 
+_NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
 _UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 

@@ -1,0 +1,302 @@
+"""Faults at random moments on the real embedded stack, and a check against a clean rebuild.
+
+Each round changes a corpus (some files edited, some deleted, some added), starts indexing it
+into tenant ``tfault``, kills one process with SIGKILL at a random moment (the broker, a parse
+worker, a sink, or ``patchstream up`` itself, which is then started again on the same data),
+waits until the index completes (running it again if the fault made it fail, as a user
+would), indexes the same files into a fresh tenant on the same stack without faults, and
+compares the two: files, symbols, edges and chunks, with counts (a duplicate shows there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from patchstream.embedded.services import free_port, port_is_open
+from patchstream.embedded.supervisor import settings_environment, with_embedded_addresses
+from patchstream.indexing.run import IndexSummary, index_directory
+from patchstream.parsing.hashing import hash_bytes
+from patchstream.settings import (
+    EmbeddedSettings,
+    GatewaySettings,
+    KafkaSettings,
+    PipelineSettings,
+    QuerySettings,
+    Settings,
+)
+from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.graph.base import GraphSnapshot
+
+VICTIMS = ("tansu", "parse", "graph-sink", "vector-sink", "up")
+# Words of each victim's command line (argv elements) that tell it apart.
+_ARGV_WORDS = {"tansu": ["broker", "--storage-engine"], "parse": ["worker"],
+               "graph-sink": ["sink", "graph"], "vector-sink": ["sink", "vector"]}  # fmt: skip
+FAULT_TENANT = "tfault"
+REPO = "soak"
+# Properties that differ between two correct indexes of the same files at other times.
+_PER_RUN = {"version", "applied_at", "event_id", "batch_id", "actor", "session_id", "run_id",
+            "source", "commit", "updated_at", "fp"}  # fmt: skip
+
+
+@dataclass
+class RoundResult:
+    round: int
+    victim: str
+    kill_after_s: float
+    index_attempts: int
+    recovery_s: float
+    files: int
+    lost: int  # files whose content the fault tenant does not hold (either tier)
+    duplicated: int  # symbols, edges or chunks the fault tenant holds more than the clean one
+    equal: bool
+    differences: list[str] = field(default_factory=list)
+
+
+def synthetic_corpus(root: Path, files: int, seed: int = 0) -> None:
+    """``files`` Python modules in packages of 50, each calling into two other modules."""
+    rng = random.Random(seed)
+    for i in range(files):
+        package = root / f"pkg{i // 50}"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").touch()
+        calls = [rng.randrange(files) for _ in range(2)]
+        imports = "\n".join(f"from pkg{j // 50}.mod{j} import helper{j}" for j in calls)
+        body = "\n".join(f"    total += helper{j}(total)" for j in calls)
+        (package / f"mod{i}.py").write_text(
+            f'"""Module {i}."""\n{imports}\n\n\ndef helper{i}(x):\n    return x + {i}\n\n\n'
+            f"class Thing{i}:\n    def run(self, total):\n{body}\n        return total\n"
+        )
+
+
+class FaultSoak:
+    """One embedded stack under ``workdir`` (ports of its own), driven round by round."""
+
+    def __init__(self, workdir: Path, corpus: Path, seed: int = 0, parse_workers: int = 2):
+        self.workdir = workdir
+        self.source = workdir / "source"
+        self.rng = random.Random(seed)
+        if self.source.exists():
+            shutil.rmtree(self.source)
+        shutil.copytree(corpus, self.source)
+        self.settings = Settings(
+            embedded=EmbeddedSettings(data_dir=str(workdir / "data"), kafka_port=free_port(),
+                                      falkordb_port=free_port(), milvus_port=free_port(),
+                                      metrics_port=0, parse_workers=parse_workers,
+                                      reconcile_interval_s=0),
+            kafka=KafkaSettings(topic_prefix=f"soak{uuid.uuid4().hex[:6]}.", partitions=4),
+            pipeline=PipelineSettings(sink_batch_wait_ms=50, retry_backoff_s=0.2),
+            query=QuerySettings(port=free_port()),
+            gateway=GatewaySettings(port=free_port()),
+        )  # fmt: skip
+        self.up: subprocess.Popen[bytes] | None = None
+        self.rounds = 0
+        self.cold_index_s = 4.0  # a guess until the first clean rebuild has measured it
+
+    # -- the stack ------------------------------------------------------------------------
+
+    def __enter__(self) -> FaultSoak:
+        self.start_up()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop_up()
+
+    def start_up(self, timeout: float = 180.0) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+        env.update(settings_environment(self.settings))
+        log = self.workdir / "up.log"
+        with log.open("ab") as out:
+            self.up = subprocess.Popen([sys.executable, "-m", "patchstream.cli.main", "up"],
+                                       env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        deadline = time.monotonic() + timeout
+        ports = (self.settings.query.port, self.settings.gateway.port)
+        while not all(port_is_open("127.0.0.1", p) for p in ports):
+            if self.up.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"patchstream up did not start; see {log}")
+            time.sleep(0.2)
+
+    def stop_up(self) -> None:
+        if self.up is not None and self.up.poll() is None:
+            self.up.send_signal(signal.SIGTERM)
+            try:
+                self.up.wait(90)
+            except subprocess.TimeoutExpired:
+                self.up.kill()
+        self.up = None
+
+    def client_settings(self) -> Settings:
+        return with_embedded_addresses(self.settings)
+
+    def children(self) -> dict[int, list[str]]:
+        """pid -> argv of every process ``up`` started."""
+        assert self.up is not None
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (entry / "stat").read_text()
+                parent = int(stat.rsplit(")", 1)[1].split()[1])
+                if parent == self.up.pid:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                    found[int(entry.name)] = [a.decode(errors="replace") for a in argv if a]
+        return found
+
+    def victim_pid(self, victim: str) -> int:
+        assert self.up is not None
+        if victim == "up":
+            return self.up.pid
+        wanted = _ARGV_WORDS[victim]
+        for pid, argv in sorted(self.children().items()):
+            if all(word in argv for word in wanted):
+                return pid
+        raise RuntimeError(f"no running {victim} under patchstream up")
+
+    def kill(self, victim: str) -> None:
+        pid = self.victim_pid(victim)
+        children = set(self.children()) if victim == "up" else set()
+        os.kill(pid, signal.SIGKILL)
+        if victim != "up":
+            return  # the supervisor restarts it
+        assert self.up is not None
+        self.up.wait(30)
+        deadline = time.monotonic() + 60
+        while any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in children):
+            if time.monotonic() > deadline:
+                raise RuntimeError("children of the killed `up` are still running")
+            time.sleep(0.1)
+        self.start_up()
+
+    # -- one round ------------------------------------------------------------------------
+
+    def mutate(self) -> None:
+        """Edit 20% of the files, delete 1%, add 1%: a mass refactor's worth of work for the
+        fault to land in (the first round indexes the corpus as it is)."""
+        files = sorted(p for p in self.source.rglob("*.py") if p.name != "__init__.py")
+        count = max(1, len(files) // 100)
+        for path in self.rng.sample(files, count * 20):
+            path.write_text(path.read_text() + f"\n\ndef edited_{self.rounds}():\n    return 1\n")
+        for path in self.rng.sample(files, count):
+            path.unlink()
+        for i in range(count):
+            (self.source / f"added_{self.rounds}_{i}.py").write_text(
+                f"def added_{self.rounds}_{i}():\n    return {i}\n"
+            )
+
+    def round(self, victim: str | None = None, timeout_s: float = 600.0) -> RoundResult:
+        self.rounds += 1
+        if self.rounds > 1:
+            self.mutate()
+        victim = victim or self.rng.choice(VICTIMS)
+        # Within the index's expected run: a cold one at first, a fifth of it afterwards.
+        expected = self.cold_index_s if self.rounds == 1 else self.cold_index_s * 0.22
+        kill_after = round(self.rng.uniform(0.1, max(0.3, expected * 0.8)), 2)
+        started = time.monotonic()
+        outcome: dict[str, object] = {}
+        worker = threading.Thread(target=self._index, args=(FAULT_TENANT, timeout_s, outcome),
+                                  daemon=True)  # fmt: skip
+        worker.start()
+        time.sleep(kill_after)  # the fault lands at a random moment of the index
+        self.kill(victim)
+        worker.join(timeout_s)
+        attempts = 1
+        while not _complete(outcome.get("summary")):
+            if attempts >= 3 or time.monotonic() - started > timeout_s:
+                raise RuntimeError(f"the index did not complete after {victim}: {outcome}")
+            attempts += 1  # the fault failed this run (say, the broker went mid-publish)
+            self._index(FAULT_TENANT, timeout_s, outcome)
+        recovery = time.monotonic() - started
+        clean = f"tclean{self.rounds}{uuid.uuid4().hex[:4]}"
+        clean_started = time.monotonic()
+        self._index(clean, timeout_s, outcome)
+        self.cold_index_s = time.monotonic() - clean_started
+        if not _complete(outcome.get("summary")):
+            raise RuntimeError(f"the clean rebuild did not complete: {outcome}")
+        result = self.compare(clean)
+        result.round, result.victim, result.kill_after_s = self.rounds, victim, kill_after
+        result.index_attempts, result.recovery_s = attempts, round(recovery, 2)
+        return result
+
+    def _index(self, tenant: str, timeout_s: float, outcome: dict[str, object]) -> None:
+        try:
+            outcome["summary"] = asyncio.run(index_directory(
+                self.client_settings(), self.source, repo=REPO, tenant=tenant,
+                timeout_s=timeout_s, progress=False, commits=0))  # fmt: skip
+        except BaseException as exc:  # the fault may fail this run; the caller runs it again
+            outcome["summary"] = exc
+
+    def compare(self, clean: str) -> RoundResult:
+        expected = {
+            str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
+            for p in self.source.rglob("*.py")
+        }
+        settings = self.client_settings()
+        graph, vectors = open_graph_store(settings), open_vector_store(settings)
+        try:
+            held = [graph.file_hashes(FAULT_TENANT, REPO, "main"),
+                    vectors.file_hashes(FAULT_TENANT, REPO, "main")]  # fmt: skip
+            lost = sum(1 for path, digest in expected.items()
+                       if any(tier.get(path) != digest for tier in held))  # fmt: skip
+            faulty = _normalized(graph.snapshot(FAULT_TENANT), vectors.rows(FAULT_TENANT),
+                                 FAULT_TENANT)  # fmt: skip
+            rebuilt = _normalized(graph.snapshot(clean), vectors.rows(clean), clean)
+            counts = [graph.scope_counts(t, REPO, "main") for t in (FAULT_TENANT, clean)]
+        finally:
+            graph.close()
+            vectors.close()
+        differences = []
+        for name, mine, theirs in zip(("symbols", "edges", "chunks"), faulty, rebuilt,
+                                      strict=True):  # fmt: skip
+            if mine != theirs:
+                differences.append(f"{name}: {len(mine - theirs)} extra, "
+                                   f"{len(theirs - mine)} missing")  # fmt: skip
+        duplicated = sum(max(0, a - b) for a, b in zip(*counts, strict=True))
+        if extra_live := set(held[0]) - set(expected):
+            differences.append(f"files deleted but still live: {len(extra_live)}")
+        return RoundResult(0, "", 0.0, 0, 0.0, len(expected), lost, duplicated,
+                           not differences and not lost and not duplicated,
+                           differences)  # fmt: skip
+
+
+def _complete(summary: object) -> bool:
+    return isinstance(summary, IndexSummary) and summary.complete
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return True
+
+
+def _normalized(
+    graph: GraphSnapshot, rows: set[tuple[str, ...]], tenant: str
+) -> tuple[set[str], set[str], set[str]]:
+    """Symbols, edges and chunks of a tenant, with the tenant's name and per-run fields out."""
+
+    def plain(value: str) -> str:
+        return value.replace(tenant, "<tenant>")
+
+    symbols = set()
+    for scope, symbol_id, props in graph.symbols:
+        visible = {k: v for k, v in json.loads(props).items() if k not in _PER_RUN}
+        symbols.add(plain(f"{scope} {symbol_id} {json.dumps(visible, sort_keys=True)}"))
+    edges = {plain(" ".join(edge)) for edge in graph.edges}
+    chunks = {plain(" ".join(row[1:])) for row in rows}  # pk: a hash with the tenant in it
+    return symbols, edges, chunks
