@@ -20,6 +20,7 @@ from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
+from patchstream.parsing.resolution import Resolution, _Def
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol, SymbolKind
 
@@ -33,24 +34,11 @@ _SYMBOL_KINDS = {
     "module": SymbolKind.MODULE,
     "variable": SymbolKind.VARIABLE,
 }
-_SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _WRAPPERS = frozenset({"export_statement", "decorated_definition"})
 _MAX_SIGNATURE = 300
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 MODULE_MARKER = "<module>"
-
-
-@dataclass
-class _Def:
-    kind: str
-    node: ts.Node
-    name_node: ts.Node
-    name: str
-    receiver: str | None = None
-    parent: _Def | None = None
-    qualified_name: str = ""
-    symbol_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,7 +171,7 @@ def _body_boundaries(node: ts.Node) -> tuple[int, ...]:
     return tuple(child.start_point.row + 1 for child in container.named_children)
 
 
-class _Extractor:
+class _Extractor(Resolution):
     def __init__(
         self,
         tree: ts.Tree,
@@ -206,7 +194,7 @@ class _Extractor:
         self.edges: set[Edge] = set()
         self.def_by_node: dict[tuple[int, int, str], _Def] = {}
         self.def_by_name_node: dict[tuple[int, int], _Def] = {}
-        self._local_bases: dict[str, list[str]] = defaultdict(list)
+        self._init_resolution()
         self.module = ""
         self.module_id = module_id(repo, path)
 
@@ -221,6 +209,7 @@ class _Extractor:
         self._nest()
         self._index_scopes()
         self._collect_imports(captures)
+        self._collect_type_facts()
         self._collect_references(captures)
         self._collect_overrides()
         return self._result()
@@ -353,77 +342,6 @@ class _Extractor:
             index = self._scope_container[index]
         return None
 
-    def _scopes(self, around: _Def | None) -> list[str]:
-        """Qualified-name prefixes to try for a bare name, innermost first, module last."""
-        prefixes: list[str] = []
-        current = around
-        while current is not None:
-            is_class = current.kind in ("class", "interface", "impl")
-            if not (is_class and self.language == "python"):
-                prefixes.append(current.qualified_name)
-            current = current.parent
-        prefixes.append("")
-        return prefixes
-
-    def _enclosing_class(self, around: _Def | None) -> str | None:
-        current = around
-        while current is not None:
-            if current.receiver is not None:
-                return current.receiver
-            if current.kind in ("class", "interface", "impl"):
-                return current.qualified_name
-            current = current.parent
-        return None
-
-    def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference:
-        """A local definition for the written name, or a reference to resolve elsewhere."""
-        if "?" in parts[:-1] or not parts or parts[-1] == "?":
-            last = parts[-1] if parts and parts[-1] != "?" else "?"
-            return Reference(name=last)
-        if parts[0] in _SELF_WORDS and len(parts) == 2:
-            owner = self._enclosing_class(around)
-            if owner is not None:
-                local = self._lookup_member(owner, parts[1])
-                if local is not None:
-                    return local
-            return Reference(name=".".join(parts))
-        dotted = ".".join(parts)
-        if len(parts) == 1:
-            for prefix in self._scopes(around):
-                local = self.by_qualified.get(f"{prefix}.{dotted}" if prefix else dotted)
-                if local is not None:
-                    return local
-        else:
-            local = self.by_qualified.get(dotted)
-            if local is not None:
-                return local
-        for cut in range(len(parts), 0, -1):
-            binding = self.bindings.get(".".join(parts[:cut]))
-            if binding is None:
-                continue
-            rest = ".".join(parts[cut:])
-            if binding.name:
-                name = f"{binding.name}.{rest}" if rest else binding.name
-            else:
-                name = rest
-            return Reference(name=name, module=binding.module)
-        return Reference(name=dotted)
-
-    def _lookup_member(self, owner: str, member: str) -> _Def | None:
-        """``owner.member`` in this file, searching local base classes breadth first."""
-        queue = [owner]
-        visited: set[str] = set()
-        while queue:
-            current = queue.pop(0)
-            if current in visited:
-                continue
-            visited.add(current)
-            found = self.by_qualified.get(f"{current}.{member}")
-            if found is not None:
-                return found
-            queue.extend(self._local_bases.get(current, ()))
-        return None
-
     def _collect_references(self, matches: list[dict[str, list[ts.Node]]]) -> None:
         inherits = [m for m in matches if "reference.inherit" in m]
         # Bases first: self.method() lookups walk them.
@@ -434,6 +352,7 @@ class _Extractor:
             target = self._resolve(name_parts(self.src.text(match["name"][0])), deriving)
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
+            self._bases[deriving.qualified_name].append(target)
             self._add(EdgeType.INHERITS_FROM, deriving.symbol_id, target)
         for match in matches:
             self._check()
@@ -444,11 +363,19 @@ class _Extractor:
                 if capture not in match:
                     continue
                 node = match[capture][0]
-                parts = name_parts(self.src.text(match["name"][0]))
-                if "receiver" in match:
-                    parts = [*name_parts(self.src.text(match["receiver"][0])), *parts]
+                written = self.src.text(match["name"][0])
+                parts = name_parts(written)
                 around = self._enclosing_def(node)
-                target = self._resolve(parts, around)
+                receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
+                if receiver is not None:
+                    written = f"{receiver}.{written}"
+                    parts = [*name_parts(receiver), *parts]
+                if parts == ["super"] and self.language == "python":
+                    continue  # the builtin itself; its method call resolves below
+                if "".join(written.split()).startswith("super()."):
+                    target = self._super_member(parts[-1], around)
+                else:
+                    target = self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
                 self._add(self._call_type(edge_type, target), src, target)
 

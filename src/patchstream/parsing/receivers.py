@@ -1,0 +1,102 @@
+"""What a receiver is, from one file's syntax tree: the type facts behind ``x.m()`` calls.
+
+Python only for now. Facts are flow-insensitive and come from what the code declares or
+obviously constructs:
+
+- parameter annotations (``def f(s: Session)``), annotated assignments (``x: Foo = ...``,
+  ``self.x: Foo``, class-level ``x: Foo``) and function return annotations;
+- assignments from a call (``x = Foo()``, ``self.adapter = HTTPAdapter()``): the callee is
+  the type when it is a class, or a function whose return annotation names one.
+
+A name bound to two different types in one scope has no type (precision over recall). What
+this cannot see: types flowing through containers, ``getattr``, monkey-patching, values
+returned by functions without annotations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import tree_sitter as ts
+
+from patchstream.parsing.languages import get_language
+from patchstream.parsing.source import Source
+
+_PYTHON_FACTS = """
+(typed_parameter (identifier) @name type: (type) @type) @fact
+(typed_default_parameter name: (identifier) @name type: (type) @type) @fact
+(assignment left: (identifier) @name type: (type) @type) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  type: (type) @type) @fact
+(assignment left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  right: (call function: [(identifier) (attribute)] @call)) @fact
+(function_definition name: (identifier) @returns return_type: (type) @type) @fact
+"""
+
+_WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class TypeFact:
+    """``name`` (an attribute of ``owner`` when set, e.g. ``self``) has type ``type_parts``.
+
+    ``from_call``: the type is a callee (a class or a function's return), not a declaration.
+    ``returns``: the fact is a function's return annotation (``name`` is the function).
+    """
+
+    node: ts.Node
+    name: str
+    type_parts: tuple[str, ...]
+    owner: str | None = None
+    from_call: bool = False
+    returns: bool = False
+
+
+@cache
+def _facts_query(language: str) -> ts.Query | None:
+    if language != "python":
+        return None
+    return ts.Query(get_language(language), _PYTHON_FACTS)
+
+
+def type_parts(text: str) -> tuple[str, ...] | None:
+    """``Session``, ``"models.Request"``, ``Optional[Foo]``, ``Foo | None`` -> the dotted
+    name's parts; containers and unions of several types -> None."""
+    cleaned = "".join(text.split()).strip("\"'")
+    while match := _WRAPPERS.match(cleaned):
+        cleaned = match.group(1).split(",", 1)[0].strip("\"'")
+    options = [o for o in cleaned.split("|") if o not in ("None", "")]
+    if len(options) != 1 or not _DOTTED.match(options[0]):
+        return None
+    return tuple(options[0].split("."))
+
+
+def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
+    query = _facts_query(language)
+    if query is None:
+        return []
+    facts: list[TypeFact] = []
+    for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        node = match["fact"][0]
+        if "returns" in match:
+            parts = type_parts(src.text(match["type"][0]))
+            if parts is not None:
+                facts.append(TypeFact(node, src.text(match["returns"][0]), parts, returns=True))
+            continue
+        owner = src.text(match["owner"][0]) if "owner" in match else None
+        name = src.text(match["name"][0])
+        if "call" in match:
+            text = "".join(src.text(match["call"][0]).split())
+            if _DOTTED.match(text):
+                facts.append(TypeFact(node, name, tuple(text.split(".")), owner, from_call=True))
+            continue
+        parts = type_parts(src.text(match["type"][0]))
+        if parts is not None:
+            facts.append(TypeFact(node, name, parts, owner))
+    return facts

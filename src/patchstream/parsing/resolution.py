@@ -1,0 +1,259 @@
+"""Name resolution inside one file: scopes, members, bases and receiver types.
+
+The extractor inherits it. A written name (``helper``, ``self.adapter.send``,
+``super().send``) becomes a definition of this file when the file can tell, or a
+``Reference`` for the graph to join across files by its candidate keys.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from patchstream.parsing.modules import ImportBinding
+from patchstream.parsing.receivers import TypeFact, type_facts
+from patchstream.parsing.source import Source
+from patchstream.schemas.graph import Reference
+
+_SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+
+
+@dataclass
+class _Def:
+    kind: str
+    node: ts.Node
+    name_node: ts.Node
+    name: str
+    receiver: str | None = None
+    parent: _Def | None = None
+    qualified_name: str = ""
+    symbol_id: str = ""
+
+
+@dataclass(frozen=True)
+class _Typed:
+    """A name's type as far as the file tells (None: ambiguous), and whether declared."""
+
+    parts: tuple[str, ...] | None
+    declared: bool
+
+
+class Resolution:
+    """Lookups over the definitions, imports and type facts the extractor collected."""
+
+    language: str
+    tree: ts.Tree
+    src: Source
+    by_qualified: dict[str, _Def]
+    bindings: dict[str, ImportBinding]
+    def_by_name_node: dict[tuple[int, int], _Def]
+
+    def _init_resolution(self) -> None:
+        self._local_bases: dict[str, list[str]] = defaultdict(list)
+        # Every base as resolved (local or imported), in declaration order: super() and
+        # inherited members walk it.
+        self._bases: dict[str, list[_Def | Reference]] = defaultdict(list)
+        # Receiver types: scope qualified name ("" for the module) -> name -> type;
+        # class qualified name -> attribute -> type; function -> returned type.
+        self._var_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
+        self._attr_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
+        self._returns: dict[str, tuple[str, ...]] = {}
+        self._typing = False
+
+    def _enclosing_def(self, node: ts.Node) -> _Def | None:
+        raise NotImplementedError
+
+    def _scopes(self, around: _Def | None) -> list[str]:
+        """Qualified-name prefixes to try for a bare name, innermost first, module last."""
+        prefixes: list[str] = []
+        current = around
+        while current is not None:
+            is_class = current.kind in ("class", "interface", "impl")
+            if not (is_class and self.language == "python"):
+                prefixes.append(current.qualified_name)
+            current = current.parent
+        prefixes.append("")
+        return prefixes
+
+    def _enclosing_class(self, around: _Def | None) -> str | None:
+        current = around
+        while current is not None:
+            if current.receiver is not None:
+                return current.receiver
+            if current.kind in ("class", "interface", "impl"):
+                return current.qualified_name
+            current = current.parent
+        return None
+
+    def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference:
+        """A local definition for the written name, or a reference to resolve elsewhere."""
+        if "?" in parts[:-1] or not parts or parts[-1] == "?":
+            last = parts[-1] if parts and parts[-1] != "?" else "?"
+            return Reference(name=last)
+        if parts == ["cls"] and (owner := self._enclosing_class(around)) is not None:
+            found = self.by_qualified.get(owner)
+            if found is not None:
+                return found  # cls(): the class itself
+        if parts[0] in _SELF_WORDS and len(parts) == 2:
+            owner = self._enclosing_class(around)
+            if owner is not None:
+                member = self._member(owner, parts[1])
+                if member is not None:
+                    return member
+            return Reference(name=".".join(parts))
+        if len(parts) >= 2 and not self._typing:
+            typed = self._typed_member(parts, around)
+            if typed is not None:
+                return typed
+        dotted = ".".join(parts)
+        if len(parts) == 1:
+            for prefix in self._scopes(around):
+                local = self.by_qualified.get(f"{prefix}.{dotted}" if prefix else dotted)
+                if local is not None:
+                    return local
+        else:
+            local = self.by_qualified.get(dotted)
+            if local is not None:
+                return local
+        for cut in range(len(parts), 0, -1):
+            binding = self.bindings.get(".".join(parts[:cut]))
+            if binding is None:
+                continue
+            rest = ".".join(parts[cut:])
+            if binding.name:
+                name = f"{binding.name}.{rest}" if rest else binding.name
+            else:
+                name = rest
+            return Reference(name=name, module=binding.module)
+        return Reference(name=dotted)
+
+    def _lookup_member(self, owner: str, member: str) -> _Def | None:
+        """``owner.member`` in this file, searching local base classes breadth first."""
+        queue = [owner]
+        visited: set[str] = set()
+        while queue:
+            current = queue.pop(0)
+            if current in visited:
+                continue
+            visited.add(current)
+            found = self.by_qualified.get(f"{current}.{member}")
+            if found is not None:
+                return found
+            queue.extend(self._local_bases.get(current, ()))
+        return None
+
+    # -- receivers ---------------------------------------------------------------------------
+
+    def _collect_type_facts(self) -> None:
+        for fact in type_facts(self.tree, self.language, self.src):
+            around = self._enclosing_def(fact.node)
+            if fact.returns:
+                function = self.def_by_name_node.get(
+                    (fact.node.child_by_field_name("name").start_byte,  # type: ignore[union-attr]
+                     fact.node.child_by_field_name("name").end_byte)  # type: ignore[union-attr]
+                )  # fmt: skip
+                if function is not None:
+                    self._returns[function.qualified_name] = fact.type_parts
+                continue
+            if fact.owner is not None:
+                owner = self._enclosing_class(around) if fact.owner in _SELF_WORDS else None
+                if owner is not None:
+                    _bind(self._attr_types[owner], fact.name, fact)
+            elif around is not None and around.kind in ("class", "interface"):
+                _bind(self._attr_types[around.qualified_name], fact.name, fact)
+            else:
+                _bind(self._var_types[around.qualified_name if around else ""], fact.name, fact)
+
+    def _typed_member(self, parts: list[str], around: _Def | None) -> _Def | Reference | None:
+        """``recv.m`` where ``recv`` has a known type: ``T.m`` as far as this file can tell."""
+        receiver, method = parts[:-1], parts[-1]
+        known: tuple[str, ...] | None = None
+        if receiver[0] in _SELF_WORDS and len(receiver) == 2:
+            owner = self._enclosing_class(around)
+            known = self._attribute_type(owner, receiver[1]) if owner else None
+        elif len(receiver) == 1:
+            scope, typed = around, None
+            while typed is None and scope is not None:
+                typed = self._var_types.get(scope.qualified_name, {}).get(receiver[0])
+                scope = scope.parent
+            typed = typed or self._var_types.get("", {}).get(receiver[0])
+            known = typed.parts if typed is not None else None
+        if known is None:
+            return None
+        return self._member_of_type(known, method, around)
+
+    def _member_of_type(
+        self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
+    ) -> _Def | Reference | None:
+        self._typing = True
+        try:
+            owner = self._resolve(list(known), around)
+        finally:
+            self._typing = False
+        if isinstance(owner, Reference):
+            last = owner.name.rsplit(".", 1)[-1]
+            if owner.module is None or not last[:1].isupper():
+                return None  # a function of another file: its return type is not known here
+            return Reference(name=f"{owner.name}.{method}", module=owner.module)
+        if owner.kind == "function":  # a factory: what it says it returns
+            returned = self._returns.get(owner.qualified_name)
+            if returned is None or depth > 2:
+                return None
+            return self._member_of_type(returned, method, owner, depth + 1)
+        return self._member(owner.qualified_name, method)
+
+    def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
+        queue, seen = [owner], set()
+        while queue:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self._attr_types.get(current, {}).get(attribute)
+            if found is not None:
+                return found.parts
+            queue.extend(self._local_bases.get(current, ()))
+        return None
+
+    def _member(self, owner: str, member: str) -> _Def | Reference | None:
+        """``owner.member`` here, or through the first imported base that may define it."""
+        local = self._lookup_member(owner, member)
+        if local is not None:
+            return local
+        queue, seen = [owner], set()
+        while queue:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            for base in self._bases.get(current, ()):
+                if isinstance(base, _Def):
+                    queue.append(base.qualified_name)
+                elif base.module is not None:
+                    return Reference(name=f"{base.name}.{member}", module=base.module)
+        return None
+
+    def _super_member(self, method: str, around: _Def | None) -> _Def | Reference:
+        """``super().m()``: ``m`` in the bases of the enclosing class, in order."""
+        owner = self._enclosing_class(around)
+        for base in self._bases.get(owner or "", ()):
+            if isinstance(base, _Def):
+                found = self._member(base.qualified_name, method)
+                if found is not None:
+                    return found
+            elif base.module is not None:
+                return Reference(name=f"{base.name}.{method}", module=base.module)
+        return Reference(name=method)
+
+
+def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:
+    """Record a name's type. A declaration wins over constructor calls; two different
+    declarations, or two different calls, leave the name without a type."""
+    declared = not fact.from_call
+    known = names.get(name)
+    if known is None or (declared and not known.declared):
+        names[name] = _Typed(fact.type_parts, declared)
+    elif known.declared == declared and known.parts != fact.type_parts:
+        names[name] = _Typed(None, declared)

@@ -1,0 +1,117 @@
+"""Receiver-aware call resolution in Python: calls through typed attributes, parameters,
+locals built from a class, factories with a return annotation, super() and cls."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.parsing.receivers import type_parts
+from tests.conftest import build_state
+
+SOURCE = b'''
+from .adapters import HTTPAdapter
+from . import models
+from .base import Remote
+
+
+class Base:
+    def send(self, r):
+        return r
+
+
+class Helper:
+    def go(self):
+        pass
+
+
+def make_helper() -> "Helper":
+    return Helper()
+
+
+class Session(Base):
+    pool: HTTPAdapter
+
+    def __init__(self):
+        super().__init__()
+        self.adapter = HTTPAdapter()
+        self.local = Helper()
+        self.either = Helper()
+        self.either = Base()
+
+    def send(self, request: "models.Request", extra: Optional[Helper] = None):
+        super().send(request)
+        self.adapter.send(request)
+        self.pool.close()
+        self.local.go()
+        self.either.go()
+        p = models.PreparedRequest()
+        p.prepare(request)
+        request.copy()
+        extra.go()
+        make_helper().go()
+        h = make_helper()
+        h.go()
+        return self.merge(request)
+
+    @classmethod
+    def make(cls):
+        return cls()
+
+    def merge(self, r):
+        return r
+
+
+class Client(Remote):
+    def call(self):
+        self.connect()
+        return super().call()
+'''
+
+
+def _calls(method: str) -> set[str]:
+    state = build_state(FileStateBuilder(), "pkg/session.py", SOURCE)
+    prefix = "r::pkg/session.py::"
+    return {
+        f"{e.type.value} {e.dst.removeprefix(prefix)}"
+        for e in state.edges
+        if e.src == f"{prefix}{method}" and e.type.value in ("CALLS", "INSTANTIATES")
+    }
+
+
+def test_calls_resolve_through_the_receivers_type() -> None:
+    calls = _calls("Session.send")
+    assert "CALLS Base.send" in calls  # super().send(...)
+    assert "CALLS ref:HTTPAdapter.send@pkg.adapters" in calls  # self.adapter = HTTPAdapter()
+    assert "CALLS ref:HTTPAdapter.close@pkg.adapters" in calls  # class-level `pool: HTTPAdapter`
+    assert "CALLS Helper.go" in calls  # self.local, the Optional[Helper] parameter, h
+    assert "CALLS ref:models.PreparedRequest.prepare@pkg" in calls  # a local from a class
+    assert "CALLS ref:models.Request.copy@pkg" in calls  # a string annotation
+    assert "CALLS Session.merge" in calls
+    # Bound to two different types: no type (and no guess), the name stays unresolved.
+    assert "CALLS ref:self.either.go" in calls
+    assert not any("super" in call for call in calls)
+
+
+def test_cls_and_inherited_members_of_imported_bases() -> None:
+    assert _calls("Session.make") == {"INSTANTIATES Session"}
+    calls = _calls("Client.call")
+    assert "CALLS ref:Remote.connect@pkg.base" in calls  # self.connect() from Remote
+    assert "CALLS ref:Remote.call@pkg.base" in calls  # super().call()
+
+
+@pytest.mark.parametrize(
+    ("written", "parts"),
+    [
+        ("Session", ("Session",)),
+        ('"models.Request"', ("models", "Request")),
+        ("Optional[Helper]", ("Helper",)),
+        ("typing.Optional['a.B']", ("a", "B")),
+        ("Helper | None", ("Helper",)),
+        ("list[Helper]", None),
+        ("A | B", None),
+        ("Callable[[int], str]", None),
+    ],
+)
+def test_type_parts(written: str, parts: tuple[str, ...] | None) -> None:
+    assert type_parts(written) == parts
