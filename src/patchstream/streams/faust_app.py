@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from patchstream.streams.parse_stage import ParseStage
 from patchstream.streams.topics import Topics
 
 log = logging.getLogger("patchstream.parse")
+AGENT_CRASHED = 70  # the exit status of a worker whose parse agent failed (EX_SOFTWARE)
 
 
 def _limit_fetch_wait(group_id: str, milliseconds: int) -> None:
@@ -123,8 +125,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
             stage, states, patches, backoff_s=pipeline.retry_backoff_s, on_retry=on_retry
         )
 
-    @app.agent(patch_topic)
-    async def parse(stream: Any) -> None:
+    async def parse_stream(stream: Any) -> None:
         # Batches: one thread hop, one store query for the files' existence, and every
         # delta's ack awaited together. Faust acks the batch's offsets only after this body
         # has finished with it, so at-least-once holds exactly as for one event at a time.
@@ -165,5 +166,19 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                                                        value=encode(delta)))  # fmt: skip
             # The offsets are committed only after every delta of the batch is acknowledged.
             await asyncio.gather(*acks)
+
+    @app.agent(patch_topic)
+    async def parse(stream: Any) -> None:
+        """Crash-only: an error out of the stream (the restarted broker refused the deltas,
+        say) would leave Faust's agent dead inside a live process, and its partitions
+        unconsumed for good. The process exits instead; the supervisor starts a new one and
+        the batch, never acknowledged, is delivered again."""
+        try:
+            await parse_stream(stream)
+        except Exception as exc:
+            log.critical("event=parse_agent_crashed error=%s: %s; exiting so that a fresh "
+                         "worker takes over", type(exc).__name__, exc, exc_info=exc)  # fmt: skip
+            logging.shutdown()
+            os._exit(AGENT_CRASHED)
 
     return app
