@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox clean
+.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,7 @@ schemas: install
 	$(VENV)/bin/patchstream schemas
 
 ## bench: every bench on real code; updates the README table and prints it
-bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox
+bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness
 	$(PY) bench/report.py
 
 bench-parse: install
@@ -77,6 +77,13 @@ bench-pipeline: install
 
 bench-outbox: install
 	$(PY) bench/outbox.py --update-readme
+
+## bench-faults: 100 rounds of a random SIGKILL mid-index (about an hour)
+bench-faults: install
+	$(PY) bench/faults.py --rounds 100 --update-readme
+
+bench-correctness: install
+	$(PY) bench/correctness.py --update-readme
 
 bench-query: install
 	$(PY) bench/query.py --corpus medium --update-readme

@@ -281,3 +281,45 @@ def test_first_writes_of_new_graphs_under_concurrent_readers_never_hang(
             check.drop_tenant(tenant)
     finally:
         check.close()
+
+
+ADAPTERS = """\
+class BaseAdapter:
+    def send(self, request):
+        raise NotImplementedError
+
+
+class HTTPAdapter(BaseAdapter):
+    def send(self, request):
+        return request
+"""
+
+SESSIONS = """\
+from pkg.adapters import HTTPAdapter
+
+
+class Session:
+    def __init__(self):
+        self.adapter = HTTPAdapter()
+
+    def send(self, request):
+        return self.adapter.send(request)
+
+
+def mount(adapter: HTTPAdapter):
+    adapter.send(None)
+"""
+
+
+def test_callers_through_a_typed_receiver_across_files(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``self.adapter.send(...)`` and ``adapter.send(...)`` on an annotated parameter are
+    callers of ``HTTPAdapter.send`` in another file, in either arrival order."""
+    adapters = "app::pkg/adapters.py::"
+    sessions = "app::pkg/sessions.py::"
+    graph.apply(upsert(tenant, "pkg/sessions.py", SESSIONS, 1))  # before its target exists
+    graph.apply(upsert(tenant, "pkg/adapters.py", ADAPTERS, 1))
+    callers = {n.symbol.id for n in graph.callers(tenant, adapters + "HTTPAdapter.send")}
+    assert callers == {sessions + "Session.send", sessions + "mount"}
+    assert graph.callers(tenant, adapters + "BaseAdapter.send") == []

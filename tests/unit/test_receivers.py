@@ -9,7 +9,7 @@ from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.receivers import type_parts
 from tests.conftest import build_state
 
-SOURCE = b'''
+SOURCE = b"""
 from .adapters import HTTPAdapter
 from . import models
 from .base import Remote
@@ -66,7 +66,7 @@ class Client(Remote):
     def call(self):
         self.connect()
         return super().call()
-'''
+"""
 
 
 def _calls(method: str) -> set[str]:

@@ -93,8 +93,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         name = src.text(match["name"][0])
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())
-            if _DOTTED.match(text):
-                facts.append(TypeFact(node, name, tuple(text.split(".")), owner, from_call=True))
+            parts = tuple(text.split("."))
+            # A class (capitalized, by convention) or a bare function that may be a factory
+            # of this file; ``np.zeros(...)`` and the like are most calls and type nothing.
+            if _DOTTED.match(text) and (len(parts) == 1 or parts[-1][:1].isupper()):
+                facts.append(TypeFact(node, name, parts, owner, from_call=True))
             continue
         parts = type_parts(src.text(match["type"][0]))
         if parts is not None:
