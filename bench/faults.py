@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=500, help="generated corpus size")
     parser.add_argument("--corpus", default=None, help="a named real corpus instead")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="faults") as tmp:
@@ -54,6 +55,9 @@ def main() -> None:
         started = time.monotonic()
         with FaultSoak(work, corpus, seed=args.seed) as soak:
             for _ in range(args.rounds):
+                if args.minutes and time.monotonic() - started > args.minutes * 60:
+                    print(f"stopped after {args.minutes:.0f} minutes", flush=True)
+                    break
                 try:
                     result = soak.round()
                 except RuntimeError as exc:  # the stack did not recover: that is the finding

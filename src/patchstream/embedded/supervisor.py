@@ -309,6 +309,8 @@ class Supervisor:
                     service.name,
                     service.process.returncode,
                 )
+                if service.name == "tansu":
+                    self._reset_consumers()
                 self.services[index] = self._start_service(service.name, service.port)
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
@@ -328,6 +330,20 @@ class Supervisor:
                 self.replay_due = True
         self.tend_outbox(now)
         self.maybe_reconcile(now)
+
+    def _reset_consumers(self) -> None:
+        """The memory-only broker died, and its log with it: a consumer that lived through
+        the restart would fetch (and commit) its old offsets in the new, shorter log and skip
+        what the outbox replays there. Every consumer is killed before the new broker exists
+        (so none can commit into it) and started fresh below, from the earliest offset."""
+        for worker in self.workers:
+            if worker.service in ("parse", "graph-sink", "vector-sink") and worker.alive():
+                assert worker.process is not None
+                worker.process.kill()
+                worker.process.wait(15)
+                worker.next_start = 0.0  # not a crash of theirs: no backoff
+                worker.restarts = 0
+        log.warning("event=consumers_reset reason=broker_restarted")
 
     def maybe_reconcile(self, now: float) -> None:
         """Every ``reconcile_interval_s``, ``patchstream reconcile --all`` as a child (the
