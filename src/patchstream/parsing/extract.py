@@ -279,7 +279,9 @@ class _Extractor(Resolution):
             seen[qualified] += 1
             suffix = "" if seen[qualified] == 1 else f"#{seen[qualified]}"
             definition.symbol_id = f"{self.repo}::{self.path}::{qualified}{suffix}"
-            if suffix == "":
+            # In Python the last definition of a name is the one that runs (typing
+            # overloads first, the implementation last); elsewhere the first one.
+            if suffix == "" or self.language == "python":
                 self.by_qualified[qualified] = definition
             stack.append(definition)
 
