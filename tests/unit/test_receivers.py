@@ -61,6 +61,13 @@ class Session(Base):
     def merge(self, r):
         return r
 
+    def helper(self) -> Helper:
+        return Helper()
+
+    def use(self, other: "Session"):
+        f = other.helper()
+        f.go()
+
 
 class Client(Remote):
     def call(self):
@@ -91,6 +98,10 @@ def test_calls_resolve_through_the_receivers_type() -> None:
     # Bound to two different types: no type (and no guess), the name stays unresolved.
     assert "CALLS ref:self.either.go" in calls
     assert not any("super" in call for call in calls)
+
+
+def test_a_methods_return_annotation_types_what_it_returns() -> None:
+    assert "CALLS Helper.go" in _calls("Session.use")  # f = other.helper(); f.go()
 
 
 def test_cls_and_inherited_members_of_imported_bases() -> None:

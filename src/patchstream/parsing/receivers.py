@@ -94,9 +94,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())
             parts = tuple(text.split("."))
-            # A class (capitalized, by convention) or a bare function that may be a factory
-            # of this file; ``np.zeros(...)`` and the like are most calls and type nothing.
-            if _DOTTED.match(text) and (len(parts) == 1 or parts[-1][:1].isupper()):
+            # A class, a factory function, or a method whose return annotation may tell.
+            if _DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=True))
             continue
         parts = type_parts(src.text(match["type"][0]))

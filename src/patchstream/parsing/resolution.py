@@ -166,7 +166,9 @@ class Resolution:
             else:
                 _bind(self._var_types[around.qualified_name if around else ""], fact.name, fact)
 
-    def _typed_member(self, parts: list[str], around: _Def | None) -> _Def | Reference | None:
+    def _typed_member(
+        self, parts: list[str], around: _Def | None, depth: int = 0
+    ) -> _Def | Reference | None:
         """``recv.m`` where ``recv`` has a known type: ``T.m`` as far as this file can tell."""
         receiver, method = parts[:-1], parts[-1]
         known: tuple[str, ...] | None = None
@@ -182,7 +184,7 @@ class Resolution:
             known = typed.parts if typed is not None else None
         if known is None:
             return None
-        return self._member_of_type(known, method, around)
+        return self._member_of_type(known, method, around, depth)
 
     def _member_of_type(
         self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
@@ -192,6 +194,15 @@ class Resolution:
             owner = self._resolve(list(known), around)
         finally:
             self._typing = False
+        if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
+            # ``x = ctx.make_formatter()``: the method's own return annotation, when the
+            # receiver's type is known and the method is defined here.
+            via = self._typed_member(list(known), around, depth + 1) if depth < 2 else None
+            if isinstance(via, _Def) and via.kind == "function":
+                returned = self._returns.get(via.qualified_name)
+                if returned is not None:
+                    return self._member_of_type(returned, method, via, depth + 1)
+            return None
         if isinstance(owner, Reference):
             last = owner.name.rsplit(".", 1)[-1]
             if owner.module is None or not last[:1].isupper():
