@@ -403,7 +403,8 @@ class _Extractor(Resolution):
     def _add(self, edge_type: EdgeType, src: str, target: _Def | Reference) -> None:
         if isinstance(target, Reference):
             self.edges.add(Edge.to_ref(edge_type, src, target))
-        elif target.kind != "impl" and target.symbol_id != src:
+        elif target.kind != "impl" and (target.symbol_id != src or edge_type is EdgeType.CALLS):
+            # A recursive call is a caller like any other; a class is not its own base.
             self.edges.add(Edge(type=edge_type, src=src, dst=target.symbol_id))
 
     def _collect_overrides(self) -> None:
