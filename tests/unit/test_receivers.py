@@ -68,6 +68,13 @@ class Session(Base):
         f = other.helper()
         f.go()
 
+    def helpers(self) -> list[Helper]:
+        return [Helper()]
+
+    def each(self):
+        for item in self.helpers():
+            item.go()
+
 
 class Client(Remote):
     def call(self):
@@ -102,6 +109,7 @@ def test_calls_resolve_through_the_receivers_type() -> None:
 
 def test_a_methods_return_annotation_types_what_it_returns() -> None:
     assert "CALLS Helper.go" in _calls("Session.use")  # f = other.helper(); f.go()
+    assert "CALLS Helper.go" in _calls("Session.each")  # for item in self.helpers() (list)
 
 
 def test_cls_and_inherited_members_of_imported_bases() -> None:
@@ -126,3 +134,14 @@ def test_cls_and_inherited_members_of_imported_bases() -> None:
 )
 def test_type_parts(written: str, parts: tuple[str, ...] | None) -> None:
     assert type_parts(written) == parts
+
+
+@pytest.mark.parametrize(
+    ("written", "parts"),
+    [("list[Helper]", ("Helper",)), ('Iterator["a.B"]', ("a", "B")),
+     ("tuple[Helper, ...]", ("Helper",)), ("dict[str, Helper]", None), ("Helper", None)],
+)  # fmt: skip
+def test_element_parts(written: str, parts: tuple[str, ...] | None) -> None:
+    from patchstream.parsing.receivers import element_parts
+
+    assert element_parts(written) == parts

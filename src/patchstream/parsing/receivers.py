@@ -36,9 +36,16 @@ _PYTHON_FACTS = """
   left: (attribute object: (identifier) @owner attribute: (identifier) @name)
   right: (call function: [(identifier) (attribute)] @call)) @fact
 (function_definition name: (identifier) @returns return_type: (type) @type) @fact
+(for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
+  ) @loop
 """
 
 _WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
+_CONTAINER = re.compile(
+    r"^(?:typing\.|t\.|abc\.|cabc\.|collections\.abc\.)?(?:List|list|Sequence|"
+    r"MutableSequence|Iterable|Iterator|Generator|Set|set|FrozenSet|frozenset|Collection|"
+    r"Tuple|tuple|Deque|deque)\[(.*)\]$"
+)
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -48,6 +55,7 @@ class TypeFact:
 
     ``from_call``: the type is a callee (a class or a function's return), not a declaration.
     ``returns``: the fact is a function's return annotation (``name`` is the function).
+    ``element``: the type is that of the elements (``for x in f()``; ``-> list[T]``).
     """
 
     node: ts.Node
@@ -56,6 +64,7 @@ class TypeFact:
     owner: str | None = None
     from_call: bool = False
     returns: bool = False
+    element: bool = False
 
 
 @cache
@@ -77,17 +86,35 @@ def type_parts(text: str) -> tuple[str, ...] | None:
     return tuple(options[0].split("."))
 
 
+def element_parts(text: str) -> tuple[str, ...] | None:
+    """``list[Foo]``, ``Iterator["Foo"]``, ``tuple[Foo, ...]`` -> the elements' type."""
+    match = _CONTAINER.match("".join(text.split()).strip("\"'"))
+    if match is None:
+        return None
+    return type_parts(match.group(1).split(",", 1)[0])
+
+
 def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
     query = _facts_query(language)
     if query is None:
         return []
     facts: list[TypeFact] = []
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "loop" in match:  # for x in f(): x is an element of what f returns
+            text = "".join(src.text(match["call"][0]).split())
+            if _DOTTED.match(text):
+                name, call = src.text(match["name"][0]), tuple(text.split("."))
+                facts.append(TypeFact(match["loop"][0], name, call, from_call=True, element=True))
+            continue
         node = match["fact"][0]
         if "returns" in match:
-            parts = type_parts(src.text(match["type"][0]))
+            written = src.text(match["type"][0])
+            function = src.text(match["returns"][0])
+            parts = type_parts(written)
             if parts is not None:
-                facts.append(TypeFact(node, src.text(match["returns"][0]), parts, returns=True))
+                facts.append(TypeFact(node, function, parts, returns=True))
+            elif (elements := element_parts(written)) is not None:
+                facts.append(TypeFact(node, function, elements, returns=True, element=True))
             continue
         owner = src.text(match["owner"][0]) if "owner" in match else None
         name = src.text(match["name"][0])

@@ -38,6 +38,7 @@ class _Typed:
 
     parts: tuple[str, ...] | None
     declared: bool
+    element: bool = False  # ``parts`` is a call whose result's elements the name takes
 
 
 class Resolution:
@@ -60,6 +61,7 @@ class Resolution:
         self._var_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
         self._attr_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
         self._returns: dict[str, tuple[str, ...]] = {}
+        self._element_returns: dict[str, tuple[str, ...]] = {}  # -> list[T] and the like
         self._typing = False
 
     def _enclosing_def(self, node: ts.Node) -> _Def | None:
@@ -155,7 +157,8 @@ class Resolution:
                      fact.node.child_by_field_name("name").end_byte)  # type: ignore[union-attr]
                 )  # fmt: skip
                 if function is not None:
-                    self._returns[function.qualified_name] = fact.type_parts
+                    returns = self._element_returns if fact.element else self._returns
+                    returns[function.qualified_name] = fact.type_parts
                 continue
             if fact.owner is not None:
                 owner = self._enclosing_class(around) if fact.owner in _SELF_WORDS else None
@@ -182,6 +185,8 @@ class Resolution:
                 scope = scope.parent
             typed = typed or self._var_types.get("", {}).get(receiver[0])
             known = typed.parts if typed is not None else None
+            if typed is not None and typed.element and known is not None:
+                known = self._element_of_call(known, around, depth)
         if known is None:
             return None
         return self._member_of_type(known, method, around, depth)
@@ -214,6 +219,22 @@ class Resolution:
                 return None
             return self._member_of_type(returned, method, owner, depth + 1)
         return self._member(owner.qualified_name, method)
+
+    def _element_of_call(
+        self, call: tuple[str, ...], around: _Def | None, depth: int
+    ) -> tuple[str, ...] | None:
+        """The element type of what ``call(...)`` returns (``-> list[T]``), if annotated here."""
+        self._typing = True
+        try:
+            target = self._resolve(list(call), around)
+        finally:
+            self._typing = False
+        if isinstance(target, Reference) and target.module is None and len(call) >= 2:
+            found = self._typed_member(list(call), around, depth + 1) if depth < 2 else None
+            target = found if found is not None else target
+        if isinstance(target, _Def) and target.kind == "function":
+            return self._element_returns.get(target.qualified_name)
+        return None
 
     def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
         queue, seen = [owner], set()
@@ -265,6 +286,9 @@ def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:
     declared = not fact.from_call
     known = names.get(name)
     if known is None or (declared and not known.declared):
-        names[name] = _Typed(fact.type_parts, declared)
-    elif known.declared == declared and known.parts != fact.type_parts:
+        names[name] = _Typed(fact.type_parts, declared, fact.element)
+    elif known.declared == declared and (known.parts, known.element) != (
+        fact.type_parts,
+        fact.element,
+    ):
         names[name] = _Typed(None, declared)
