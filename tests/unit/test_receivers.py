@@ -68,6 +68,13 @@ class Session(Base):
         f = other.helper()
         f.go()
 
+    helper_class = Helper
+
+    def aliased(self):
+        make = make_helper
+        make()
+        self.helper_class()
+
     def helpers(self) -> list[Helper]:
         return [Helper()]
 
@@ -110,6 +117,10 @@ def test_calls_resolve_through_the_receivers_type() -> None:
 def test_a_methods_return_annotation_types_what_it_returns() -> None:
     assert "CALLS Helper.go" in _calls("Session.use")  # f = other.helper(); f.go()
     assert "CALLS Helper.go" in _calls("Session.each")  # for item in self.helpers() (list)
+
+
+def test_aliases_call_what_they_name() -> None:
+    assert _calls("Session.aliased") == {"CALLS make_helper", "INSTANTIATES Helper"}
 
 
 def test_cls_and_inherited_members_of_imported_bases() -> None:

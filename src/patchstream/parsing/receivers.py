@@ -6,7 +6,10 @@ obviously constructs:
 - parameter annotations (``def f(s: Session)``), annotated assignments (``x: Foo = ...``,
   ``self.x: Foo``, class-level ``x: Foo``) and function return annotations;
 - assignments from a call (``x = Foo()``, ``self.adapter = HTTPAdapter()``): the callee is
-  the type when it is a class, or a function whose return annotation names one.
+  the type when it is a class, or a function whose return annotation names one;
+- loops over a call whose return annotation is a container (``-> list[T]``);
+- aliases (``handler = on_event``, class-level ``context_class = Context``): a call of the
+  alias is a call of what it names.
 
 A name bound to two different types in one scope has no type (precision over recall). What
 this cannot see: types flowing through containers, ``getattr``, monkey-patching, values
@@ -36,6 +39,7 @@ _PYTHON_FACTS = """
   left: (attribute object: (identifier) @owner attribute: (identifier) @name)
   right: (call function: [(identifier) (attribute)] @call)) @fact
 (function_definition name: (identifier) @returns return_type: (type) @type) @fact
+(assignment left: (identifier) @name right: [(identifier) (attribute)] @alias) @fact
 (for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
   ) @loop
 """
@@ -65,6 +69,7 @@ class TypeFact:
     from_call: bool = False
     returns: bool = False
     element: bool = False
+    alias: bool = False  # ``name = other_name``: the name stands for what it names
 
 
 @cache
@@ -118,6 +123,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             continue
         owner = src.text(match["owner"][0]) if "owner" in match else None
         name = src.text(match["name"][0])
+        if "alias" in match:
+            text = "".join(src.text(match["alias"][0]).split())
+            if _DOTTED.match(text) and text not in ("None", "True", "False"):
+                facts.append(TypeFact(node, name, tuple(text.split(".")), alias=True))
+            continue
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())
             parts = tuple(text.split("."))

@@ -62,6 +62,9 @@ class Resolution:
         self._attr_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
         self._returns: dict[str, tuple[str, ...]] = {}
         self._element_returns: dict[str, tuple[str, ...]] = {}  # -> list[T] and the like
+        # Qualified name of an alias (``scope.name``) -> what it names (None: ambiguous).
+        self._aliases: dict[str, tuple[str, ...] | None] = {}
+        self._alias_depth = 0
         self._typing = False
 
     def _enclosing_def(self, node: ts.Node) -> _Def | None:
@@ -112,7 +115,11 @@ class Resolution:
         dotted = ".".join(parts)
         if len(parts) == 1:
             for prefix in self._scopes(around):
-                local = self.by_qualified.get(f"{prefix}.{dotted}" if prefix else dotted)
+                key = f"{prefix}.{dotted}" if prefix else dotted
+                named = self._via_alias(key, around)
+                if named is not None:
+                    return named
+                local = self.by_qualified.get(key)
                 if local is not None:
                     return local
         else:
@@ -130,6 +137,20 @@ class Resolution:
                 name = rest
             return Reference(name=name, module=binding.module)
         return Reference(name=dotted)
+
+    def _via_alias(self, key: str, around: _Def | None) -> _Def | Reference | None:
+        """What the alias ``key`` names, when that is a function, a class or an import."""
+        named = self._aliases.get(key)
+        if named is None or self._alias_depth > 3:
+            return None
+        self._alias_depth += 1
+        try:
+            target = self._resolve(list(named), around)
+        finally:
+            self._alias_depth -= 1
+        if isinstance(target, _Def):
+            return target if target.kind in ("function", "class") else None
+        return target if target.module is not None else None
 
     def _lookup_member(self, owner: str, member: str) -> _Def | None:
         """``owner.member`` in this file, searching local base classes breadth first."""
@@ -151,6 +172,11 @@ class Resolution:
     def _collect_type_facts(self) -> None:
         for fact in type_facts(self.tree, self.language, self.src):
             around = self._enclosing_def(fact.node)
+            if fact.alias:
+                key = f"{around.qualified_name}.{fact.name}" if around else fact.name
+                known = self._aliases.get(key, fact.type_parts)
+                self._aliases[key] = fact.type_parts if known == fact.type_parts else None
+                continue
             if fact.returns:
                 function = self.def_by_name_node.get(
                     (fact.node.child_by_field_name("name").start_byte,  # type: ignore[union-attr]
@@ -252,6 +278,9 @@ class Resolution:
     def _member(self, owner: str, member: str) -> _Def | Reference | None:
         """``owner.member`` here, or through the first imported base that may define it."""
         local = self._lookup_member(owner, member)
+        if local is not None and local.kind == "variable":
+            named = self._via_alias(local.qualified_name, local.parent)
+            return named if named is not None else local
         if local is not None:
             return local
         queue, seen = [owner], set()
