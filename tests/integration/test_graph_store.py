@@ -323,3 +323,27 @@ def test_callers_through_a_typed_receiver_across_files(
     callers = {n.symbol.id for n in graph.callers(tenant, adapters + "HTTPAdapter.send")}
     assert callers == {sessions + "Session.send", sessions + "mount"}
     assert graph.callers(tenant, adapters + "BaseAdapter.send") == []
+
+
+def test_callers_through_a_subclass_that_inherits_the_method(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``Sub().send()`` in a third file calls ``Base.send``: ``Sub`` does not define it."""
+    base = (
+        "class Base:\n    def send(self):\n        return 1\n\n    def other(self):\n        pass\n"
+    )
+    subclass = (
+        "from pkg.base import Base\n\n\nclass Sub(Base):\n    def other(self):\n        pass\n"
+    )
+    use = (
+        "from pkg.sub import Sub\n\n\ndef go():\n    s = Sub()\n    s.send()\n\n\n"
+        "def stay():\n    Sub().other()\n    s = Sub()\n    s.other()\n"
+    )
+    for version, (path, text) in enumerate(
+        (("pkg/use.py", use), ("pkg/sub.py", subclass), ("pkg/base.py", base)), start=1
+    ):
+        graph.apply(upsert(tenant, path, text, version))
+    callers = {n.symbol.id for n in graph.callers(tenant, "app::pkg/base.py::Base.send")}
+    assert callers == {"app::pkg/use.py::go"}
+    # Sub overrides other(): callers of Base.other do not include Sub.other's callers.
+    assert graph.callers(tenant, "app::pkg/base.py::Base.other") == []

@@ -34,6 +34,7 @@ from patchstream.stores.graph.base import (
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
 from patchstream.stores.graph.statements import (
+    CALLERS_THROUGH_SUBCLASSES,
     INDEXES,
     MAX_DEPTH,
     READ_FENCE,
@@ -180,7 +181,14 @@ class CypherGraphStore(GraphStore):
         return [_symbol_from_props(r[0]) for r in rows]
 
     def _walk(
-        self, tenant: str, symbol_id: str, depth: int, ref: str, types: str, inbound: bool
+        self,
+        tenant: str,
+        symbol_id: str,
+        depth: int,
+        ref: str,
+        types: str,
+        inbound: bool,
+        inherited: bool = False,
     ) -> list[Neighbor]:
         """Breadth first, one query per level over DISTINCT nodes, at most ``max_walk_rows``
         symbols: a fan-out graph costs rows, never paths (a path pattern ``*1..5`` over a hub
@@ -197,12 +205,15 @@ class CypherGraphStore(GraphStore):
             room = self.max_walk_rows - len(found)
             if not frontier or room <= 0:
                 break
+            params = {"frontier": frontier, "tenant": tenant, "cap": room + len(seen)}
             rows = self._read(
                 tenant,
                 f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) MATCH {step} "
                 "WHERE n.tenant = $tenant RETURN DISTINCT n.uid, properties(n) LIMIT $cap",
-                {"frontier": frontier, "tenant": tenant, "cap": room + len(seen)},
+                params,
             )
+            if inherited:
+                rows = [*rows, *self._read(tenant, CALLERS_THROUGH_SUBCLASSES, params)]
             frontier = []
             for uid, props in rows:
                 if uid in seen or len(found) >= self.max_walk_rows:
@@ -215,7 +226,9 @@ class CypherGraphStore(GraphStore):
     def callers(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
     ) -> list[Neighbor]:
-        return self._walk(tenant, symbol_id, min(depth, 2), ref, "CALLS|INSTANTIATES", True)
+        return self._walk(
+            tenant, symbol_id, min(depth, 2), ref, "CALLS|INSTANTIATES", True, inherited=True
+        )
 
     def callees(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"

@@ -142,3 +142,17 @@ def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
             continue
         for start in range(0, len(values), ROWS_PER_STATEMENT):
             yield query, {**params, name: values[start : start + ROWS_PER_STATEMENT]}
+
+
+# ``Sub.m()`` where ``Sub`` (another file) inherits ``m`` from ``Base``: the reference wants
+# ``<Sub's key>.m``, which no symbol has. Callers of ``Base.m`` include the symbols that
+# want ``m`` through a subclass (up to three levels down) that does not define it.
+CALLERS_THROUGH_SUBCLASSES = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(:Symbol)"
+    "<-[:INHERITS_FROM*1..3]-(s:Symbol) "
+    "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
+    "WITH t, s WHERE own IS NULL AND s.rkey IS NOT NULL "
+    "MATCH (w:Want {uid: s.rkey + '.' + t.name})<-[r:REFERS]-(n:Symbol) "
+    "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
+    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+)
