@@ -156,3 +156,42 @@ def test_element_parts(written: str, parts: tuple[str, ...] | None) -> None:
     from patchstream.parsing.receivers import element_parts
 
     assert element_parts(written) == parts
+
+
+TS_SOURCE = b"""import { Store } from "./store";
+import * as models from "./models";
+
+interface Priced { price(): number; }
+
+class Item implements Priced {
+  price(): number { return 1; }
+}
+
+export class Cart {
+  helper = new Item();
+  constructor(private store: Store, public other: Item) {}
+  total(one: Item, req: models.Request, p: Priced): number {
+    this.store.put("k", 1);
+    this.helper.price();
+    this.other.price();
+    one.price();
+    req.send();
+    p.price();
+    const it = new Item();
+    return it.price();
+  }
+}
+"""
+
+
+def test_typescript_calls_resolve_through_declared_and_constructed_types() -> None:
+    state = build_state(FileStateBuilder(), "src/cart.ts", TS_SOURCE)
+    prefix = "r::src/cart.ts::"
+    calls = {e.dst.removeprefix(prefix) for e in state.edges
+             if e.src == f"{prefix}Cart.total" and e.type.value == "CALLS"}  # fmt: skip
+    assert calls == {
+        "ref:Store.put@src/store",  # a parameter property: a field of the class
+        "Item.price",  # a field from `new`, a parameter property, a parameter, a local
+        "ref:Request.send@src/models",  # a namespace import's type
+        "Priced.price",  # an interface: its implementations are found by the graph
+    }

@@ -1,7 +1,7 @@
 """What a receiver is, from one file's syntax tree: the type facts behind ``x.m()`` calls.
 
-Python only for now. Facts are flow-insensitive and come from what the code declares or
-obviously constructs:
+Python and TypeScript (parameters, fields, parameter properties, variables and ``new``).
+Facts are flow-insensitive and come from what the code declares or obviously constructs:
 
 - parameter annotations (``def f(s: Session)``), annotated assignments (``x: Foo = ...``,
   ``self.x: Foo``, class-level ``x: Foo``) and function return annotations;
@@ -44,6 +44,23 @@ _PYTHON_FACTS = """
   ) @loop
 """
 
+_TS_TYPE = "[(type_identifier) (nested_type_identifier)]"
+_TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
+_TYPESCRIPT_FACTS = f"""
+(required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(required_parameter (accessibility_modifier) pattern: (identifier) @name
+  type: (type_annotation {_TS_TYPE} @type)) @field
+(public_field_definition name: (property_identifier) @name
+  type: (type_annotation {_TS_TYPE} @type)) @fact
+(public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
+(assignment_expression
+  left: (member_expression object: (this) @owner property: (property_identifier) @name)
+  right: {_TS_NEW}) @fact
+"""
+
 _WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
 _CONTAINER = re.compile(
     r"^(?:typing\.|t\.|abc\.|cabc\.|collections\.abc\.)?(?:List|list|Sequence|"
@@ -74,9 +91,9 @@ class TypeFact:
 
 @cache
 def _facts_query(language: str) -> ts.Query | None:
-    if language != "python":
-        return None
-    return ts.Query(get_language(language), _PYTHON_FACTS)
+    source = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS,
+              "tsx": _TYPESCRIPT_FACTS}.get(language)  # fmt: skip
+    return ts.Query(get_language(language), source) if source else None
 
 
 def type_parts(text: str) -> tuple[str, ...] | None:
@@ -110,6 +127,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if _DOTTED.match(text):
                 name, call = src.text(match["name"][0]), tuple(text.split("."))
                 facts.append(TypeFact(match["loop"][0], name, call, from_call=True, element=True))
+            continue
+        if "field" in match:  # constructor(private store: Store): a field of the class
+            parts = type_parts(src.text(match["type"][0]))
+            if parts is not None:
+                name = src.text(match["name"][0])
+                facts.append(TypeFact(match["field"][0], name, parts, owner="this"))
             continue
         node = match["fact"][0]
         if "returns" in match:

@@ -34,6 +34,7 @@ from patchstream.stores.graph.base import (
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
 from patchstream.stores.graph.statements import (
+    CALLERS_THROUGH_INTERFACES,
     CALLERS_THROUGH_SUBCLASSES,
     INDEXES,
     MAX_DEPTH,
@@ -213,7 +214,8 @@ class CypherGraphStore(GraphStore):
                 params,
             )
             if inherited:
-                rows = [*rows, *self._read(tenant, CALLERS_THROUGH_SUBCLASSES, params)]
+                for through in (CALLERS_THROUGH_SUBCLASSES, CALLERS_THROUGH_INTERFACES):
+                    rows = [*rows, *self._read(tenant, through, params)]
             frontier = []
             for uid, props in rows:
                 if uid in seen or len(found) >= self.max_walk_rows:

@@ -156,3 +156,14 @@ CALLERS_THROUGH_SUBCLASSES = (
     "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
     "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
 )
+
+# A call on an interface (``p.price()`` with ``p: Priced``) may run any implementation:
+# callers of ``Item.price`` include the callers of the ``price`` of every interface that
+# ``Item`` implements or extends (up to three levels up).
+CALLERS_THROUGH_INTERFACES = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(:Symbol)"
+    "-[:INHERITS_FROM*1..3]->(i:Symbol {kind: 'interface'})-[:DEFINES]->(m:Symbol) "
+    "WHERE m.name = t.name "
+    "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
+    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+)
