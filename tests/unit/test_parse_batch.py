@@ -64,30 +64,45 @@ class GraphAt:
 
     def __init__(self) -> None:
         self.held: dict[str, FileState] = {}
+        self.reads = 0
 
     def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:
-        return set()
+        return {uid for uid in file_uids if uid.rsplit("|", 1)[-1] in self.held}
 
     def file_state(
         self, tenant: str, repo: str, ref: str, path: str, workspace: object
     ) -> FileState | None:
+        self.reads += 1
         return self.held.get(path)
 
 
-def test_a_redelivery_whose_delta_was_lost_sends_the_delta_again() -> None:
-    """The broker died with the delta of a.py@1 after the worker parsed it: the outbox
-    replays a.py@1, the LRU is at version 1, the graph has nothing. The delta comes again."""
+def test_a_redelivery_sends_the_complete_state_again_and_older_versions_stay_stale() -> None:
+    """The broker died with a.py@1's delta before the vector tier applied it (the graph may
+    have it, or not): the outbox replays a.py@1. Whatever the worker or the graph holds at
+    that version, the complete state goes out again (base: nothing); the tier that has it
+    drops it at its fence."""
     graph = GraphAt()
     states = PreviousStates(graph, capacity=16)  # type: ignore[arg-type]
     stage = ParseStage(FileStateBuilder(), BlobReader(""))
     event = _event("a.py", 1)
     (first,) = parse_batch(stage, states, [event])
-    assert first.output is not None and first.output.deltas
-    (again,) = parse_batch(stage, states, [event])
+    assert first.output is not None and first.output.state is not None
+    (again,) = parse_batch(stage, states, [event])  # from the worker's memory
     assert again.output is not None and not again.output.stale
-    assert again.output.deltas[0].model_dump() == first.output.deltas[0].model_dump()
-    # Once the graph holds version 1, the same redelivery is the ordinary stale one.
-    assert first.output.state is not None
-    graph.held["a.py"] = first.output.state
-    (stale,) = parse_batch(stage, states, [event])
-    assert stale.output is not None and stale.output.stale and not stale.output.deltas
+    resent = again.output.deltas[0]
+    assert resent.base_version is None and resent.version == 1
+    assert resent.chunks == first.output.deltas[0].chunks  # complete, chunks included
+    assert {s.id for s in resent.symbols} == {s.id for s in first.output.deltas[0].symbols}
+    # A fresh worker: the graph holds version 1 (without chunks); the content is parsed again.
+    graph.held["a.py"] = first.output.state.model_copy(update={"chunks": ()})
+    fresh = PreviousStates(graph, capacity=16)  # type: ignore[arg-type]
+    (replayed,) = parse_batch(stage, fresh, [event])
+    assert graph.reads == 1  # the previous state came from the graph
+    assert replayed.output is not None and not replayed.output.stale
+    assert replayed.output.deltas[0].base_version is None
+    assert replayed.output.deltas[0].chunks == resent.chunks
+    # An older version than what is held stays stale: nothing is sent.
+    newer = _event("a.py", 2, "def g():\n    pass\n")
+    parse_batch(stage, states, [newer])
+    (old,) = parse_batch(stage, states, [event])
+    assert old.output is not None and old.output.stale and not old.output.deltas

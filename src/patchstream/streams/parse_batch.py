@@ -5,10 +5,12 @@ worker's LRU first, then one query for the whole batch to learn which files the 
 all, then a full read only for those), parses the events in delivery order and returns one
 outcome per event. Events of one file in one batch see each other's results.
 
-A redelivered event at exactly the version the LRU holds is not simply stale: its delta may
-have been lost with a memory-only broker (the outbox then replays the event). Such an event
-is checked against the graph, and if the graph is behind, the delta from what the graph
-holds to the LRU's state is sent again (the sinks' fences make a duplicate harmless).
+A redelivered event at exactly the version this worker (or the graph) holds is not simply
+stale: its deltas may have been lost with a memory-only broker before one tier applied them
+(the outbox then replays the event), and the graph being at that version says nothing about
+the vector tier. Such an event is parsed again and sent as a complete state (base: nothing);
+a tier that has it drops it at its version fence, a tier that lost it applies it. Only older
+versions are stale.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from patchstream.errors import StoreRefused, StoreUnavailable
-from patchstream.parsing.delta import diff_states
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileState
 from patchstream.stores.graph.base import GraphStore
@@ -42,16 +43,6 @@ class PreviousStates:
             return self.recent[event.key]
         if event.key in absent:
             return None
-        return self.graph.file_state(
-            event.tenant, event.repo, event.ref, event.path, event.workspace
-        )
-
-    def cached_version(self, event: PatchEvent) -> int | None:
-        state = self.recent.get(event.key)
-        return state.version if state is not None else None
-
-    def stored(self, event: PatchEvent) -> FileState | None:
-        """What the graph holds for the file, never the LRU."""
         return self.graph.file_state(
             event.tenant, event.repo, event.ref, event.path, event.workspace
         )
@@ -100,16 +91,6 @@ def parse_batch(
         absent = frozenset()
     previous: dict[str, FileState | None] = {}
     unreadable: dict[str, Exception] = {}
-    # Redeliveries of the LRU's own version: what the graph holds for them.
-    redelivered: dict[str, FileState | None] = {}
-    for event in events:
-        if event.key not in redelivered and states.cached_version(event) == event.version:
-            try:
-                redelivered[event.key] = states.stored(event)
-            except StoreUnavailable:
-                raise
-            except Exception:  # unreadable: treated as the ordinary stale redelivery
-                continue
     for event in events:
         if event.key in previous or event.key in unreadable:
             continue
@@ -125,12 +106,12 @@ def parse_batch(
         if event.key in unreadable:
             outcomes.append(Outcome(error=unreadable[event.key]))
             continue
-        resent = _resend_if_lost(event, previous[event.key], redelivered)
-        if resent is not None:
-            outcomes.append(Outcome(output=resent, seconds=time.perf_counter() - started))
-            continue
+        before = previous[event.key]
         try:
-            output = stage.handle(event, previous[event.key])
+            if before is not None and before.version == event.version:
+                output = stage.resend(event, before)  # see the module docstring
+            else:
+                output = stage.handle(event, before)
         except Exception as exc:  # a pathological file must not stop the batch
             outcomes.append(Outcome(error=exc, seconds=time.perf_counter() - started))
             continue
@@ -139,18 +120,6 @@ def parse_batch(
             states.put(event, output.state)
         outcomes.append(Outcome(output=output, seconds=time.perf_counter() - started))
     return outcomes
-
-
-def _resend_if_lost(
-    event: PatchEvent, cached: FileState | None, redelivered: dict[str, FileState | None]
-) -> ParseOutput | None:
-    """The delta again when the LRU is at the event's version and the graph is behind it."""
-    if event.key not in redelivered or cached is None or cached.version != event.version:
-        return None
-    stored = redelivered.pop(event.key)
-    if stored is not None and stored.version >= event.version:
-        return None  # the graph has it: an ordinary stale redelivery
-    return ParseOutput(deltas=[diff_states(stored, cached, event)], state=cached)
 
 
 async def parse_until_the_store_answers(

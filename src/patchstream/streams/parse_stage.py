@@ -60,17 +60,26 @@ class ParseStage:
                 event=event,
             )
             return ParseOutput(deltas=[delta], state=None)
-        data = self.content_of(event)
-        target = FileRef(
-            tenant=event.tenant,
-            repo=event.repo,
-            ref=event.ref,
-            path=event.path,
-            version=event.version,
-            workspace=event.workspace,
-        )
-        state = self.builder.build(target, data, previous, event.edit)
+        state = self.builder.build(_target(event), self.content_of(event), previous, event.edit)
         output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state)
+        self._follow_ups(event, output)
+        return output
+
+    def resend(self, event: PatchEvent, previous: FileState) -> ParseOutput:
+        """A redelivery at the version already parsed: the complete state again (base:
+        nothing), for a tier that lost the first delta. The worker's own state is reused
+        when the content matches (it has the chunks; the graph's view of a file does not)."""
+        if event.op == "delete":
+            return self.handle(event, None)
+        data = self.content_of(event)
+        state = previous
+        if not previous.chunks or hash_bytes(data) != previous.content_hash:
+            state = self.builder.build(_target(event), data, previous, None)
+        output = ParseOutput(deltas=[diff_states(None, state, event)], state=state)
+        self._follow_ups(event, output)
+        return output
+
+    def _follow_ups(self, event: PatchEvent, output: ParseOutput) -> None:
         if event.op == "rename" and event.old_path is not None:
             # The old path lives on its own partition (and table shard): send it a delete.
             output.events.append(
@@ -87,4 +96,14 @@ class ParseStage:
                     }
                 )
             )
-        return output
+
+
+def _target(event: PatchEvent) -> FileRef:
+    return FileRef(
+        tenant=event.tenant,
+        repo=event.repo,
+        ref=event.ref,
+        path=event.path,
+        version=event.version,
+        workspace=event.workspace,
+    )
