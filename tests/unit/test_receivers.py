@@ -195,3 +195,58 @@ def test_typescript_calls_resolve_through_declared_and_constructed_types() -> No
         "ref:Request.send@src/models",  # a namespace import's type
         "Priced.price",  # an interface: its implementations are found by the graph
     }
+
+
+GO_SOURCE = b"""package logs
+
+import "example.com/app/store"
+
+type Store interface {
+	Put(key string, v int) error
+}
+
+type Memory struct{}
+
+func (m *Memory) Put(key string, v int) error { return nil }
+
+type Logger struct {
+	store Store
+	mem   *Memory
+	ext   store.Backend
+}
+
+func NewLogger() *Logger { return &Logger{} }
+
+func (l *Logger) Log(key string, v int) {
+	l.store.Put(key, v)
+	l.mem.Put(key, v)
+	l.ext.Flush()
+	m := &Memory{}
+	m.Put(key, v)
+	other := NewLogger()
+	other.Log(key, v)
+}
+
+func Use(b store.Backend, lg *Logger) {
+	b.Flush()
+	lg.Log("k", 1)
+}
+"""
+
+
+def test_go_calls_resolve_through_receivers_fields_and_constructors() -> None:
+    state = build_state(FileStateBuilder(), "logs/logs.go", GO_SOURCE)
+    prefix = "r::logs/logs.go::"
+
+    def calls(src: str) -> set[str]:
+        return {e.dst.removeprefix(prefix) for e in state.edges
+                if e.src == f"{prefix}{src}" and e.type.value == "CALLS"}  # fmt: skip
+
+    assert calls("Logger.Log") == {
+        "Store.Put",  # l.store: a struct field of interface type
+        "Memory.Put",  # l.mem (*Memory) and m := &Memory{}
+        "ref:Backend.Flush@example.com/app/store",  # a field of an imported type
+        "Logger.Log",  # other := NewLogger() returns *Logger
+        "NewLogger",
+    }
+    assert calls("Use") == {"ref:Backend.Flush@example.com/app/store", "Logger.Log"}

@@ -1,6 +1,7 @@
 """What a receiver is, from one file's syntax tree: the type facts behind ``x.m()`` calls.
 
-Python and TypeScript (parameters, fields, parameter properties, variables and ``new``).
+Python, TypeScript (parameters, fields, parameter properties, variables and ``new``) and Go
+(method receivers, parameters, struct fields, ``var``, ``x := T{}`` / ``&T{}`` / ``NewT()``).
 Facts are flow-insensitive and come from what the code declares or obviously constructs:
 
 - parameter annotations (``def f(s: Session)``), annotated assignments (``x: Foo = ...``,
@@ -61,6 +62,20 @@ _TYPESCRIPT_FACTS = f"""
   right: {_TS_NEW}) @fact
 """
 
+_GO_TYPE = "[(type_identifier) (qualified_type) (pointer_type)]"
+_GO_NEW = ("[(composite_literal type: [(type_identifier) (qualified_type)] @call) "
+           "(unary_expression operand: (composite_literal type: [(type_identifier) "
+           "(qualified_type)] @call)) (call_expression function: [(identifier) "
+           "(selector_expression)] @call)]")  # fmt: skip
+_GO_FACTS = f"""
+(parameter_declaration name: (identifier) @name type: {_GO_TYPE} @type) @fact
+(field_declaration name: (field_identifier) @name type: {_GO_TYPE} @type) @fact
+(var_spec name: (identifier) @name type: {_GO_TYPE} @type) @fact
+(short_var_declaration left: (expression_list . (identifier) @name)
+  right: (expression_list . {_GO_NEW})) @fact
+(function_declaration name: (identifier) @returns result: {_GO_TYPE} @type) @fact
+"""
+
 _WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
 _CONTAINER = re.compile(
     r"^(?:typing\.|t\.|abc\.|cabc\.|collections\.abc\.)?(?:List|list|Sequence|"
@@ -92,14 +107,14 @@ class TypeFact:
 @cache
 def _facts_query(language: str) -> ts.Query | None:
     source = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS,
-              "tsx": _TYPESCRIPT_FACTS}.get(language)  # fmt: skip
+              "tsx": _TYPESCRIPT_FACTS, "go": _GO_FACTS}.get(language)  # fmt: skip
     return ts.Query(get_language(language), source) if source else None
 
 
 def type_parts(text: str) -> tuple[str, ...] | None:
     """``Session``, ``"models.Request"``, ``Optional[Foo]``, ``Foo | None`` -> the dotted
     name's parts; containers and unions of several types -> None."""
-    cleaned = "".join(text.split()).strip("\"'")
+    cleaned = "".join(text.split()).strip("\"'").lstrip("*&")  # Go pointers
     while match := _WRAPPERS.match(cleaned):
         cleaned = match.group(1).split(",", 1)[0].strip("\"'")
     options = [o for o in cleaned.split("|") if o not in ("None", "")]

@@ -204,6 +204,9 @@ class Resolution:
         if receiver[0] in _SELF_WORDS and len(receiver) == 2:
             owner = self._enclosing_class(around)
             known = self._attribute_type(owner, receiver[1]) if owner else None
+        elif len(receiver) >= 2:
+            # ``l.store.Put()``, ``self.a.b.m()``: the type of the head, then of each field.
+            known = self._chain_type(receiver, around)
         elif len(receiver) == 1:
             scope, typed = around, None
             while typed is None and scope is not None:
@@ -245,6 +248,39 @@ class Resolution:
                 return None
             return self._member_of_type(returned, method, owner, depth + 1)
         return self._member(owner.qualified_name, method)
+
+    def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
+        """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
+        owner: _Def | Reference | None = None
+        if receiver[0] in _SELF_WORDS:
+            name = self._enclosing_class(around)
+            owner = self.by_qualified.get(name) if name else None
+        else:
+            scope, typed = around, None
+            while typed is None and scope is not None:
+                typed = self._var_types.get(scope.qualified_name, {}).get(receiver[0])
+                scope = scope.parent
+            typed = typed or self._var_types.get("", {}).get(receiver[0])
+            if typed is None or typed.parts is None or typed.element:
+                return None
+            self._typing = True
+            try:
+                owner = self._resolve(list(typed.parts), around)
+            finally:
+                self._typing = False
+        known: tuple[str, ...] | None = None
+        for attribute in receiver[1:]:
+            if not isinstance(owner, _Def) or owner.kind not in ("class", "interface"):
+                return None
+            known = self._attribute_type(owner.qualified_name, attribute)
+            if known is None:
+                return None
+            self._typing = True
+            try:
+                owner = self._resolve(list(known), around)
+            finally:
+                self._typing = False
+        return known
 
     def _element_of_call(
         self, call: tuple[str, ...], around: _Def | None, depth: int
