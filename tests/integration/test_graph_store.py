@@ -366,3 +366,38 @@ def test_callers_of_an_implementation_include_calls_on_its_interface(
     assert {n.symbol.id for n in interface_callers} == {"app::src/cart.ts::total"}
     implementation_callers = graph.callers(tenant, "app::src/item.ts::Item.price")
     assert {n.symbol.id for n in implementation_callers} == {"app::src/cart.ts::total"}
+
+
+GO_SHAPES = """\
+package shapes
+
+type Store interface {
+\tPut(key string) error
+\tGet(key string) string
+}
+
+type Memory struct{}
+
+func (m *Memory) Put(key string) error { return nil }
+
+func (m *Memory) Get(key string) string { return key }
+
+type Half struct{}
+
+func (h *Half) Put(key string) error { return nil }
+
+func Save(s Store) {
+\ts.Put("k")
+}
+"""
+
+
+def test_go_callers_of_an_interface_method_reach_the_types_that_satisfy_it(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """Structural: ``Memory`` has every method of ``Store``; ``Half`` lacks ``Get``."""
+    graph.apply(upsert(tenant, "shapes/shapes.go", GO_SHAPES, 1))
+    prefix = "app::shapes/shapes.go::"
+    assert {n.symbol.id for n in graph.callers(tenant, prefix + "Store.Put")} == {prefix + "Save"}
+    assert {n.symbol.id for n in graph.callers(tenant, prefix + "Memory.Put")} == {prefix + "Save"}
+    assert graph.callers(tenant, prefix + "Half.Put") == []

@@ -34,6 +34,7 @@ from patchstream.stores.graph.base import (
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
 from patchstream.stores.graph.statements import (
+    CALLERS_THROUGH_GO_INTERFACES,
     CALLERS_THROUGH_INTERFACES,
     CALLERS_THROUGH_SUBCLASSES,
     INDEXES,
@@ -214,7 +215,8 @@ class CypherGraphStore(GraphStore):
                 params,
             )
             if inherited:
-                for through in (CALLERS_THROUGH_SUBCLASSES, CALLERS_THROUGH_INTERFACES):
+                for through in (CALLERS_THROUGH_SUBCLASSES, CALLERS_THROUGH_INTERFACES,
+                                CALLERS_THROUGH_GO_INTERFACES):  # fmt: skip
                     rows = [*rows, *self._read(tenant, through, params)]
             frontier = []
             for uid, props in rows:

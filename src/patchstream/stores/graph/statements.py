@@ -167,3 +167,18 @@ CALLERS_THROUGH_INTERFACES = (
     "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
     "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
 )
+
+# Go interfaces are structural: ``s.Put()`` with ``s Store`` may run the ``Put`` of every type
+# of the branch whose methods include all of ``Store``'s. Callers of ``Memory.Put`` include
+# the callers of ``Store.Put`` when ``Memory`` has every method ``Store`` declares.
+CALLERS_THROUGH_GO_INTERFACES = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(c:Symbol) "
+    "WHERE t.language = 'go' "
+    "MATCH (m:Symbol {name: t.name}) WHERE m.scope = t.scope AND m.language = 'go' "
+    "MATCH (i:Symbol {kind: 'interface'})-[:DEFINES]->(m) "
+    "MATCH (i)-[:DEFINES]->(wanted:Symbol) WITH t, c, m, collect(DISTINCT wanted.name) AS needed "
+    "MATCH (c)-[:DEFINES]->(own:Symbol) WITH t, m, needed, collect(DISTINCT own.name) AS has "
+    "WITH t, m, [name IN needed WHERE NOT name IN has] AS missing WHERE size(missing) = 0 "
+    "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
+    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+)
