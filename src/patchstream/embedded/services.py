@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from patchstream.embedded.lifetime import with_parent_lifetime
+from patchstream.embedded.probes import grpc_answers, kafka_answers
 from patchstream.errors import ConfigError, PatchstreamError
 
 
@@ -61,8 +62,9 @@ class Service:
 
     def answers(self) -> bool:
         """A real request, not only a live process: FalkorDB must answer PING (a deadlocked
-        one kept its process and port and answered nothing); the others must accept. A
-        FalkorDB still loading its log answers "LOADING": responsive, not hung."""
+        one kept its process and port and answered nothing), Tansu an ApiVersions request,
+        Milvus an HTTP/2 handshake. A FalkorDB still loading its log answers "LOADING":
+        responsive, not hung."""
         return self._probe() in ("ready", "loading")
 
     def ready(self) -> bool:
@@ -70,6 +72,10 @@ class Service:
         return self._probe() == "ready"
 
     def _probe(self) -> str:
+        if self.name == "tansu":
+            return "ready" if kafka_answers(self.host, self.port) else "down"
+        if self.name == "milvus":
+            return "ready" if grpc_answers(self.host, self.port) else "down"
         if self.name != "falkordb":
             return "ready" if port_is_open(self.host, self.port) else "down"
         import redis

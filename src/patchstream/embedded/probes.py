@@ -1,0 +1,51 @@
+"""Real requests that tell a hung service from a live one (a stopped process still accepts
+TCP connections: the kernel completes the handshake for it)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+_API_VERSIONS = 18
+_PROBE_ID = 0x7073  # a correlation id the answer must echo
+
+
+def kafka_answers(host: str, port: int, timeout: float = 3.0) -> bool:
+    """A Kafka ApiVersions (v0) request, answered with our correlation id."""
+    client = b"patchstream-probe"
+    body = struct.pack(">hhih", _API_VERSIONS, 0, _PROBE_ID, len(client)) + client
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            header = _read(sock, 8)
+    except OSError:
+        return False
+    if header is None:
+        return False
+    correlation: int = struct.unpack(">ii", header)[1]
+    return correlation == _PROBE_ID
+
+
+def grpc_answers(host: str, port: int, timeout: float = 3.0) -> bool:
+    """An HTTP/2 connection a gRPC server (Milvus) must complete itself."""
+    import grpc
+
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
+
+
+def _read(sock: socket.socket, count: int) -> bytes | None:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
