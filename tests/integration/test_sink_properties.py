@@ -21,6 +21,11 @@ VARIANTS = [
     "        return helper(2)\n",
     "def helper(x):\n    return x * 2\n",
     "def broken(:\n    return\n",
+    # Calls through receivers: resolved across files whenever (and in whatever order) the
+    # receiver's class arrives, gains or loses the method.
+    "from pkg.b import Base\n\n\nclass Runner:\n    def __init__(self):\n"
+    "        self.job = Base()\n\n    def go(self):\n        return self.job.run()\n",
+    "from pkg.c import Job\n\n\ndef start(j: Job):\n    return j.run()\n",
 ]
 
 # A step: (path index, variant index or -1 for delete).
