@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
 from patchstream.errors import StoreUnavailable
@@ -26,6 +27,22 @@ from patchstream.streams.producer import EventPublisher
 
 log = logging.getLogger("patchstream.index")
 _PUBLISH_CHUNK = 500
+_BROKER_WAIT_S = 60.0  # a broker that is restarting is waited for, not reported as gone
+
+
+async def _open_publisher(settings: Settings, wait_s: float) -> EventPublisher:
+    """A started publisher; a broker that does not answer yet is retried for ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        publisher = EventPublisher(settings.kafka)
+        try:
+            return await publisher.__aenter__()
+        except KafkaError as exc:
+            await publisher.__aexit__(None, None, None)
+            if time.monotonic() > deadline:
+                raise
+            log.warning("event=index_waiting store=broker error=%s", type(exc).__name__)
+            await asyncio.sleep(1.0)
 
 
 @dataclass
@@ -152,13 +169,16 @@ async def index_directory(
         bars = Progress(len(events), progress)
         outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
         try:
-            async with EventPublisher(settings.kafka) as publisher:
+            publisher = await _open_publisher(settings, _BROKER_WAIT_S)
+            try:
                 for start in range(0, len(events), _PUBLISH_CHUNK):
                     chunk = events[start : start + _PUBLISH_CHUNK]
                     await publish_durably(outbox, chunk, publisher.publish,
                                           durable_broker=settings.kafka.durable)  # fmt: skip
                     summary.published += len(chunk)
                     bars.update(summary.published, 0, 0)
+            finally:
+                await publisher.__aexit__(None, None, None)
             deadline = time.monotonic() + timeout_s
             while True:
                 try:
