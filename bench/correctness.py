@@ -27,7 +27,7 @@ from patchstream.parsing.extract import module_id
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.graph import EdgeType, SymbolKind
 from patchstream.schemas.state import FileState
-from patchstream.stores.graph.keys import reference_keys, symbol_key
+from patchstream.stores.graph.keys import reference_keys, shadowed, symbol_key
 from patchstream.stores.graph.planner import module_of
 
 SCOPE = "t|r|main"
@@ -55,8 +55,9 @@ def our_edges(states: dict[str, FileState]) -> set[Edge]:
                     if s.kind in CALLABLE}  # fmt: skip
     for state in states.values():
         module = module_of(diff_states(None, state), None)
+        hidden = shadowed(state.symbols, state.language)
         for symbol in state.symbols:
-            key = symbol_key(SCOPE, module, symbol)
+            key = None if symbol.id in hidden else symbol_key(SCOPE, module, symbol)
             if key is not None:
                 by_key[key].append(symbol.id)
     edges: set[Edge] = set()

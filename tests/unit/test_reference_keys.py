@@ -52,3 +52,19 @@ def test_symbol_keys() -> None:
     assert symbol_key(S, "pkg.a", sym(SymbolKind.FUNCTION, "Job.run")) == f"{S}|pkg.a|Job.run"
     assert symbol_key(S, "pkg.a", sym(SymbolKind.MODULE, "pkg.a")) == f"{S}|pkg.a|"
     assert symbol_key(S, "pkg.a", sym(SymbolKind.FILE, "a.py")) is None
+
+
+def test_only_the_last_python_definition_of_a_name_is_findable() -> None:
+    """Overloads then the implementation: references from other files find the last one."""
+    from patchstream.parsing.filestate import FileStateBuilder
+    from patchstream.stores.graph.keys import shadowed
+    from tests.conftest import build_state
+
+    source = (
+        b"from typing import overload\n\n\n@overload\ndef command(x: int) -> int: ...\n\n\n"
+        b"@overload\ndef command(x: str) -> str: ...\n\n\ndef command(x):\n    return x\n"
+    )
+    state = build_state(FileStateBuilder(), "pkg/cli.py", source)
+    hidden = shadowed(state.symbols, state.language)
+    assert hidden == {"r::pkg/cli.py::command", "r::pkg/cli.py::command#2"}
+    assert shadowed(state.symbols, "go") == set()

@@ -7,6 +7,8 @@ plain strings, so the graph joins them with an index lookup when either end arri
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
 _MAX_PARTS = 8
@@ -24,6 +26,34 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
         return None
     qualified = "" if symbol.kind is SymbolKind.MODULE else symbol.qualified_name
     return f"{scope}|{module}|{qualified}"
+
+
+def shadowed(symbols: Iterable[Symbol], language: str | None) -> set[str]:
+    """Ids of definitions a later one of the same name replaces, which references from other
+    files must not find: in Python the last definition of a name is the one that runs
+    (typing overloads first, the implementation last). Later duplicates get larger ``#n``."""
+    if language != "python":
+        return set()
+    last: dict[str, Symbol] = {}
+    hidden: set[str] = set()
+    for symbol in symbols:
+        if symbol.kind in (SymbolKind.FILE, SymbolKind.MODULE):
+            continue
+        earlier = last.get(symbol.qualified_name)
+        if earlier is None:
+            last[symbol.qualified_name] = symbol
+        elif _order(symbol.id) > _order(earlier.id):
+            hidden.add(earlier.id)
+            last[symbol.qualified_name] = symbol
+        else:
+            hidden.add(symbol.id)
+    return hidden
+
+
+def _order(symbol_id: str) -> int:
+    """1 for ``...::name``, n for ``...::name#n``."""
+    _, mark, number = symbol_id.rpartition("#")
+    return int(number) if mark and number.isdigit() else 1
 
 
 def _module_separator(language: str | None) -> str:

@@ -16,7 +16,7 @@ from patchstream.parsing.hashing import hash_bytes
 from patchstream.schemas.graph import Edge, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
-from patchstream.stores.graph.keys import reference_keys, scope_of, symbol_key
+from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
 from patchstream.stores.graph.statements import (
     ADD_INHERITED_OVERRIDES,
     ADD_REFERS,
@@ -95,7 +95,9 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
     def uid(symbol_id: str) -> str:
         return f"{scope}|{symbol_id}"
 
-    keys = {sid: symbol_key(scope, module, s) for sid, s in new_symbols.items()}
+    hidden = shadowed(new_symbols.values(), delta.language)
+    keys = {sid: None if sid in hidden else symbol_key(scope, module, s)
+            for sid, s in new_symbols.items()}  # fmt: skip
     rows = []
     for sid, symbol in new_symbols.items():
         fp = fingerprint(symbol, keys[sid])
