@@ -87,6 +87,13 @@ class Client(Remote):
     def call(self):
         self.connect()
         return super().call()
+
+
+class Sub(Session):
+    def __init__(self):
+        Session.__init__(self)
+        with Session() as s:
+            s.merge(1)
 """
 
 
@@ -117,6 +124,11 @@ def test_calls_resolve_through_the_receivers_type() -> None:
 def test_a_methods_return_annotation_types_what_it_returns() -> None:
     assert "CALLS Helper.go" in _calls("Session.use")  # f = other.helper(); f.go()
     assert "CALLS Helper.go" in _calls("Session.each")  # for item in self.helpers() (list)
+
+
+def test_class_qualified_calls_and_with_targets() -> None:
+    # Session.__init__(self) and `with Session() as s: s.merge(...)`
+    assert {"CALLS Session.__init__", "CALLS Session.merge"} <= _calls("Sub.__init__")
 
 
 def test_aliases_call_what_they_name() -> None:

@@ -9,6 +9,7 @@ Facts are flow-insensitive and come from what the code declares or obviously con
 - assignments from a call (``x = Foo()``, ``self.adapter = HTTPAdapter()``): the callee is
   the type when it is a class, or a function whose return annotation names one;
 - loops over a call whose return annotation is a container (``-> list[T]``);
+- ``with Foo() as x`` (``__enter__`` returning the object, as it nearly always does);
 - aliases (``handler = on_event``, class-level ``context_class = Context``): a call of the
   alias is a call of what it names.
 
@@ -40,6 +41,8 @@ _PYTHON_FACTS = """
   left: (attribute object: (identifier) @owner attribute: (identifier) @name)
   right: (call function: [(identifier) (attribute)] @call)) @fact
 (function_definition name: (identifier) @returns return_type: (type) @type) @fact
+(with_item value: (as_pattern (call function: [(identifier) (attribute)] @call)
+  alias: (as_pattern_target (identifier) @name))) @fact
 (assignment left: (identifier) @name right: [(identifier) (attribute)] @alias) @fact
 (for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
   ) @loop

@@ -126,6 +126,11 @@ class Resolution:
             local = self.by_qualified.get(dotted)
             if local is not None:
                 return local
+            container = self.by_qualified.get(".".join(parts[:-1]))
+            if container is not None and container.kind in ("class", "interface"):
+                member = self._member(container.qualified_name, parts[-1])  # Base.__init__(self)
+                if member is not None:
+                    return member
         for cut in range(len(parts), 0, -1):
             binding = self.bindings.get(".".join(parts[:cut]))
             if binding is None:
