@@ -90,10 +90,14 @@ class Client(Remote):
 
 
 class Sub(Session):
-    def __init__(self):
+    def __init__(self, helper: Helper):
         Session.__init__(self)
+        self.kept = helper
         with Session() as s:
             s.merge(1)
+
+    def later(self):
+        self.kept.go()
 """
 
 
@@ -129,6 +133,10 @@ def test_a_methods_return_annotation_types_what_it_returns() -> None:
 def test_class_qualified_calls_and_with_targets() -> None:
     # Session.__init__(self) and `with Session() as s: s.merge(...)`
     assert {"CALLS Session.__init__", "CALLS Session.merge"} <= _calls("Sub.__init__")
+
+
+def test_an_attribute_takes_the_type_of_the_parameter_assigned_to_it() -> None:
+    assert _calls("Sub.later") == {"CALLS Helper.go"}  # self.kept = helper (helper: Helper)
 
 
 def test_aliases_call_what_they_name() -> None:

@@ -9,6 +9,7 @@ Facts are flow-insensitive and come from what the code declares or obviously con
 - assignments from a call (``x = Foo()``, ``self.adapter = HTTPAdapter()``): the callee is
   the type when it is a class, or a function whose return annotation names one;
 - loops over a call whose return annotation is a container (``-> list[T]``);
+- ``self.command = command``: the attribute takes the parameter's (or local's) type;
 - ``with Foo() as x`` (``__enter__`` returning the object, as it nearly always does);
 - aliases (``handler = on_event``, class-level ``context_class = Context``): a call of the
   alias is a call of what it names.
@@ -44,6 +45,9 @@ _PYTHON_FACTS = """
 (with_item value: (as_pattern (call function: [(identifier) (attribute)] @call)
   alias: (as_pattern_target (identifier) @name))) @fact
 (assignment left: (identifier) @name right: [(identifier) (attribute)] @alias) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  right: (identifier) @alias) @fact
 (for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
   ) @loop
 """
@@ -167,7 +171,7 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "alias" in match:
             text = "".join(src.text(match["alias"][0]).split())
             if _DOTTED.match(text) and text not in ("None", "True", "False"):
-                facts.append(TypeFact(node, name, tuple(text.split(".")), alias=True))
+                facts.append(TypeFact(node, name, tuple(text.split(".")), owner, alias=True))
             continue
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())

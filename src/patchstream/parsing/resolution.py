@@ -177,6 +177,15 @@ class Resolution:
     def _collect_type_facts(self) -> None:
         for fact in type_facts(self.tree, self.language, self.src):
             around = self._enclosing_def(fact.node)
+            if fact.alias and fact.owner is not None:  # self.command = command
+                owner = self._enclosing_class(around) if fact.owner in _SELF_WORDS else None
+                source = self._var_types.get(around.qualified_name if around else "", {})
+                typed = source.get(fact.type_parts[0]) if len(fact.type_parts) == 1 else None
+                if owner is not None and typed is not None and typed.parts and not typed.element:
+                    copied = TypeFact(fact.node, fact.name, typed.parts,
+                                      from_call=not typed.declared)  # fmt: skip
+                    _bind(self._attr_types[owner], fact.name, copied)
+                continue
             if fact.alias:
                 key = f"{around.qualified_name}.{fact.name}" if around else fact.name
                 known = self._aliases.get(key, fact.type_parts)
