@@ -209,6 +209,24 @@ class Resolution:
             else:
                 _bind(self._var_types[around.qualified_name if around else ""], fact.name, fact)
 
+    def _resolve_type(self, parts: list[str], around: _Def | None) -> _Def | Reference:
+        """A type's name resolved as written: no receiver typing inside (that would recurse)."""
+        self._typing = True
+        try:
+            return self._resolve(parts, around)
+        finally:
+            self._typing = False
+
+    def _variable_type(self, name: str, around: _Def | None) -> _Typed | None:
+        """A name's type in the innermost scope around ``around`` that binds it."""
+        scope = around
+        while scope is not None:
+            typed = self._var_types.get(scope.qualified_name, {}).get(name)
+            if typed is not None:
+                return typed
+            scope = scope.parent
+        return self._var_types.get("", {}).get(name)
+
     def _typed_member(
         self, parts: list[str], around: _Def | None, depth: int = 0
     ) -> _Def | Reference | None:
@@ -222,11 +240,7 @@ class Resolution:
             # ``l.store.Put()``, ``self.a.b.m()``: the type of the head, then of each field.
             known = self._chain_type(receiver, around)
         elif len(receiver) == 1:
-            scope, typed = around, None
-            while typed is None and scope is not None:
-                typed = self._var_types.get(scope.qualified_name, {}).get(receiver[0])
-                scope = scope.parent
-            typed = typed or self._var_types.get("", {}).get(receiver[0])
+            typed = self._variable_type(receiver[0], around)
             known = typed.parts if typed is not None else None
             if typed is not None and typed.element and known is not None:
                 known = self._element_of_call(known, around, depth)
@@ -237,11 +251,7 @@ class Resolution:
     def _member_of_type(
         self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
     ) -> _Def | Reference | None:
-        self._typing = True
-        try:
-            owner = self._resolve(list(known), around)
-        finally:
-            self._typing = False
+        owner = self._resolve_type(list(known), around)
         if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
             # receiver's type is known and the method is defined here.
@@ -270,18 +280,10 @@ class Resolution:
             name = self._enclosing_class(around)
             owner = self.by_qualified.get(name) if name else None
         else:
-            scope, typed = around, None
-            while typed is None and scope is not None:
-                typed = self._var_types.get(scope.qualified_name, {}).get(receiver[0])
-                scope = scope.parent
-            typed = typed or self._var_types.get("", {}).get(receiver[0])
+            typed = self._variable_type(receiver[0], around)
             if typed is None or typed.parts is None or typed.element:
                 return None
-            self._typing = True
-            try:
-                owner = self._resolve(list(typed.parts), around)
-            finally:
-                self._typing = False
+            owner = self._resolve_type(list(typed.parts), around)
         known: tuple[str, ...] | None = None
         for attribute in receiver[1:]:
             if not isinstance(owner, _Def) or owner.kind not in ("class", "interface"):
@@ -289,22 +291,14 @@ class Resolution:
             known = self._attribute_type(owner.qualified_name, attribute)
             if known is None:
                 return None
-            self._typing = True
-            try:
-                owner = self._resolve(list(known), around)
-            finally:
-                self._typing = False
+            owner = self._resolve_type(list(known), around)
         return known
 
     def _element_of_call(
         self, call: tuple[str, ...], around: _Def | None, depth: int
     ) -> tuple[str, ...] | None:
         """The element type of what ``call(...)`` returns (``-> list[T]``), if annotated here."""
-        self._typing = True
-        try:
-            target = self._resolve(list(call), around)
-        finally:
-            self._typing = False
+        target = self._resolve_type(list(call), around)
         if isinstance(target, Reference) and target.module is None and len(call) >= 2:
             found = self._typed_member(list(call), around, depth + 1) if depth < 2 else None
             target = found if found is not None else target
