@@ -151,6 +151,14 @@ class GraphStore(abc.ABC):
         """The files a session wrote most recently, newest first."""
 
     @abc.abstractmethod
+    def changed_since(
+        self, tenant: str, repo: str, ref: str, workspace: str | None, since: float,
+        limit: int = 200,
+    ) -> list[SessionWrite]:
+        """Files of one scope applied after ``since`` (epoch seconds), newest first, with the
+        symbols each write changed (what a resumed run must re-read)."""
+
+    @abc.abstractmethod
     def file_sources(
         self, tenant: str, scope_paths: list[tuple[str, str, str]]
     ) -> dict[tuple[str, str, str], str]:

@@ -84,6 +84,11 @@ class CypherGraphStore(GraphStore):
     def _write(self, tenant: str, statements: Sequence[Statement]) -> None:
         """Run the statements in order as one atomic unit in the tenant's graph."""
 
+    @abc.abstractmethod
+    def execute(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        """Run one query that may write, atomically, in the tenant's graph; its rows. The
+        agent state store builds compare-and-set on it: one query is one transaction."""
+
     # -- writes ---------------------------------------------------------------------------
 
     def apply(self, delta: FileDelta) -> ApplyResult:
@@ -278,18 +283,23 @@ class CypherGraphStore(GraphStore):
             "ORDER BY f.applied_at DESC LIMIT $limit",
             {"tenant": tenant, "session": session_id, "repo": repo, "limit": int(limit)},
         )
-        return [
-            SessionWrite(
-                repo=r[0],
-                ref=r[1],
-                path=r[2],
-                version=int(r[3]),
-                applied_at=_from_epoch(r[4]),
-                deleted=bool(r[5]),
-                changed=tuple(r[6] or ()),
-            )
-            for r in rows
-        ]
+        return _writes(rows)
+
+    def changed_since(
+        self, tenant: str, repo: str, ref: str, workspace: str | None, since: float,
+        limit: int = 200,
+    ) -> list[SessionWrite]:
+        if not tenant:
+            return []
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence) WHERE f.scope = $scope AND f.applied_at > $since "
+            "RETURN f.repo, f.ref, f.path, f.version, f.applied_at, f.deleted, f.changed "
+            "ORDER BY f.applied_at DESC LIMIT $limit",
+            {"scope": scope_of(tenant, repo, ref, workspace), "since": float(since),
+             "limit": int(limit)},
+        )  # fmt: skip
+        return _writes(rows)
 
     def file_sources(
         self, tenant: str, scope_paths: list[tuple[str, str, str]]
@@ -460,6 +470,15 @@ class CypherGraphStore(GraphStore):
 
 def _repo_of(symbol_id: str) -> str:
     return symbol_id.split("::", 1)[0]
+
+
+def _writes(rows: list[list[Any]]) -> list[SessionWrite]:
+    return [
+        SessionWrite(repo=r[0], ref=r[1], path=r[2], version=int(r[3]),
+                     applied_at=_from_epoch(r[4]), deleted=bool(r[5]),
+                     changed=tuple(r[6] or ()))  # fmt: skip
+        for r in rows
+    ]
 
 
 def _from_epoch(value: Any) -> datetime:

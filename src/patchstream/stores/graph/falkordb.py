@@ -106,6 +106,17 @@ class FalkorGraphStore(CypherGraphStore):
             raise _store_error("write", exc) from exc
         self._existing.add(name)
 
+    def execute(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        # FalkorDB runs a graph's write queries one at a time: a query is atomic.
+        self._ensure_tenant(tenant)
+        name = self.graph_name(tenant)
+        try:
+            result = self.db.select_graph(name).query(query, params)
+        except RedisError as exc:
+            raise _store_error("write", exc) from exc
+        self._existing.add(name)
+        return [list(row) for row in result.result_set]
+
     def drop_tenant(self, tenant: str) -> None:
         with contextlib.suppress(ResponseError):
             self.db.select_graph(self.graph_name(tenant)).delete()

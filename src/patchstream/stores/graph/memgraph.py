@@ -59,6 +59,17 @@ class MemgraphGraphStore(CypherGraphStore):
             self._connection.rollback()
             raise StoreError(f"Memgraph write failed and was rolled back: {exc}") from exc
 
+    def execute(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute(query, params)
+            rows = [list(row) for row in cursor.fetchall()]
+            self._connection.commit()
+        except Exception as exc:  # a serialization conflict included: the caller retries
+            self._connection.rollback()
+            raise StoreError(f"Memgraph query failed and was rolled back: {exc}") from exc
+        return rows
+
     def drop_tenant(self, tenant: str) -> None:
         self.memgraph.execute(
             "MATCH (n) WHERE n.tenant = $tenant OR n.uid STARTS WITH $prefix DETACH DELETE n",

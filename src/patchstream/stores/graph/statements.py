@@ -36,6 +36,10 @@ INDEXES = (
     ("Want", "uid"),
     ("Fence", "uid"),
     ("Fence", "scope"),
+    ("Run", "uid"),
+    ("Session", "uid"),
+    ("RunEvent", "run_uid"),
+    ("RunEvent", "uid"),
 )
 ROWS_PER_STATEMENT = 500
 MAX_DEPTH = 5
