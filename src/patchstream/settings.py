@@ -204,6 +204,10 @@ class QuerySettings(BaseModel):
         default=2000, gt=0, description="symbols one callers/callees/impact walk returns at most"
     )
     mcp_port: int = Field(default=8732, description="MCP over streamable HTTP")
+    session_ttl_s: float = Field(
+        default=7 * 24 * 3600, gt=0,
+        description="a session's working state lives this long after its last write",
+    )  # fmt: skip
 
 
 class GatewaySettings(BaseModel):

@@ -28,10 +28,18 @@ def test_create_is_refused_for_an_existing_id(graph: CypherGraphStore, tenant: s
 def test_a_stale_replace_writes_nothing(graph: CypherGraphStore, tenant: str) -> None:
     store = _store(graph)
     store.create(tenant, "Run", "r1", StoredDoc("r1", 1, "v1"), {}, [NewEvent(1, "e1")])
-    assert store.replace(tenant, "Run", "r1", 1, StoredDoc("r1", 3, "v3"), {"status": "RUNNING"},
-                         [NewEvent(2, "e2"), NewEvent(3, "e3")])  # fmt: skip
-    assert not store.replace(tenant, "Run", "r1", 1, StoredDoc("r1", 2, "lost"), {},
-                             [NewEvent(2, "lost")])  # fmt: skip
+    assert store.replace(
+        tenant,
+        "Run",
+        "r1",
+        1,
+        StoredDoc("r1", 3, "v3"),
+        {"status": "RUNNING"},
+        [NewEvent(2, "e2"), NewEvent(3, "e3")],
+    )
+    assert not store.replace(
+        tenant, "Run", "r1", 1, StoredDoc("r1", 2, "lost"), {}, [NewEvent(2, "lost")]
+    )
     assert store.get(tenant, "Run", "r1") == StoredDoc("r1", 3, "v3")
     assert store.events(tenant, "r1", 0, 100) == ["e1", "e2", "e3"]
     assert store.events(tenant, "r1", 2, 100) == ["e3"]
@@ -44,10 +52,18 @@ def test_concurrent_writers_never_lose_an_update(graph: CypherGraphStore, tenant
     conflict: every observation is in the final snapshot and in the event log, once."""
     store = _store(graph)
     created = runs.created_event(tenant, "r1", runs.RunCreate(goal="g"), 1.0, None)
-    run, events = runs.stamp(runs.apply(None, created), [runs.EventIn(type="RunStarted")], 1.0, None)
+    run, events = runs.stamp(
+        runs.apply(None, created), [runs.EventIn(type="RunStarted")], 1.0, None
+    )
     events = [created, *events]
-    store.create(tenant, "Run", "r1", StoredDoc("r1", run.state_version, run.model_dump_json()),
-                 {}, [NewEvent(e.seq, e.model_dump_json()) for e in events])  # fmt: skip
+    store.create(
+        tenant,
+        "Run",
+        "r1",
+        StoredDoc("r1", run.state_version, run.model_dump_json()),
+        {},
+        [NewEvent(e.seq, e.model_dump_json()) for e in events],
+    )
     conflicts = []
 
     def writer(name: str) -> None:
@@ -57,11 +73,19 @@ def test_concurrent_writers_never_lose_an_update(graph: CypherGraphStore, tenant
                 assert held is not None
                 current = runs.Run.model_validate_json(held.doc)
                 text = f"{name}-{i}"
-                new, stamped = runs.stamp(current, [runs.EventIn(type="ObservationRecorded",
-                                                                 text=text)], 2.0, name)  # fmt: skip
+                new, stamped = runs.stamp(
+                    current, [runs.EventIn(type="ObservationRecorded", text=text)], 2.0, name
+                )
                 doc = StoredDoc("r1", new.state_version, new.model_dump_json())
-                if store.replace(tenant, "Run", "r1", held.version, doc, {},
-                                 [NewEvent(e.seq, e.model_dump_json()) for e in stamped]):  # fmt: skip
+                if store.replace(
+                    tenant,
+                    "Run",
+                    "r1",
+                    held.version,
+                    doc,
+                    {},
+                    [NewEvent(e.seq, e.model_dump_json()) for e in stamped],
+                ):
                     break
                 conflicts.append(name)
 
@@ -82,8 +106,9 @@ def test_concurrent_writers_never_lose_an_update(graph: CypherGraphStore, tenant
 
 def test_publication_marks_and_expiry(graph: CypherGraphStore, tenant: str) -> None:
     store = _store(graph)
-    store.create(tenant, "Run", "r1", StoredDoc("r1", 2, "v"), {},
-                 [NewEvent(1, "e1"), NewEvent(2, "e2")])  # fmt: skip
+    store.create(
+        tenant, "Run", "r1", StoredDoc("r1", 2, "v"), {}, [NewEvent(1, "e1"), NewEvent(2, "e2")]
+    )
     pending = store.unpublished(tenant, 10)
     assert [doc for _uid, doc in pending] == ["e1", "e2"]
     store.mark_published(tenant, [pending[0][0]])

@@ -38,19 +38,41 @@ class RunStatus(StrEnum):
 TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
 
 EventType = Literal[
-    "RunCreated", "RunStarted", "StepStarted", "StepCompleted", "ObservationRecorded",
-    "ActionProposed", "ActionExecuted", "ApprovalRequested", "ApprovalGranted", "ApprovalDenied",
-    "ExternalEventAwaited", "ExternalEventReceived", "ArtifactRecorded", "CheckpointCreated",
-    "RunCompleted", "RunFailed", "RunCancelled",
-]  # fmt: skip
+    "RunCreated",
+    "RunStarted",
+    "StepStarted",
+    "StepCompleted",
+    "ObservationRecorded",
+    "ActionProposed",
+    "ActionExecuted",
+    "ApprovalRequested",
+    "ApprovalGranted",
+    "ApprovalDenied",
+    "ExternalEventAwaited",
+    "ExternalEventReceived",
+    "ArtifactRecorded",
+    "CheckpointCreated",
+    "RunCompleted",
+    "RunFailed",
+    "RunCancelled",
+]
 
-_WORK = {"StepStarted", "StepCompleted", "ObservationRecorded", "ActionProposed",
-         "ActionExecuted", "ArtifactRecorded", "CheckpointCreated"}  # fmt: skip
+_WORK = {
+    "StepStarted",
+    "StepCompleted",
+    "ObservationRecorded",
+    "ActionProposed",
+    "ActionExecuted",
+    "ArtifactRecorded",
+    "CheckpointCreated",
+}
 _LATE = {"ActionExecuted", "ObservationRecorded", "ArtifactRecorded"}  # results may arrive late
 ALLOWED: dict[RunStatus, frozenset[str]] = {
     RunStatus.CREATED: frozenset({"RunStarted", "RunCancelled"}),
-    RunStatus.RUNNING: frozenset(_WORK | {"ApprovalRequested", "ExternalEventAwaited",
-                                          "RunCompleted", "RunFailed", "RunCancelled"}),
+    RunStatus.RUNNING: frozenset(
+        _WORK
+        | {"ApprovalRequested", "ExternalEventAwaited", "RunCompleted", "RunFailed", "RunCancelled"}
+    ),
     RunStatus.WAITING_FOR_HUMAN: frozenset(
         _LATE | {"ApprovalGranted", "ApprovalDenied", "RunFailed", "RunCancelled"}
     ),
@@ -58,7 +80,7 @@ ALLOWED: dict[RunStatus, frozenset[str]] = {
         _LATE | {"ExternalEventReceived", "RunFailed", "RunCancelled"}
     ),
     **{status: frozenset() for status in TERMINAL},
-}  # fmt: skip
+}
 _MOVES: dict[str, RunStatus] = {
     "RunStarted": RunStatus.RUNNING,
     "ApprovalRequested": RunStatus.WAITING_FOR_HUMAN,
@@ -92,7 +114,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
-class RunRefused(PatchstreamError):
+class RunRefused(PatchstreamError):  # noqa: N818 - a condition, named as callers read it
     """The runtime refuses this event in the run's state; ``allowed`` lists what it accepts."""
 
     def __init__(self, message: str, status: RunStatus, allowed: list[str]) -> None:
@@ -177,7 +199,7 @@ class RunCreate(BaseModel):
 class Run(RunCreate):
     """The snapshot reads use: the fold of the run's events."""
 
-    run_id: str  # type: ignore[assignment]
+    run_id: str
     tenant: str
     status: RunStatus = RunStatus.CREATED
     current_step: str | None = None
@@ -206,10 +228,13 @@ class Run(RunCreate):
         return sorted(s.value for s, event in EVENT_FOR_STATUS.items() if event in allowed)
 
 
-def created_event(tenant: str, run_id: str, spec: RunCreate, at: float, actor: str | None) -> RunEvent:
+def created_event(
+    tenant: str, run_id: str, spec: RunCreate, at: float, actor: str | None
+) -> RunEvent:
     fields = spec.model_dump(mode="json", exclude={"run_id"})
-    return RunEvent(type="RunCreated", run_id=run_id, tenant=tenant, seq=1, at=at, actor=actor,
-                    run=fields)  # fmt: skip
+    return RunEvent(
+        type="RunCreated", run_id=run_id, tenant=tenant, seq=1, at=at, actor=actor, run=fields
+    )
 
 
 def check(run: Run, event: EventIn) -> None:
@@ -217,32 +242,45 @@ def check(run: Run, event: EventIn) -> None:
     if event.type not in ALLOWED[run.status]:
         raise RunRefused(
             f"{event.type} is not allowed while the run is {run.status.value}",
-            run.status, run.allowed_events(),
-        )  # fmt: skip
+            run.status,
+            run.allowed_events(),
+        )
     missing = [name for name in _REQUIRED.get(event.type, ()) if getattr(event, name) is None]
     if missing:
-        raise RunRefused(f"{event.type} needs {', '.join(missing)}", run.status,
-                         run.allowed_events())  # fmt: skip
+        raise RunRefused(
+            f"{event.type} needs {', '.join(missing)}", run.status, run.allowed_events()
+        )
     if event.type == "ActionProposed":
         if run.budgets.tool_calls_left == 0:
-            raise RunRefused("the run's tool-call budget is spent", run.status,
-                             sorted(ALLOWED[run.status] - {"ActionProposed"}))  # fmt: skip
+            raise RunRefused(
+                "the run's tool-call budget is spent",
+                run.status,
+                sorted(ALLOWED[run.status] - {"ActionProposed"}),
+            )
         if event.action_id in run.actions:
-            raise RunRefused(f"action {event.action_id} was already proposed", run.status,
-                             run.allowed_events())  # fmt: skip
+            raise RunRefused(
+                f"action {event.action_id} was already proposed", run.status, run.allowed_events()
+            )
     if event.type == "ActionExecuted":
         action = run.actions.get(event.action_id or "")
         if action is None or action.executed_seq is not None:
-            raise RunRefused(f"action {event.action_id} is not an uncertain action of this run",
-                             run.status, run.allowed_events())  # fmt: skip
+            raise RunRefused(
+                f"action {event.action_id} is not an uncertain action of this run",
+                run.status,
+                run.allowed_events(),
+            )
     if event.type == "RunCompleted" and run.uncertain_actions():
         open_ids = ", ".join(a.action_id for a in run.uncertain_actions())
-        raise RunRefused(f"actions {open_ids} are uncertain: report them executed first",
-                         run.status, sorted(ALLOWED[run.status] - {"RunCompleted"}))  # fmt: skip
-    if event.type in ("ApprovalGranted", "ApprovalDenied"):
-        if run.approvals.get(event.approval_id or "") != "requested":
-            raise RunRefused(f"approval {event.approval_id} was not requested", run.status,
-                             run.allowed_events())  # fmt: skip
+        raise RunRefused(
+            f"actions {open_ids} are uncertain: report them executed first",
+            run.status,
+            sorted(ALLOWED[run.status] - {"RunCompleted"}),
+        )
+    answering = event.type in ("ApprovalGranted", "ApprovalDenied")
+    if answering and run.approvals.get(event.approval_id or "") != "requested":
+        raise RunRefused(
+            f"approval {event.approval_id} was not requested", run.status, run.allowed_events()
+        )
 
 
 def apply(run: Run | None, event: RunEvent) -> Run:
@@ -251,9 +289,15 @@ def apply(run: Run | None, event: RunEvent) -> Run:
         if event.type != "RunCreated" or event.run is None:
             raise ValueError("a run's first event is RunCreated")
         spec = RunCreate.model_validate(event.run)
-        return Run(**spec.model_dump(exclude={"run_id"}), run_id=event.run_id, tenant=event.tenant,
-                   pending_steps=list(spec.plan), state_version=event.seq,
-                   created_at=event.at, updated_at=event.at)  # fmt: skip
+        return Run(
+            **spec.model_dump(exclude={"run_id"}),
+            run_id=event.run_id,
+            tenant=event.tenant,
+            pending_steps=list(spec.plan),
+            state_version=event.seq,
+            created_at=event.at,
+            updated_at=event.at,
+        )
     new = run.model_copy(deep=True)
     kind = event.type
     if kind == "StepStarted" and event.step:
@@ -273,9 +317,12 @@ def apply(run: Run | None, event: RunEvent) -> Run:
         new.observations = [*new.observations, event.text][-_MAX_OBSERVATIONS:]
     elif kind == "ActionProposed" and event.action_id and event.tool:
         new.actions[event.action_id] = Action(
-            action_id=event.action_id, tool=event.tool, args_summary=event.args_summary,
-            step=event.step or new.current_step, proposed_seq=event.seq,
-        )  # fmt: skip
+            action_id=event.action_id,
+            tool=event.tool,
+            args_summary=event.args_summary,
+            step=event.step or new.current_step,
+            proposed_seq=event.seq,
+        )
         if new.budgets.tool_calls_left is not None:
             new.budgets.tool_calls_left -= 1
     elif kind == "ActionExecuted" and event.action_id in new.actions:
@@ -290,8 +337,9 @@ def apply(run: Run | None, event: RunEvent) -> Run:
     elif kind == "ArtifactRecorded" and event.artifact:
         new.artifacts.append(event.artifact)
     elif kind == "CheckpointCreated":
-        new.checkpoint = Checkpoint(seq=event.seq, at=event.at, note=event.text,
-                                    step=new.current_step)  # fmt: skip
+        new.checkpoint = Checkpoint(
+            seq=event.seq, at=event.at, note=event.text, step=new.current_step
+        )
     elif kind in ("RunCompleted", "RunFailed", "RunCancelled"):
         new.outcome = event.reason or event.text
     if kind in _MOVES:
@@ -311,13 +359,21 @@ def rebuild(events: list[RunEvent]) -> Run:
     return run
 
 
-def stamp(run: Run, proposed: list[EventIn], at: float, actor: str | None) -> tuple[Run, list[RunEvent]]:
+def stamp(
+    run: Run, proposed: list[EventIn], at: float, actor: str | None
+) -> tuple[Run, list[RunEvent]]:
     """Check and apply ``proposed`` in order; the new snapshot and the events to store."""
     stamped: list[RunEvent] = []
     for event in proposed:
         check(run, event)
-        full = RunEvent(**event.model_dump(), run_id=run.run_id, tenant=run.tenant,
-                        seq=run.state_version + 1, at=at, actor=actor)  # fmt: skip
+        full = RunEvent(
+            **event.model_dump(),
+            run_id=run.run_id,
+            tenant=run.tenant,
+            seq=run.state_version + 1,
+            at=at,
+            actor=actor,
+        )
         run = apply(run, full)
         stamped.append(full)
     return run, stamped

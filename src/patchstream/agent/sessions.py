@@ -93,14 +93,20 @@ class Session(BaseModel):
 
 
 def new_session(tenant: str, session_id: str, at: float, ttl_s: float) -> Session:
-    return Session(session_id=session_id, tenant=tenant, created_at=at, updated_at=at,
-                   expires_at=at + ttl_s)  # fmt: skip
+    return Session(
+        session_id=session_id, tenant=tenant, created_at=at, updated_at=at, expires_at=at + ttl_s
+    )
 
 
 def touched(session: Session, at: float, ttl_s: float) -> Session:
     """Every write renews the session's time to live."""
-    return session.model_copy(update={"updated_at": at, "expires_at": at + ttl_s,
-                                      "state_version": session.state_version + 1})  # fmt: skip
+    return session.model_copy(
+        update={
+            "updated_at": at,
+            "expires_at": at + ttl_s,
+            "state_version": session.state_version + 1,
+        }
+    )
 
 
 def patch(session: Session, change: SessionPatch) -> Session:
@@ -128,8 +134,9 @@ def note(session: Session, item: ScratchItem) -> Session:
 def add_diff(session: Session, diff: Diff) -> Session:
     digest = hashlib.sha256(diff.diff.encode("utf-8", "surrogatepass")).hexdigest()
     cut = len(diff.diff) > DIFF_CHARS
-    kept = diff.model_copy(update={"diff": diff.diff[:DIFF_CHARS], "sha256": digest,
-                                   "truncated": cut})  # fmt: skip
+    kept = diff.model_copy(
+        update={"diff": diff.diff[:DIFF_CHARS], "sha256": digest, "truncated": cut}
+    )
     # One diff per file: the newest write of a file says what the session did to it.
     others = [d for d in session.diffs if (d.repo, d.path) != (diff.repo, diff.path)]
     return session.model_copy(update={"diffs": [*others, kept][-MAX_DIFFS:]})
@@ -138,8 +145,14 @@ def add_diff(session: Session, diff: Diff) -> Session:
 def add_tool_output(session: Session, output: ToolOutput) -> Session:
     whole = f"{output.stdout}\x00{output.stderr}".encode("utf-8", "surrogatepass")
     cut = len(output.stdout) > OUTPUT_CHARS or len(output.stderr) > OUTPUT_CHARS
-    kept = output.model_copy(update={
-        "stdout": output.stdout[-OUTPUT_CHARS:], "stderr": output.stderr[-OUTPUT_CHARS:],
-        "sha256": hashlib.sha256(whole).hexdigest(), "truncated": cut,
-    })  # fmt: skip
-    return session.model_copy(update={"tool_outputs": [*session.tool_outputs, kept][-MAX_TOOL_OUTPUTS:]})
+    kept = output.model_copy(
+        update={
+            "stdout": output.stdout[-OUTPUT_CHARS:],
+            "stderr": output.stderr[-OUTPUT_CHARS:],
+            "sha256": hashlib.sha256(whole).hexdigest(),
+            "truncated": cut,
+        }
+    )
+    return session.model_copy(
+        update={"tool_outputs": [*session.tool_outputs, kept][-MAX_TOOL_OUTPUTS:]}
+    )

@@ -137,7 +137,32 @@ class Metrics:
             ["topic", "partition"], registry=r, multiprocess_mode="mostrecent",
         )  # fmt: skip
 
+        self.run_transitions = Counter(
+            "patchstream_run_transitions_total", "Runs entering a status (CREATED at creation).",
+            ["status"], registry=r,
+        )  # fmt: skip
+        self.run_refused = Counter(
+            "patchstream_run_refused_total",
+            "Run events the runtime refused (illegal transition, budget, uncertain actions).",
+            ["status"], registry=r,
+        )  # fmt: skip
+        self.run_conflicts = Counter(
+            "patchstream_run_version_conflicts_total",
+            "Writes of runs and sessions that named a stale state_version.",
+            ["kind"], registry=r,
+        )  # fmt: skip
+        self.run_resumes = Counter(
+            "patchstream_run_resumes_total", "Runs resumed through /resume.", ["status"],
+            registry=r,
+        )  # fmt: skip
+
     # -- recording helpers: one call per thing that happened --------------------------------
+
+    def agent_state(self, what: str, label: str) -> None:
+        """One thing the agent state runtime did: transition, refused, conflict or resume."""
+        counters = {"transition": self.run_transitions, "refused": self.run_refused,
+                    "conflict": self.run_conflicts, "resume": self.run_resumes}  # fmt: skip
+        counters[what].labels(label).inc()
 
     def applied(self, sink: str, deltas: Iterable[FileDelta], now: float | None = None) -> None:
         """Deltas a sink has written: their sync lag, and the applied count."""

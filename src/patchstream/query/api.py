@@ -14,15 +14,21 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from pydantic import AfterValidator, BaseModel, Field
 
 from patchstream import __version__
+from patchstream.agent.relay import RunEventRelay
+from patchstream.agent.runs import Run
+from patchstream.agent.service import AgentStateService
 from patchstream.errors import ContractError
 from patchstream.http_errors import install_error_handlers
 from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
+from patchstream.query.agent_api import agent_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
 from patchstream.settings import Settings
+from patchstream.streams.producer import make_producer
+from patchstream.streams.topics import Topics
 
 ServiceFactory = Callable[[Settings], QueryService]
 
@@ -57,6 +63,7 @@ class ContextRequest(BaseModel):
     repo: Name | None = None
     ref: Name | None = "main"
     session: str | None = Field(default=None, pattern=_ID)
+    run: str | None = Field(default=None, pattern=_ID)
 
 
 NameParam = Annotated[str, Query(pattern=_NAME)]
@@ -72,7 +79,7 @@ class Provenance(BaseModel):
     symbol_ids: list[str]
     version: int | None
     source: str
-    trust: Literal["repository", "agent-written"]
+    trust: Literal["repository", "agent-written", "tool-output"]
 
 
 class ContextBlockOut(BaseModel):
@@ -105,9 +112,19 @@ def _tenant_resolver(settings: Settings) -> Callable[..., str]:
 
 
 def _default_factory(settings: Settings) -> QueryService:
+    from patchstream.agent.service import AgentStateService
     from patchstream.stores.factory import open_graph_store, open_vector_store
+    from patchstream.stores.state.cypher import CypherAgentStateStore
 
-    return QueryService(settings, open_graph_store(settings), open_vector_store(settings))
+    graph = open_graph_store(settings)
+    service = QueryService(settings, graph, open_vector_store(settings))
+    service.agent = AgentStateService(
+        CypherAgentStateStore(graph),
+        graph,
+        session_ttl_s=settings.query.session_ttl_s,
+        count_tokens=service.counter.count,
+    )
+    return service
 
 
 def create_api(
@@ -121,10 +138,14 @@ def create_api(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state["service"] = await asyncio.to_thread(factory, settings)
+        if state["service"].agent is not None:
+            state["service"].agent.on_event = metrics.agent_state
         state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
-        refresher = asyncio.create_task(state["lag"].run())
+        tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run())]
         yield
-        refresher.cancel()
+        for task in tasks:
+            task.cancel()
+        await relay.close()
 
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
@@ -136,10 +157,20 @@ def create_api(
         if len(query) > max_query:
             raise HTTPException(422, f"query is {len(query)} characters; the limit is {max_query}")
 
-    Tenant = Annotated[str, Depends(_tenant_resolver(settings))]  # noqa: N806
+    tenant_of = _tenant_resolver(settings)
+    Tenant = Annotated[str, Depends(tenant_of)]  # noqa: N806
 
     def service() -> QueryService:
         return state["service"]  # type: ignore[no-any-return]
+
+    def agent() -> AgentStateService:
+        found = service().agent
+        if found is None:
+            raise HTTPException(503, "this query service has no agent state store")
+        return found
+
+    relay = RunEventRelay(agent, lambda: make_producer(settings.kafka),
+                          Topics.from_settings(settings.kafka).run_events)  # fmt: skip
 
     async def run(fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)
@@ -210,38 +241,47 @@ def create_api(
                 info["lag_s"] = round(now - last, 3) if pending and last else 0.0
         return tiers
 
-    @app.post("/v1/context", response_model=ContextResponse)
-    async def context(body: ContextRequest, tenant: Tenant) -> ContextResponse:
-        check_query(body.query)
-        result = await run(service().context, tenant, body.query, body.budget_tokens,
-                           body.repo, body.ref, body.session)  # fmt: skip
+    async def context_for(
+        tenant: str,
+        query: str,
+        budget: int,
+        repo: str | None,
+        ref: str | None,
+        session: str | None,
+        run_id: str | None,
+    ) -> ContextResponse:
+        result = await run(service().context, tenant, query, budget, repo, ref, session, run_id)
         blocks = [
             ContextBlockOut(
-                kind=b.kind,
-                text=b.text,
-                tokens=b.tokens,
-                flags=b.flags,
+                kind=b.kind, text=b.text, tokens=b.tokens, flags=b.flags,
                 provenance=Provenance(
-                    repo=b.repo,
-                    ref=b.ref,
-                    path=b.path,
-                    start_line=b.start_line,
-                    end_line=b.end_line,
-                    symbol_ids=b.symbol_ids,
-                    version=b.version,
-                    source=b.source,
-                    trust=b.trust,
+                    repo=b.repo, ref=b.ref, path=b.path, start_line=b.start_line,
+                    end_line=b.end_line, symbol_ids=b.symbol_ids, version=b.version,
+                    source=b.source, trust=b.trust,
                 ),
             )
             for b in result.blocks
-        ]
+        ]  # fmt: skip
         # Without a repo filter, report the freshness of the repository the context came from.
-        repo = body.repo or (result.blocks[0].repo if result.blocks else None)
-        fresh = await freshness_of(tenant, repo, body.ref or "main")
+        repo = repo or next((b.repo for b in result.blocks if b.repo), None)
+        fresh = await freshness_of(tenant, repo, ref or "main")
         return ContextResponse(
             blocks=blocks, tokens_used=result.tokens_used, budget_tokens=result.budget_tokens,
             entry_points=result.entry_points, freshness=fresh,
         )  # fmt: skip
+
+    @app.post("/v1/context", response_model=ContextResponse)
+    async def context(body: ContextRequest, tenant: Tenant) -> ContextResponse:
+        check_query(body.query)
+        return await context_for(tenant, body.query, body.budget_tokens, body.repo, body.ref,
+                                 body.session, body.run)  # fmt: skip
+
+    async def resume_context(tenant: str, query: str, budget: int, found: Run) -> dict[str, Any]:
+        response = await context_for(tenant, query[:max_query], budget, found.repo, found.ref,
+                                     found.session_id, found.run_id)  # fmt: skip
+        return response.model_dump(mode="json")
+
+    app.include_router(agent_router(tenant_of, agent, relay.drain, resume_context))
 
     @app.get("/v1/freshness")
     async def freshness(tenant: Tenant, repo: NameParam, ref: NameParam = "main") -> dict[str, Any]:

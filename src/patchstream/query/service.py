@@ -8,9 +8,12 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from patchstream.agent.service import AgentStateService, NotFound
+from patchstream.agent.sessions import new_session
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.read_tokens import PendingWrite
+from patchstream.query.working_state import working_state_candidates
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
@@ -28,10 +31,17 @@ class ContextResult:
 
 
 class QueryService:
-    def __init__(self, settings: Settings, graph: GraphStore, vectors: MilvusVectorStore) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        graph: GraphStore,
+        vectors: MilvusVectorStore,
+        agent: AgentStateService | None = None,
+    ) -> None:
         self.settings = settings
         self.graph = graph
         self.vectors = vectors
+        self.agent = agent  # runs and sessions: the working-state tier of context
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
         self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
@@ -68,8 +78,9 @@ class QueryService:
         repo: str | None = None,
         ref: str | None = "main",
         session: str | None = None,
+        run: str | None = None,
     ) -> ContextResult:
-        candidates: list[Candidate] = []
+        candidates: list[Candidate] = self._working_state(tenant, session, run)
         if session:
             candidates += self._session_candidates(tenant, session, repo)
         hits = self.search(tenant, query, limit=self.settings.query.entry_points * 2,
@@ -96,6 +107,22 @@ class QueryService:
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
 
+    def _working_state(self, tenant: str, session: str | None, run: str | None) -> list[Candidate]:
+        """The session's working state and its run's, first of all (an unknown id adds none)."""
+        if self.agent is None or not (session or run):
+            return []
+        found = self.agent.find_session(tenant, session) if session else None
+        run_id = run or (found.active_run if found else None)
+        active = None
+        if run_id:
+            try:
+                active = self.agent.get_run(tenant, run_id)
+            except NotFound:
+                active = None
+        if found is None:
+            found = new_session(tenant, session or "-", 0.0, 0.0)
+        return working_state_candidates(found, active)
+
     def _session_candidates(self, tenant: str, session: str, repo: str | None) -> list[Candidate]:
         candidates = []
         for write in self.graph.session_files(tenant, session, repo):
@@ -106,10 +133,14 @@ class QueryService:
         return candidates
 
     def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
-        files = sorted({(c.repo, c.ref, c.path) for c in candidates})
+        files = sorted({(c.repo, c.ref, c.path) for c in candidates
+                        if c.source != "working-state"})  # fmt: skip
         sources = self.graph.file_sources(tenant, files)
         result = []
         for candidate in candidates:
+            if candidate.source == "working-state":
+                result.append(candidate)  # its trust is set where it is made
+                continue
             source = sources.get((candidate.repo, candidate.ref, candidate.path), "snapshot")
             trust = "agent-written" if source in ("agent", "cli") else "repository"
             result.append(Candidate(**{**candidate.__dict__, "trust": trust}))

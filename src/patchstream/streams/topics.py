@@ -17,6 +17,7 @@ class Topics:
     patch_events: str
     file_deltas: str
     dlq: str
+    run_events: str
 
     @classmethod
     def from_settings(cls, kafka: KafkaSettings) -> Topics:
@@ -25,10 +26,11 @@ class Topics:
             patch_events=f"{prefix}patch-events",
             file_deltas=f"{prefix}file-deltas",
             dlq=f"{prefix}patch-events.dlq",
+            run_events=f"{prefix}run-events",
         )
 
-    def all(self) -> tuple[str, str, str]:
-        return (self.patch_events, self.file_deltas, self.dlq)
+    def all(self) -> tuple[str, ...]:
+        return (self.patch_events, self.file_deltas, self.dlq, self.run_events)
 
 
 async def ensure_topics(kafka: KafkaSettings) -> Topics:

@@ -152,7 +152,12 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def changed_since(
-        self, tenant: str, repo: str, ref: str, workspace: str | None, since: float,
+        self,
+        tenant: str,
+        repo: str,
+        ref: str,
+        workspace: str | None,
+        since: float,
         limit: int = 200,
     ) -> list[SessionWrite]:
         """Files of one scope applied after ``since`` (epoch seconds), newest first, with the

@@ -286,7 +286,12 @@ class CypherGraphStore(GraphStore):
         return _writes(rows)
 
     def changed_since(
-        self, tenant: str, repo: str, ref: str, workspace: str | None, since: float,
+        self,
+        tenant: str,
+        repo: str,
+        ref: str,
+        workspace: str | None,
+        since: float,
         limit: int = 200,
     ) -> list[SessionWrite]:
         if not tenant:
@@ -474,9 +479,15 @@ def _repo_of(symbol_id: str) -> str:
 
 def _writes(rows: list[list[Any]]) -> list[SessionWrite]:
     return [
-        SessionWrite(repo=r[0], ref=r[1], path=r[2], version=int(r[3]),
-                     applied_at=_from_epoch(r[4]), deleted=bool(r[5]),
-                     changed=tuple(r[6] or ()))  # fmt: skip
+        SessionWrite(
+            repo=r[0],
+            ref=r[1],
+            path=r[2],
+            version=int(r[3]),
+            applied_at=_from_epoch(r[4]),
+            deleted=bool(r[5]),
+            changed=tuple(r[6] or ()),
+        )
         for r in rows
     ]
 

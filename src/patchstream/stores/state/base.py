@@ -37,14 +37,25 @@ class AgentStateStore(Protocol):
         """The document's current version, or None."""
 
     def create(
-        self, tenant: str, kind: DocKind, doc_id: str, doc: StoredDoc, fields: dict[str, object],
+        self,
+        tenant: str,
+        kind: DocKind,
+        doc_id: str,
+        doc: StoredDoc,
+        fields: dict[str, object],
         events: list[NewEvent],
     ) -> bool:
         """Store the first version; False when ``doc_id`` exists already."""
 
     def replace(
-        self, tenant: str, kind: DocKind, doc_id: str, expected: int, doc: StoredDoc,
-        fields: dict[str, object], events: list[NewEvent],
+        self,
+        tenant: str,
+        kind: DocKind,
+        doc_id: str,
+        expected: int,
+        doc: StoredDoc,
+        fields: dict[str, object],
+        events: list[NewEvent],
     ) -> bool:
         """Store ``doc`` if the stored version is ``expected``; False (nothing written) if not."""
 

@@ -49,13 +49,19 @@ class CypherAgentStateStore:
 
     def get(self, tenant: str, kind: DocKind, doc_id: str) -> StoredDoc | None:
         rows = self.graph.execute(
-            tenant, f"MATCH (n:{_label(kind)} {{uid: $uid}}) RETURN n.id, n.version, n.doc",
+            tenant,
+            f"MATCH (n:{_label(kind)} {{uid: $uid}}) RETURN n.id, n.version, n.doc",
             {"uid": _uid(tenant, kind, doc_id)},
-        )  # fmt: skip
+        )
         return StoredDoc(rows[0][0], int(rows[0][1]), rows[0][2]) if rows else None
 
     def create(
-        self, tenant: str, kind: DocKind, doc_id: str, doc: StoredDoc, fields: dict[str, object],
+        self,
+        tenant: str,
+        kind: DocKind,
+        doc_id: str,
+        doc: StoredDoc,
+        fields: dict[str, object],
         events: list[NewEvent],
     ) -> bool:
         label = _label(kind)
@@ -68,25 +74,44 @@ class CypherAgentStateStore:
         return self._written(tenant, kind, doc_id, query, doc, fields, events, {})
 
     def replace(
-        self, tenant: str, kind: DocKind, doc_id: str, expected: int, doc: StoredDoc,
-        fields: dict[str, object], events: list[NewEvent],
+        self,
+        tenant: str,
+        kind: DocKind,
+        doc_id: str,
+        expected: int,
+        doc: StoredDoc,
+        fields: dict[str, object],
+        events: list[NewEvent],
     ) -> bool:
         query = (
             f"MATCH (n:{_label(kind)} {{uid: $uid}}) WHERE n.version = $expected "
             "SET n.version = $version, n.doc = $doc SET n += $fields "
         )
-        return self._written(tenant, kind, doc_id, query, doc, fields, events,
-                             {"expected": int(expected)})  # fmt: skip
+        return self._written(
+            tenant, kind, doc_id, query, doc, fields, events, {"expected": int(expected)}
+        )
 
     def _written(
-        self, tenant: str, kind: DocKind, doc_id: str, query: str, doc: StoredDoc,
-        fields: dict[str, object], events: list[NewEvent], extra: dict[str, Any],
+        self,
+        tenant: str,
+        kind: DocKind,
+        doc_id: str,
+        query: str,
+        doc: StoredDoc,
+        fields: dict[str, object],
+        events: list[NewEvent],
+        extra: dict[str, Any],
     ) -> bool:
         params: dict[str, Any] = {
-            "uid": _uid(tenant, kind, doc_id), "tenant": tenant, "id": doc_id,
-            "version": doc.version, "doc": doc.doc, "fields": _fields(fields),
-            "events": [{"seq": e.seq, "doc": e.doc} for e in events], **extra,
-        }  # fmt: skip
+            "uid": _uid(tenant, kind, doc_id),
+            "tenant": tenant,
+            "id": doc_id,
+            "version": doc.version,
+            "doc": doc.doc,
+            "fields": _fields(fields),
+            "events": [{"seq": e.seq, "doc": e.doc} for e in events],
+            **extra,
+        }
         # UNWIND over no events yields no rows: without events, return the node itself.
         tail = _CREATE_EVENTS if events else "RETURN count(n)"
         rows = self.graph.execute(tenant, query + tail, params)

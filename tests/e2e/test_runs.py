@@ -1,0 +1,224 @@
+"""Runs and sessions on the embedded stack: a worker killed mid-step is resumed from
+``/resume`` (its uncertain action listed, the code it changed since the checkpoint shown),
+concurrent writers lose nothing, illegal transitions are refused, and the ``run-events``
+topic replays into the same snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from patchstream.agent import runs
+from patchstream.client import RunClient, RunConflictError
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.indexing.run import index_directory
+from patchstream.streams.topics import Topics
+from tests.e2e.conftest import make_repo
+
+KEY = "key-default"  # the query service's key of tenant "default", the gateway dev key's tenant
+TAX = (
+    "def rate(country):\n    return 0.2\n\n\n"
+    "def tax(amount, country):\n    return amount * rate(country)\n"
+)
+WORKER = """
+import json, sys, time
+from patchstream.client import PatchClient, RunClient
+query_url, gateway_url, run_id = sys.argv[1:4]
+client = RunClient(query_url, "key-default")
+run = client.get(run_id)
+run = client.record(run, {"type": "StepStarted", "step": "edit"},
+                    {"type": "ActionProposed", "action_id": "write-1", "tool": "write_file",
+                     "args_summary": "tax.py: round the rate"})
+with PatchClient(gateway_url, "dev-local-key") as patches:
+    receipt = patches.write_file("runs-shop", "tax.py", sys.stdin.read(), session_id="s-run",
+                                 run_id=run_id)
+print(json.dumps(receipt), flush=True)
+time.sleep(600)  # killed here, mid-step: ActionExecuted is never recorded
+"""
+
+
+@pytest.fixture(scope="module")
+def shop(stack: Supervisor, tmp_path_factory: pytest.TempPathFactory) -> Supervisor:
+    repo = make_repo(tmp_path_factory.mktemp("runs") / "shop", {"tax.py": TAX})
+    done = asyncio.run(
+        index_directory(
+            stack.settings, repo, repo="runs-shop", tenant="default", timeout_s=180, progress=False
+        )
+    )
+    assert done.complete
+    return stack
+
+
+def _client(stack: Supervisor, key: str = KEY) -> RunClient:
+    return RunClient(stack.settings.query.url, key)
+
+
+def test_a_worker_killed_mid_step_is_resumed_from_state(shop: Supervisor) -> None:
+    query_url = shop.settings.query.url
+    with _client(shop) as client:
+        run = client.start(
+            "round the tax rate",
+            repo="runs-shop",
+            session_id="s-run",
+            plan=["read", "edit", "test"],
+            success_contract=["tests pass"],
+        )
+        run = client.record(
+            run, {"type": "StepStarted", "step": "read"}, {"type": "StepCompleted", "step": "read"}
+        )
+        run = client.checkpoint(run, "read the code")
+        worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, query_url, shop.settings.gateway.url, run["run_id"]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert worker.stdin and worker.stdout
+        worker.stdin.write(TAX.replace("0.2", "round(0.2, 2)"))
+        worker.stdin.close()
+        receipt = json.loads(worker.stdout.readline())
+        waited = httpx.get(
+            f"{query_url}/v1/wait",
+            params={"read_token": receipt["read_token"], "timeout": 120},
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=130,
+        ).json()
+        assert waited["graph"] is True
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+
+        resumed = client.resume(run["run_id"], budget_tokens=2000)
+        assert resumed["run"]["status"] == "RUNNING"
+        assert resumed["run"]["current_step"] == "edit"
+        assert resumed["run"]["pending_steps"] == ["test"]
+        assert [a["action_id"] for a in resumed["uncertain_actions"]] == ["write-1"]
+        assert resumed["checkpoint"]["note"] == "read the code"
+        changes = resumed["code_changes"]
+        assert [f["path"] for f in changes["files"]] == ["tax.py"]
+        assert "runs-shop::tax.py::rate" in changes["symbols"]
+        blocks = resumed["context"]["blocks"]
+        assert blocks[0]["kind"] == "run-state" and "UNCERTAIN action write-1" in blocks[0]["text"]
+        assert resumed["context"]["tokens_used"] <= 2000
+        # The new worker checks the effect, reports it, and the run can complete.
+        run = client.get(run["run_id"])
+        with pytest.raises(RunConflictError) as refused:
+            client.transition(run, "COMPLETED")
+        assert "uncertain" in str(refused.value) and "COMPLETED" not in refused.value.allowed
+        run = client.record(
+            run, {"type": "ActionExecuted", "action_id": "write-1", "outcome": "ok"}
+        )
+        run = client.transition(run, "COMPLETED", reason="tests pass")
+        assert run["status"] == "COMPLETED"
+        with pytest.raises(RunConflictError) as illegal:
+            client.transition(run, "RUNNING")
+        assert illegal.value.allowed == [] and "COMPLETED" in str(illegal.value)
+        replayed = _topic_events(shop, run["run_id"], run["state_version"])
+        assert runs.rebuild(replayed).model_dump(mode="json") == client.get(run["run_id"])
+    # Another tenant: as if the run did not exist.
+    with _client(shop, "key-acme") as other, pytest.raises(Exception, match="404"):
+        other.get(run["run_id"])
+
+
+def test_concurrent_writers_never_lose_an_update(shop: Supervisor) -> None:
+    with _client(shop) as client:
+        run = client.start("race", repo="runs-shop")
+    conflicts: list[int] = []
+
+    def writer(name: str) -> None:
+        with _client(shop) as mine:
+            for i in range(10):
+                while True:
+                    current = mine.get(run["run_id"])
+                    try:
+                        mine.record(current, {"type": "ObservationRecorded", "text": f"{name}-{i}"})
+                        break
+                    except RunConflictError as exc:
+                        assert exc.current_version is not None
+                        conflicts.append(exc.current_version)
+
+    threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with _client(shop) as client:
+        final = client.get(run["run_id"])
+        texts = [
+            e["text"] for e in client.events(run["run_id"]) if e["type"] == "ObservationRecorded"
+        ]
+    assert final["state_version"] == 2 + 30
+    assert sorted(texts) == sorted(f"w{n}-{i}" for n in range(3) for i in range(10))
+    metrics = httpx.get(f"{shop.settings.query.url}/metrics", timeout=10).text
+    assert 'patchstream_run_transitions_total{status="RUNNING"}' in metrics
+    if conflicts:
+        assert "patchstream_run_version_conflicts_total" in metrics
+
+
+def test_session_working_state_comes_first_in_context(shop: Supervisor) -> None:
+    with _client(shop) as client:
+        client.note("s-ctx", "make rate() round to cents", kind="subgoal")
+        client.tool_output(
+            "s-ctx",
+            "pytest",
+            command="pytest -q",
+            exit_code=1,
+            stderr="FAILED tests/test_tax.py::test_rate - assert 0.2 == 0.20\n",
+        )
+        client.diff(
+            "s-ctx", "tax.py", "-    return 0.2\n+    return round(0.2, 2)", repo="runs-shop"
+        )
+        session = client.session("s-ctx")
+    assert session["tool_outputs"][0]["sha256"] and session["state_version"] == 3
+    response = httpx.post(
+        f"{shop.settings.query.url}/v1/context",
+        json={"query": "tax rate", "budget_tokens": 1500, "repo": "runs-shop", "session": "s-ctx"},
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=60,
+    ).json()
+    kinds = [b["kind"] for b in response["blocks"]]
+    assert kinds[:3] == ["scratchpad", "tool-output", "session-diff"]
+    assert response["blocks"][1]["provenance"]["trust"] == "tool-output"
+    assert any(k == "entry-code" for k in kinds[3:])
+    assert response["tokens_used"] <= 1500
+    with _client(shop, "key-acme") as other, pytest.raises(Exception, match="404"):
+        other.session("s-ctx")
+
+
+def _topic_events(stack: Supervisor, run_id: str, last_seq: int) -> list[runs.RunEvent]:
+    """The run's events as the ``run-events`` topic holds them (the audit and replay log)."""
+
+    async def consume() -> list[dict[str, Any]]:
+        consumer = AIOKafkaConsumer(
+            Topics.from_settings(stack.settings.kafka).run_events,
+            bootstrap_servers=stack.settings.kafka.bootstrap,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            group_id=None,
+        )
+        await consumer.start()
+        found: dict[int, dict[str, Any]] = {}
+        try:
+            async with asyncio.timeout(60):
+                while max(found, default=0) < last_seq or len(found) < last_seq:
+                    batch = await consumer.getmany(timeout_ms=1000)
+                    for records in batch.values():
+                        for record in records:
+                            event = json.loads(record.value or b"{}")
+                            if event.get("run_id") == run_id:
+                                found[event["seq"]] = event  # a resend is the same event
+        finally:
+            await consumer.stop()
+        return [found[seq] for seq in sorted(found)]
+
+    return [runs.RunEvent.model_validate(e) for e in asyncio.run(consume())]
