@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -184,22 +185,38 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "patchstream.cli.main", "mcp"], env=env)  # fmt: skip
 
-    async def session() -> tuple[set[str], dict[str, object], dict[str, object]]:
+    with _client(indexed) as http:
+        run_id = http.post("/v1/runs", json={"goal": "fix tax", "repo": "billing"}).json()["run_id"]
+        started = http.post(f"/v1/runs/{run_id}/transition",
+                            json={"state_version": 1, "to": "RUNNING"})  # fmt: skip
+        assert started.json()["status"] == "RUNNING"
+
+    async def session() -> tuple[set[str], dict[str, object], dict[str, object], list[Any]]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             tools = {tool.name for tool in (await client.list_tools()).tools}
             callers = await client.call_tool("find_callers", {"symbol": "tax", "depth": 2})
             question = {"query": "invoice tax", "budget_tokens": 500}
             context = await client.call_tool("get_context", question)
+            state = [
+                await client.call_tool("session_note", {"session_id": "mcp-1", "text": "t"}),
+                await client.call_tool("run_checkpoint", {"run_id": run_id, "note": "n"}),
+                await client.call_tool("run_resume", {"run_id": run_id}),
+            ]
             return (
                 tools,
                 jsonlib.loads(callers.content[0].text),  # type: ignore[union-attr]
                 jsonlib.loads(context.content[0].text),  # type: ignore[union-attr]
+                [jsonlib.loads(s.content[0].text) for s in state],  # type: ignore[union-attr]
             )
 
-    tools, callers, context = asyncio.run(session())
+    tools, callers, context, (note, checkpointed, resumed) = asyncio.run(session())
     assert tools == {"search_code", "get_context", "find_callers", "find_callees",
-                     "impact_of_change", "get_symbol", "freshness"}  # fmt: skip
+                     "impact_of_change", "get_symbol", "freshness", "run_checkpoint",
+                     "run_resume", "session_note"}  # fmt: skip
+    assert [i["text"] for i in note["scratchpad"]] == ["t"]
+    assert checkpointed["checkpoint"]["note"] == "n"
+    assert resumed["run"]["run_id"] == run_id and resumed["uncertain_actions"] == []
     found = callers["callers"]
     assert {(c["qualified_name"], c["depth"]) for c in found} == {  # type: ignore[attr-defined]
         ("Invoice.total", 1), ("render", 2),

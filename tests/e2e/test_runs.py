@@ -222,3 +222,37 @@ def _topic_events(stack: Supervisor, run_id: str, last_seq: int) -> list[runs.Ru
         return [found[seq] for seq in sorted(found)]
 
     return [runs.RunEvent.model_validate(e) for e in asyncio.run(consume())]
+
+
+def test_the_cli_drives_a_run(shop: Supervisor) -> None:
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps(
+        {"url": shop.settings.query.url, "api_key": KEY}
+    )}  # fmt: skip
+
+    def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert (done.returncode == 0) is ok, done.stderr
+        return done
+
+    started = json.loads(cli("run", "start", "rename rate", "--repo", "runs-shop", "--plan",
+                             "edit", "--session", "s-cli").stdout)  # fmt: skip
+    run_id = started["run_id"]
+    assert started["status"] == "RUNNING" and started["pending_steps"] == ["edit"]
+    stepped = json.loads(cli("run", "step", run_id, "edit", "--observe", "found it").stdout)
+    assert stepped["current_step"] == "edit" and stepped["observations"] == ["found it"]
+    assert json.loads(cli("run", "checkpoint", run_id, "--note", "n").stdout)["checkpoint"]
+    refused = cli("run", "transition", run_id, "CREATED", ok=False)
+    assert "is not one of" in refused.stderr  # not a status a run can be asked to enter
+    waiting = json.loads(cli("run", "transition", run_id, "WAITING_FOR_HUMAN").stdout)
+    refused = cli("run", "step", run_id, "edit", "--done", ok=False)
+    assert "refused" in refused.stderr and "ApprovalGranted" in refused.stderr
+    assert waiting["status"] == "WAITING_FOR_HUMAN"
+    resumed = json.loads(cli("run", "resume", run_id, "--budget", "500").stdout)
+    assert resumed["run"]["status"] == "WAITING_FOR_HUMAN"
+    cli("session", "note", "s-cli", "ask about rounding", "--kind", "subgoal")
+    shown = json.loads(cli("session", "show", "s-cli").stdout)
+    assert shown["active_run"] == run_id
+    assert [i["text"] for i in shown["scratchpad"]] == ["ask about rounding"]
+    events = json.loads(cli("run", "show", run_id, "--events").stdout)
+    assert [e["type"] for e in events][:2] == ["RunCreated", "RunStarted"]

@@ -16,6 +16,7 @@ from patchstream import __version__
 from patchstream.cli.dlq import dlq
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
+from patchstream.cli.runs import run, session
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -494,6 +495,8 @@ def emit(
 cli.add_command(query)
 cli.add_command(dlq)
 cli.add_command(reconcile)
+cli.add_command(run)
+cli.add_command(session)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ the service's, and what an MCP client sees is what the HTTP API would answer.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 
@@ -35,11 +36,55 @@ def create_mcp_server(settings: Settings) -> MCPServer:
 
     @server.tool()
     def get_context(
-        query: str, budget_tokens: int = 8000, repo: str | None = None, session: str | None = None
+        query: str,
+        budget_tokens: int = 8000,
+        repo: str | None = None,
+        session: str | None = None,
+        run: str | None = None,
     ) -> dict[str, Any]:
-        """Token-budgeted context for a task: entry code, callers/callees signatures, docs."""
-        body = {"query": query, "budget_tokens": budget_tokens, "repo": repo, "session": session}
+        """Token-budgeted context for a task: the session's working state first, then entry
+        code, callers/callees signatures, docs."""
+        body = {
+            "query": query,
+            "budget_tokens": budget_tokens,
+            "repo": repo,
+            "session": session,
+            "run": run,
+        }
         return dict(client.call("POST", "/v1/context", json=body))
+
+    @server.tool()
+    def run_checkpoint(run_id: str, note: str | None = None) -> dict[str, Any]:
+        """Checkpoint a run at its current version: resume reports code changed after it."""
+        current = client.call("GET", f"/v1/runs/{quote(run_id, safe='')}")
+        body = {
+            "state_version": current["state_version"],
+            "events": [{"type": "CheckpointCreated", "text": note}],
+        }
+        return dict(client.call("POST", f"/v1/runs/{quote(run_id, safe='')}/events", json=body))
+
+    @server.tool()
+    def run_resume(run_id: str, budget_tokens: int = 4000) -> dict[str, Any]:
+        """Resume a run from its durable state (never from a transcript): uncertain actions
+        to verify, code changed since the last checkpoint, fresh context."""
+        return dict(
+            client.call(
+                "GET",
+                f"/v1/runs/{quote(run_id, safe='')}/resume",
+                params={"budget_tokens": budget_tokens},
+            )
+        )
+
+    @server.tool()
+    def session_note(session_id: str, text: str, kind: str = "note") -> dict[str, Any]:
+        """Add an item (subgoal, plan or note) to the session's scratchpad; it leads context."""
+        return dict(
+            client.call(
+                "POST",
+                f"/v1/sessions/{quote(session_id, safe='')}/scratchpad",
+                json={"text": text, "kind": kind},
+            )
+        )
 
     @server.tool()
     def find_callers(symbol: str, depth: int = 1, repo: str | None = None) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from patchstream.agent.runs import Run, RunEvent
+from patchstream.agent.sessions import Session
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.graph import Edge, Symbol
@@ -19,6 +21,9 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "symbol.v1": Symbol,
     "edge.v1": Edge,
     "chunk.v1": Chunk,
+    "run-event.v1": RunEvent,  # the run-events topic
+    "run.v1": Run,
+    "session.v1": Session,
 }
 
 
