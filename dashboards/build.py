@@ -312,6 +312,38 @@ def query_service() -> dict[str, Any]:
                 ],
                 "ops",
             ),
+            panel(
+                "Runs entering each status/s",
+                [
+                    (
+                        f"sum by (status) (rate(patchstream_run_transitions_total[{RATE}]))",
+                        "{{status}}",
+                    )
+                ],
+                "ops",
+                width=8,
+            ),
+            panel(
+                "Run writes refused/s (illegal transition, version conflict)",
+                [
+                    (
+                        f"sum by (status) (rate(patchstream_run_refused_total[{RATE}]))",
+                        "refused in {{status}}",
+                    ),
+                    (
+                        f"sum by (kind) (rate(patchstream_run_version_conflicts_total[{RATE}]))",
+                        "conflict {{kind}}",
+                    ),
+                ],
+                "ops",
+                width=8,
+            ),
+            panel(
+                "Runs resumed/s",
+                [(f"sum by (status) (rate(patchstream_run_resumes_total[{RATE}]))", "{{status}}")],
+                "ops",
+                width=8,
+            ),
         ],
         tenant=False,
     )

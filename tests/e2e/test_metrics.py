@@ -105,6 +105,13 @@ def _traffic(stack: Supervisor, round_: int) -> None:
         assert query.post("/v1/context", json={"query": "helper caller"}).status_code == 200
         assert query.get("/v1/freshness", params={"repo": "metrics-repo"}).status_code == 200
         assert httpx.post(f"{settings.query.url}/v1/search", json={"query": "x"}).status_code == 401
+        run = query.post("/v1/runs", json={"goal": "g"}).json()
+        stale = {"state_version": 1, "to": "RUNNING"}
+        assert query.post(f"/v1/runs/{run['run_id']}/transition", json=stale).status_code == 200
+        assert query.post(f"/v1/runs/{run['run_id']}/transition", json=stale).status_code == 409
+        illegal = {"state_version": 2, "events": [{"type": "ApprovalGranted", "approval_id": "x"}]}
+        assert query.post(f"/v1/runs/{run['run_id']}/events", json=illegal).status_code == 409
+        assert query.get(f"/v1/runs/{run['run_id']}/resume").status_code == 200
         default = {"Authorization": "Bearer key-default"}
         waited = query.get("/v1/wait", params={"read_token": token, "timeout": 60}, headers=default)
         assert waited.status_code == 200 and waited.json()["applied"], waited.text

@@ -108,12 +108,7 @@ class AgentStateService:
     ) -> Run:
         """Apply ``proposed`` to the run at version ``expected``, all or nothing."""
         run = self.get_run(tenant, run_id)
-        if run.state_version != expected:
-            self.on_event("conflict", "stale")
-            raise VersionConflict(
-                f"run {run_id} is at state_version {run.state_version}, not {expected}",
-                run.state_version,
-            )
+        self._check_version(run, expected)
         try:
             new, stamped = runs.stamp(run, proposed, self.clock(), actor)
         except RunRefused:
@@ -131,6 +126,15 @@ class AgentStateService:
             self.on_event("transition", new.status.value)
         return new
 
+    def _check_version(self, run: Run, expected: int) -> None:
+        """A write is judged against the state its writer saw, or not at all."""
+        if run.state_version != expected:
+            self.on_event("conflict", "stale")
+            raise VersionConflict(
+                f"run {run.run_id} is at state_version {run.state_version}, not {expected}",
+                run.state_version,
+            )
+
     def transition(
         self,
         tenant: str,
@@ -143,6 +147,7 @@ class AgentStateService:
     ) -> Run:
         """Move the run to status ``to`` through the event that means it."""
         run = self.get_run(tenant, run_id)
+        self._check_version(run, expected)
         event_type = runs.EVENT_FOR_STATUS.get(to)
         if to == RunStatus.RUNNING and run.status == RunStatus.WAITING_FOR_EXTERNAL_EVENT:
             event_type = "ExternalEventReceived"
