@@ -256,3 +256,39 @@ def test_the_cli_drives_a_run(shop: Supervisor) -> None:
     assert [i["text"] for i in shown["scratchpad"]] == ["ask about rounding"]
     events = json.loads(cli("run", "show", run_id, "--events").stdout)
     assert [e["type"] for e in events][:2] == ["RunCreated", "RunStarted"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "/v1/runs", {"goal": "g", "run_id": "-rf"}, 422),
+        ("POST", "/v1/runs", {"goal": "g", "repo": "../etc"}, 422),
+        ("POST", "/v1/runs", {"goal": "x" * 5000}, 422),
+        ("POST", "/v1/runs", {"goal": "g", "budgets": {"tool_calls_left": -1}}, 422),
+        ("GET", "/v1/runs/a%0Ab", None, 422),
+        ("GET", "/v1/runs/no-such-run", None, 404),
+        ("GET", "/v1/runs/no-such-run/resume", None, 404),
+        ("POST", "/v1/runs/no-such-run/events",
+         {"state_version": 1, "events": [{"type": "RunStarted"}]}, 404),
+        ("POST", "/v1/runs/r/events", {"state_version": 1, "events": []}, 422),
+        ("POST", "/v1/runs/r/events",
+         {"state_version": 1, "events": [{"type": "RunStarted"}] * 101}, 422),
+        ("POST", "/v1/runs/r/events", {"state_version": 1, "events": [{"type": "Hack"}]}, 422),
+        ("POST", "/v1/runs/r/events", {"state_version": 1, "events": [
+            {"type": "ArtifactRecorded", "artifact": {"kind": "path", "ref": "a\nb"}}]}, 422),
+        ("POST", "/v1/sessions/s/tool-output", {"tool": "t", "stderr": "x" * (5 << 20)}, 422),
+        ("POST", "/v1/sessions/s/tool-output", {"tool": "t", "stderr": "x" * (9 << 20)}, 413),
+        ("POST", "/v1/sessions/s/diffs", {"path": "a\x00b", "diff": "+"}, 422),
+        ("POST", "/v1/sessions/s%20x/scratchpad", {"text": "t"}, 422),
+        ("GET", "/v1/sessions/never-written", None, 404),
+    ],
+)  # fmt: skip
+def test_hostile_input_to_runs_and_sessions_is_refused(
+    shop: Supervisor, method: str, path: str, body: dict[str, Any] | None, status: int
+) -> None:
+    response = httpx.request(method, f"{shop.settings.query.url}{path}", json=body, timeout=60,
+                             headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    assert response.status_code == status, response.text
+    unauthenticated = httpx.request(method, f"{shop.settings.query.url}{path}", json=body,
+                                    timeout=60)  # fmt: skip
+    assert unauthenticated.status_code in (401, 413, 422)

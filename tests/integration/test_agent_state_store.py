@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from patchstream.agent import runs
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.state.base import NewEvent, StoredDoc
@@ -118,3 +120,27 @@ def test_publication_marks_and_expiry(graph: CypherGraphStore, tenant: str) -> N
     assert store.expire(tenant, "Session", now=50.0) == 1
     assert store.get(tenant, "Session", "s-old") is None
     assert store.get(tenant, "Session", "s-new") is not None
+
+
+def test_sessions_expire_after_their_ttl_and_start_anew(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    from patchstream.agent import sessions
+    from patchstream.agent.service import AgentStateService, NotFound
+
+    now = [100.0]
+    service = AgentStateService(_store(graph), graph, session_ttl_s=10, clock=lambda: now[0])
+    item = sessions.ScratchItem(item_id="i1", text="find the bug")
+    service.update_session(tenant, "s1", lambda s: sessions.note(s, item))
+    now[0] = 109.0
+    assert [i.text for i in service.get_session(tenant, "s1").scratchpad] == ["find the bug"]
+    service.update_session(tenant, "s1", lambda s: s)  # a write renews the time to live
+    now[0] = 118.0
+    assert service.get_session(tenant, "s1").expires_at == 119.0
+    now[0] = 130.0
+    with pytest.raises(NotFound):
+        service.get_session(tenant, "s1")
+    fresh = service.update_session(tenant, "s1", lambda s: s)
+    assert fresh.scratchpad == [] and fresh.created_at == 130.0
+    now[0] = 200.0
+    assert service.expire_sessions(tenant) == 1
