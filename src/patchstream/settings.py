@@ -242,6 +242,14 @@ class GatewaySettings(BaseModel):
     )
 
 
+class MemorySettings(BaseModel):
+    """Long-term memory: its write and read policy."""
+
+    policy: str = Field(
+        default="", description="a memory policy TOML file; empty: the one shipped with patchstream"
+    )
+
+
 class MetricsSettings(BaseModel):
     """Prometheus metrics. The HTTP services serve ``/metrics`` on their own port; the parse
     workers and sinks serve it on ``port`` (``patchstream up`` gives each its own)."""
@@ -279,6 +287,7 @@ class Settings(BaseSettings):
     query: QuerySettings = Field(default_factory=QuerySettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

@@ -49,7 +49,7 @@ CHILD_SECTIONS: dict[str, tuple[str, ...]] = {
     "parse": (*_COMMON, "graph"),
     "graph-sink": (*_COMMON, "graph"),
     "vector-sink": (*_COMMON, "vector", "embedding", "embedder"),
-    "query": (*_COMMON, "graph", "vector", "embedding", "embedder", "query"),
+    "query": (*_COMMON, "graph", "vector", "embedding", "embedder", "query", "memory"),
     "gateway": (*_COMMON, "gateway"),
     "reconcile": (*_COMMON, "graph", "vector", "embedding", "embedder"),
 }

@@ -73,6 +73,12 @@ def _http_errors() -> Iterator[None]:
         ) from exc
 
 
+async def call_mapped(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking state call in a thread, its typed errors as HTTP statuses."""
+    with _http_errors():
+        return await asyncio.to_thread(fn, *args)
+
+
 def agent_router(
     tenant_resolver: Callable[..., str],
     agent: Callable[[], AgentStateService],
@@ -84,9 +90,7 @@ def agent_router(
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
 
-    async def call(fn: Callable[..., Any], *args: Any) -> Any:
-        with _http_errors():
-            return await asyncio.to_thread(fn, *args)
+    call = call_mapped
 
     async def written(tenant: str, result: Any) -> Any:
         await published(tenant)

@@ -14,6 +14,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from pydantic import AfterValidator, BaseModel, Field
 
 from patchstream import __version__
+from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.relay import RunEventRelay
 from patchstream.agent.runs import Run
 from patchstream.agent.service import AgentStateService
@@ -24,6 +25,7 @@ from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
 from patchstream.query.lag import LagProbe
+from patchstream.query.memory_api import memory_router
 from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
 from patchstream.settings import Settings
@@ -79,7 +81,7 @@ class Provenance(BaseModel):
     symbol_ids: list[str]
     version: int | None
     source: str
-    trust: Literal["repository", "agent-written", "tool-output"]
+    trust: Literal["repository", "agent-written", "tool-output", "memory"]
 
 
 class ContextBlockOut(BaseModel):
@@ -112,18 +114,24 @@ def _tenant_resolver(settings: Settings) -> Callable[..., str]:
 
 
 def _default_factory(settings: Settings) -> QueryService:
+    from patchstream.agent.memory import Policy
+    from patchstream.agent.memory_service import MemoryService
     from patchstream.agent.service import AgentStateService
     from patchstream.stores.factory import open_graph_store, open_vector_store
     from patchstream.stores.state.cypher import CypherAgentStateStore
+    from patchstream.stores.vector.memory_index import MilvusMemoryIndex
 
     graph = open_graph_store(settings)
     service = QueryService(settings, graph, open_vector_store(settings))
+    state = CypherAgentStateStore(graph)
     service.agent = AgentStateService(
-        CypherAgentStateStore(graph),
+        state,
         graph,
         session_ttl_s=settings.query.session_ttl_s,
         count_tokens=service.counter.count,
     )
+    index = MilvusMemoryIndex(service.vectors, settings.vector.collection_prefix)
+    service.memory = MemoryService(state, index, graph, Policy.load(settings.memory.policy))
     return service
 
 
@@ -167,6 +175,12 @@ def create_api(
         found = service().agent
         if found is None:
             raise HTTPException(503, "this query service has no agent state store")
+        return found
+
+    def memory() -> MemoryService:
+        found = service().memory
+        if found is None:
+            raise HTTPException(503, "this query service has no memory store")
         return found
 
     relay = RunEventRelay(agent, lambda: make_producer(settings.kafka),
@@ -281,6 +295,7 @@ def create_api(
                                      found.session_id, found.run_id)  # fmt: skip
         return response.model_dump(mode="json")
 
+    app.include_router(memory_router(tenant_of, memory, agent))
     app.include_router(agent_router(tenant_of, agent, relay.drain, resume_context))
 
     @app.get("/v1/freshness")

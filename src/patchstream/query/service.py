@@ -8,12 +8,13 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.agent.sessions import new_session
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.read_tokens import PendingWrite
-from patchstream.query.working_state import working_state_candidates
+from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
@@ -37,11 +38,13 @@ class QueryService:
         graph: GraphStore,
         vectors: MilvusVectorStore,
         agent: AgentStateService | None = None,
+        memory: MemoryService | None = None,
     ) -> None:
         self.settings = settings
         self.graph = graph
         self.vectors = vectors
         self.agent = agent  # runs and sessions: the working-state tier of context
+        self.memory = memory  # long-term memory: a small tier below the working state
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
         self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
@@ -83,6 +86,7 @@ class QueryService:
         candidates: list[Candidate] = self._working_state(tenant, session, run)
         if session:
             candidates += self._session_candidates(tenant, session, repo)
+        candidates += self._memory_candidates(tenant, query, repo)
         hits = self.search(tenant, query, limit=self.settings.query.entry_points * 2,
                            repo=repo, ref=ref)  # fmt: skip
         entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
@@ -123,6 +127,15 @@ class QueryService:
             found = new_session(tenant, session or "-", 0.0, 0.0)
         return working_state_candidates(found, active)
 
+    def _memory_candidates(self, tenant: str, query: str, repo: str | None) -> list[Candidate]:
+        if self.memory is None:
+            return []
+        limit = self.memory.policy.read.context_items
+        if limit <= 0:
+            return []
+        owners = {repo} if repo else None
+        return [memory_candidate(r) for r in self.memory.search(tenant, query, None, limit, owners)]
+
     def _session_candidates(self, tenant: str, session: str, repo: str | None) -> list[Candidate]:
         candidates = []
         for write in self.graph.session_files(tenant, session, repo):
@@ -134,11 +147,11 @@ class QueryService:
 
     def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
         files = sorted({(c.repo, c.ref, c.path) for c in candidates
-                        if c.source != "working-state"})  # fmt: skip
+                        if c.source not in ("working-state", "memory")})  # fmt: skip
         sources = self.graph.file_sources(tenant, files)
         result = []
         for candidate in candidates:
-            if candidate.source == "working-state":
+            if candidate.source in ("working-state", "memory"):
                 result.append(candidate)  # its trust is set where it is made
                 continue
             source = sources.get((candidate.repo, candidate.ref, candidate.path), "snapshot")

@@ -151,6 +151,10 @@ class GraphStore(abc.ABC):
         """The files a session wrote most recently, newest first."""
 
     @abc.abstractmethod
+    def file_content_hash(self, tenant: str, repo: str, ref: str, path: str) -> str | None:
+        """The content hash of the file's applied version; None if absent or deleted."""
+
+    @abc.abstractmethod
     def changed_since(
         self,
         tenant: str,

@@ -285,6 +285,16 @@ class CypherGraphStore(GraphStore):
         )
         return _writes(rows)
 
+    def file_content_hash(self, tenant: str, repo: str, ref: str, path: str) -> str | None:
+        if not tenant:
+            return None
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence {uid: $fuid}) RETURN f.content_hash, f.deleted",
+            {"fuid": f"{scope_of(tenant, repo, ref)}|{path}"},
+        )
+        return None if not rows or rows[0][1] else rows[0][0]
+
     def changed_since(
         self,
         tenant: str,

@@ -40,6 +40,9 @@ INDEXES = (
     ("Session", "uid"),
     ("RunEvent", "run_uid"),
     ("RunEvent", "uid"),
+    ("Memory", "uid"),
+    ("Memory", "owner"),
+    ("MemoryDecision", "uid"),
 )
 ROWS_PER_STATEMENT = 500
 MAX_DEPTH = 5

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-DocKind = Literal["Run", "Session"]
+DocKind = Literal["Run", "Session", "Memory", "MemoryDecision"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ class AgentStateStore(Protocol):
         """(event uid, JSON) of events not yet on the bus, oldest first."""
 
     def mark_published(self, tenant: str, uids: list[str]) -> None: ...
+
+    def delete(self, tenant: str, kind: DocKind, doc_ids: list[str]) -> int:
+        """Delete documents (and a run's events) for good; how many were there."""
 
     def expire(self, tenant: str, kind: DocKind, now: float) -> int:
         """Delete documents whose ``expires_at`` field has passed; how many."""

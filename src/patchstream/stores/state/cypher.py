@@ -17,8 +17,23 @@ from typing import Any
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.state.base import DocKind, NewEvent, StoredDoc
 
-_KINDS: tuple[DocKind, ...] = ("Run", "Session")
-_FIELDS = frozenset({"status", "session_id", "repo", "expires_at", "updated_at"})
+_KINDS: tuple[DocKind, ...] = ("Run", "Session", "Memory", "MemoryDecision")
+_FIELDS = frozenset(
+    {
+        "status",
+        "session_id",
+        "repo",
+        "expires_at",
+        "updated_at",
+        "scope",
+        "owner",
+        "subject",
+        "key",
+        "state",
+        "source_ref",
+        "memory_id",
+    }
+)
 _CREATE_EVENTS = (
     "WITH n UNWIND $events AS e "
     "CREATE (:RunEvent {uid: $uid + '#' + toString(e.seq), tenant: $tenant, run_uid: $uid, "
@@ -156,6 +171,24 @@ class CypherAgentStateStore:
                 "SET e.published = true",
                 {"uids": uids, "tenant": tenant},
             )
+
+    def delete(self, tenant: str, kind: DocKind, doc_ids: list[str]) -> int:
+        if not doc_ids:
+            return 0
+        uids = [_uid(tenant, kind, d) for d in doc_ids]
+        if kind == "Run":
+            self.graph.execute(
+                tenant,
+                "UNWIND $uids AS uid MATCH (e:RunEvent {run_uid: uid}) DELETE e",
+                {"uids": uids},
+            )
+        rows = self.graph.execute(
+            tenant,
+            f"UNWIND $uids AS uid MATCH (n:{_label(kind)} {{uid: uid}}) DETACH DELETE n "
+            "RETURN count(*)",
+            {"uids": uids},
+        )
+        return int(rows[0][0]) if rows else 0
 
     def expire(self, tenant: str, kind: DocKind, now: float) -> int:
         rows = self.graph.execute(
