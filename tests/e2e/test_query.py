@@ -213,7 +213,7 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
     tools, callers, context, (note, checkpointed, resumed) = asyncio.run(session())
     assert tools == {"search_code", "get_context", "find_callers", "find_callees",
                      "impact_of_change", "get_symbol", "freshness", "run_checkpoint",
-                     "run_resume", "session_note"}  # fmt: skip
+                     "run_resume", "session_note", "remember", "recall", "forget"}  # fmt: skip
     assert [i["text"] for i in note["scratchpad"]] == ["t"]
     assert checkpointed["checkpoint"]["note"] == "n"
     assert resumed["run"]["run_id"] == run_id and resumed["uncertain_actions"] == []

@@ -14,6 +14,7 @@ import click
 
 from patchstream import __version__
 from patchstream.cli.dlq import dlq
+from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
 from patchstream.cli.runs import run, session
@@ -496,6 +497,7 @@ cli.add_command(query)
 cli.add_command(dlq)
 cli.add_command(reconcile)
 cli.add_command(run)
+cli.add_command(memory)
 cli.add_command(session)
 
 

@@ -33,7 +33,7 @@ class QueryClient:
             ) from exc
         if response.status_code >= 400:
             raise QueryServiceError(f"{response.status_code}: {response.text}")
-        return response.json()
+        return None if response.status_code == 204 else response.json()
 
     def resolve(self, name_or_id: str, repo: str | None = None) -> str:
         """A symbol id for a name (the first match) or an id as given."""

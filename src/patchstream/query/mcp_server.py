@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 
-from patchstream.query.client import QueryClient
+from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.settings import Settings
 
 INSTRUCTIONS = (
@@ -110,5 +110,46 @@ def create_mcp_server(settings: Settings) -> MCPServer:
     def freshness(repo: str, ref: str = "main") -> dict[str, Any]:
         """How fresh each tier is: last applied version and time, pending events, lag."""
         return dict(client.call("GET", "/v1/freshness", params={"repo": repo, "ref": ref}))
+
+    @server.tool()
+    def remember(
+        content: str,
+        subject_kind: str,
+        subject_id: str,
+        memory_type: str = "fact",
+        source_kind: str = "agent",
+        owner: str | None = None,
+        scope: str = "project",
+        key: str | None = None,
+        source_ref: str | None = None,
+    ) -> dict[str, Any]:
+        """Propose a long-term memory (a short claim about a symbol, file, repo, person or
+        topic). A policy decides: instruction-like text from untrusted sources is quarantined,
+        procedures belong in skills, and the answer says why."""
+        body = {
+            "content": content,
+            "memory_type": memory_type,
+            "scope": scope,
+            "owner": owner or (subject_id.split("::")[0] if scope == "project" else ""),
+            "subject": {"kind": subject_kind, "id": subject_id},
+            "key": key,
+            "source": {"kind": source_kind, "ref": source_ref},
+        }
+        response = client.http.post("/v1/memory/proposals", json=body)
+        if response.status_code not in (201, 422):
+            raise QueryServiceError(f"{response.status_code}: {response.text}")
+        return dict(response.json())
+
+    @server.tool()
+    def recall(query: str, user: str | None = None, limit: int = 5) -> dict[str, Any]:
+        """Relevant memories with provenance; stale ones (the code changed) are flagged."""
+        body = {"query": query, "user": user, "limit": limit}
+        return dict(client.call("POST", "/v1/memory/search", json=body))
+
+    @server.tool()
+    def forget(memory_id: str) -> dict[str, Any]:
+        """Delete a memory for good (its record and its vector)."""
+        client.call("DELETE", f"/v1/memory/{quote(memory_id, safe='')}")
+        return {"forgotten": memory_id}
 
     return server

@@ -1,0 +1,95 @@
+"""``patchstream memory``: list, show and forget memories through the query service (the
+key's tenant); ``purge --tenant`` is the operator's tool and works on the stores directly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from patchstream.cli.query import call
+from patchstream.settings import get_settings
+
+
+@click.group()
+def memory() -> None:
+    """Governed long-term memory: what agents remember, and forgetting it."""
+
+
+@memory.command("list")
+@click.option("--owner", default=None, help="A repository, user or team.")
+@click.option("--state", type=click.Choice(["active", "superseded", "quarantined"]), default=None)
+@click.option("--limit", default=100, show_default=True)
+def list_memories(owner: str | None, state: str | None, limit: int) -> None:
+    """Memories of the key's tenant, newest first."""
+    params: dict[str, Any] = {
+        "limit": limit,
+        **({"owner": owner} if owner else {}),
+        **({"state": state} if state else {}),
+    }
+    for item in call("GET", "/v1/memory", params=params)["memories"]:
+        click.echo(
+            f"{item['memory_id']}  {item['state']:<11} {item['memory_type']:<16} "
+            f"{item['owner']}: {item['content'][:80]}"
+        )
+
+
+@memory.command("show")
+@click.argument("memory_id")
+@click.option("--resolve", is_flag=True, help="Follow supersedes to the active fact.")
+def show(memory_id: str, resolve: bool) -> None:
+    """One memory with its provenance, and whether the code it speaks of changed."""
+    found = call("GET", f"/v1/memory/{memory_id}", params={"resolve": str(resolve).lower()})
+    click.echo(json.dumps(found, indent=2))
+
+
+@memory.command("forget")
+@click.argument("memory_id")
+def forget(memory_id: str) -> None:
+    """Delete one memory (its record and its vector)."""
+    call("DELETE", f"/v1/memory/{memory_id}")
+    click.echo(f"forgot {memory_id}")
+
+
+@memory.command("purge")
+@click.option("--tenant", required=True, help="Whose memories (the operator names it).")
+@click.option("--user", "owner", default=None, help="Only this user's (or team's) memories.")
+@click.option("--project", default=None, help="Only this repository's project memories.")
+@click.option("--source", default=None, help="Only those derived from this source ref.")
+@click.option("--yes", is_flag=True, help="Do not ask.")
+def purge(
+    tenant: str, owner: str | None, project: str | None, source: str | None, yes: bool
+) -> None:
+    """Delete memories of a tenant (all, or by user, project or source) from both stores."""
+    from patchstream.agent.memory import Policy
+    from patchstream.agent.memory_service import MemoryService
+    from patchstream.stores.factory import open_graph_store, open_vector_store
+    from patchstream.stores.state.cypher import CypherAgentStateStore
+    from patchstream.stores.vector.memory_index import MilvusMemoryIndex
+
+    what = (
+        ", ".join(
+            f"{k} {v}" for k, v in (("user", owner), ("project", project), ("source", source)) if v
+        )
+        or "every memory"
+    )
+    if not yes:
+        click.confirm(f"Delete {what} of tenant {tenant}?", abort=True)
+    settings = get_settings()
+    graph = open_graph_store(settings)
+    vectors = open_vector_store(settings)
+    service = MemoryService(
+        CypherAgentStateStore(graph),
+        MilvusMemoryIndex(vectors, settings.vector.collection_prefix),
+        graph,
+        Policy.load(settings.memory.policy),
+    )
+    try:
+        deleted = service.purge(
+            tenant, owner=owner or project, scope="project" if project else None, source_ref=source
+        )
+    finally:
+        graph.close()
+        vectors.close()
+    click.echo(f"deleted {deleted} memories of tenant {tenant} ({what})")
