@@ -339,6 +339,17 @@ def query_service() -> dict[str, Any]:
                 width=8,
             ),
             panel(
+                "Memory decisions/s by outcome",
+                [
+                    (
+                        f"sum by (outcome) (rate(patchstream_memory_decisions_total[{RATE}]))",
+                        "{{outcome}}",
+                    )
+                ],
+                "ops",
+                width=24,
+            ),
+            panel(
                 "Runs resumed/s",
                 [(f"sum by (status) (rate(patchstream_run_resumes_total[{RATE}]))", "{{status}}")],
                 "ops",

@@ -112,6 +112,11 @@ def _traffic(stack: Supervisor, round_: int) -> None:
         illegal = {"state_version": 2, "events": [{"type": "ApprovalGranted", "approval_id": "x"}]}
         assert query.post(f"/v1/runs/{run['run_id']}/events", json=illegal).status_code == 409
         assert query.get(f"/v1/runs/{run['run_id']}/resume").status_code == 200
+        remembered = query.post("/v1/memory/proposals", json={
+            "scope": "project", "owner": "metrics-repo", "content": f"helper adds {round_}",
+            "memory_type": "fact", "source": {"kind": "agent"},
+            "subject": {"kind": "repo", "id": "metrics-repo"}})  # fmt: skip
+        assert remembered.status_code == 201, remembered.text
         default = {"Authorization": "Bearer key-default"}
         waited = query.get("/v1/wait", params={"read_token": token, "timeout": 60}, headers=default)
         assert waited.status_code == 200 and waited.json()["applied"], waited.text

@@ -62,7 +62,9 @@ class MemoryService:
         graph: GraphStore,
         policy: Policy,
         clock: Callable[[], float] = time.time,
+        on_decision: Callable[[str], None] | None = None,  # outcome, for metrics
     ) -> None:
+        self.on_decision = on_decision or (lambda _outcome: None)
         self.store = store
         self.index = index
         self.graph = graph
@@ -311,6 +313,7 @@ class MemoryService:
     def _log(
         self, tenant: str, memory_id: str | None, outcome: str, reason: str, content: str | None
     ) -> None:
+        self.on_decision(outcome)
         now = self.clock()
         entry = {
             "decision_id": f"dec-{uuid.uuid4().hex[:16]}",

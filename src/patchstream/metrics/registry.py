@@ -156,6 +156,12 @@ class Metrics:
             registry=r,
         )  # fmt: skip
 
+        self.memory_decisions = Counter(
+            "patchstream_memory_decisions_total",
+            "Memory policy decisions: active, quarantined, refused, approved, deleted.",
+            ["outcome"], registry=r,
+        )  # fmt: skip
+
     # -- recording helpers: one call per thing that happened --------------------------------
 
     def agent_state(self, what: str, label: str) -> None:

@@ -148,6 +148,8 @@ def create_api(
         state["service"] = await asyncio.to_thread(factory, settings)
         if state["service"].agent is not None:
             state["service"].agent.on_event = metrics.agent_state
+        if state["service"].memory is not None:
+            state["service"].memory.on_decision = lambda o: metrics.memory_decisions.labels(o).inc()
         state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
         tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run())]
         yield

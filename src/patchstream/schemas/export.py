@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from patchstream.agent.memory import Memory
 from patchstream.agent.runs import Run, RunEvent
 from patchstream.agent.sessions import Session
 from patchstream.schemas.chunks import Chunk
@@ -24,6 +25,7 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "run-event.v1": RunEvent,  # the run-events topic
     "run.v1": Run,
     "session.v1": Session,
+    "memory.v1": Memory,
 }
 
 
