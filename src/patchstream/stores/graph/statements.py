@@ -45,6 +45,7 @@ INDEXES = (
     ("MemoryDecision", "uid"),
 )
 ROWS_PER_STATEMENT = 500
+LIST_PARAMS = ("rows", "uids", "keys", "fuids")  # the list an UNWIND statement runs over
 MAX_DEPTH = 5
 
 READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
@@ -76,24 +77,26 @@ DROP_RESOLVED_INTO = (
 # Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
 # OR across both ends makes planners scan every edge of the type.
 DROP_INHERITED_OVERRIDES = (
-    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
-    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
+    "UNWIND $fuids AS fuid MATCH (m:Symbol {file_uid: fuid})-[r:OVERRIDES]->(:Symbol) "
+    "WHERE r.via = $via DELETE r",
+    "UNWIND $fuids AS fuid MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: fuid}) "
+    "WHERE r.via = $via DELETE r",
 )
 ADD_INHERITED_OVERRIDES = (
-    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
+    "UNWIND $fuids AS fuid MATCH (c:Symbol {file_uid: fuid})-[:INHERITS_FROM]->(b:Symbol) "
     "WHERE c.file_uid <> b.file_uid WITH c, b "
     "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
     "MATCH (bm:Symbol {parent_uid: b.uid}) "
     "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
     "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
-    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
+    "UNWIND $fuids AS fuid MATCH (b:Symbol {file_uid: fuid})<-[:INHERITS_FROM]-(c:Symbol) "
     "WHERE c.file_uid <> b.file_uid WITH c, b "
     "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
     "MATCH (bm:Symbol {parent_uid: b.uid}) "
     "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
     "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
 )
-UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
+UPSERT_FENCES = "UNWIND $rows AS row MERGE (f:Fence {uid: row.fuid}) SET f += row.props"
 DROP_ORPHAN_WANTS = (
     "UNWIND $keys AS key MATCH (w:Want {uid: key}) WHERE NOT (w)<-[:REFERS]-() DELETE w"
 )
@@ -124,7 +127,8 @@ def delete_resolved(edge_type: str) -> str:
 # every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
 def resolve_out(edge_type: str) -> str:
     return (
-        f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
+        f"UNWIND $fuids AS fuid MATCH (s:Symbol {{file_uid: fuid}})-[r:REFERS]->(w:Want) "
+        f"WHERE r.type = '{edge_type}' "
         f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
         f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
     )
@@ -142,7 +146,7 @@ def resolve_in(edge_type: str) -> str:
 def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
     """Split UNWIND lists so no statement carries more than a few hundred rows."""
     for query, params in statements:
-        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
+        name = next((k for k in LIST_PARAMS if k in params), None)
         values = params.get(name) if name else None
         if name is None or not isinstance(values, list) or len(values) <= ROWS_PER_STATEMENT:
             yield query, params
