@@ -144,3 +144,61 @@ def test_sessions_expire_after_their_ttl_and_start_anew(
     assert fresh.scratchpad == [] and fresh.created_at == 130.0
     now[0] = 200.0
     assert service.expire_sessions(tenant) == 1
+
+
+def test_run_events_reach_the_bus_after_the_fact_and_never_block_a_write(
+    graph: CypherGraphStore, tenant: str, tansu_service: object
+) -> None:
+    """With the broker unreachable the write is stored and its events wait unpublished; a
+    relay that reaches a broker sends them, in order, and marks them."""
+    import asyncio
+    import json
+    import time
+
+    from aiokafka import AIOKafkaConsumer
+
+    from patchstream.agent.relay import RunEventRelay
+    from patchstream.agent.service import AgentStateService
+    from patchstream.embedded.services import Service, free_port
+    from patchstream.settings import KafkaSettings
+    from patchstream.streams.producer import make_producer
+    from patchstream.streams.topics import ensure_topics
+
+    service = AgentStateService(_store(graph), graph)
+    run = service.create_run(tenant, runs.RunCreate(goal="g"))
+    service.append(tenant, run.run_id, 1, [runs.EventIn(type="RunStarted")])
+    down = KafkaSettings(bootstrap=f"127.0.0.1:{free_port()}", request_timeout_ms=2000)
+
+    async def offline() -> float:
+        relay = RunEventRelay(lambda: service, lambda: make_producer(down), "run-events")
+        started = time.monotonic()
+        relay.soon(tenant)  # what a write does: returns at once
+        elapsed = time.monotonic() - started
+        assert await relay.drain(tenant) == 0  # the broker is down: nothing sent
+        await relay.close()
+        return elapsed
+
+    assert asyncio.run(offline()) < 0.1
+    assert [e.seq for _, e in service.unpublished(tenant)] == [1, 2]
+
+    assert isinstance(tansu_service, Service)
+    up = KafkaSettings(bootstrap=f"127.0.0.1:{tansu_service.port}",
+                       topic_prefix=f"{tenant}.")  # fmt: skip
+    topic = f"{tenant}.run-events"
+
+    async def online() -> list[int]:
+        await ensure_topics(up)
+        relay = RunEventRelay(lambda: service, lambda: make_producer(up), topic)
+        assert await relay.drain(tenant) == 2
+        await relay.close()
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=up.bootstrap,
+                                    auto_offset_reset="earliest", group_id=None)  # fmt: skip
+        await consumer.start()
+        try:
+            batch = await consumer.getmany(timeout_ms=10_000)
+        finally:
+            await consumer.stop()
+        return [json.loads(r.value or b"{}")["seq"] for rs in batch.values() for r in rs]
+
+    assert asyncio.run(online()) == [1, 2]
+    assert service.unpublished(tenant) == []

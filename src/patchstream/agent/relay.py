@@ -34,6 +34,14 @@ class RunEventRelay:
         self.tenants: set[str] = set()
         self._producer: AIOKafkaProducer | None = None
         self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[int]] = set()
+
+    def soon(self, tenant: str) -> None:
+        """Drain the tenant in the background: a run write never waits for the bus (with the
+        broker down, its producer would wait out the request timeout)."""
+        task = asyncio.create_task(self.drain(tenant))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def drain(self, tenant: str) -> int:
         """Send the tenant's unpublished events; how many. Errors are logged and retried later."""

@@ -82,10 +82,11 @@ async def call_mapped(fn: Callable[..., Any], *args: Any) -> Any:
 def agent_router(
     tenant_resolver: Callable[..., str],
     agent: Callable[[], AgentStateService],
-    published: Callable[[str], Awaitable[int]],
+    published: Callable[[str], None],
     context: Callable[[str, str, int, Run], Awaitable[dict[str, Any]]],
 ) -> APIRouter:
-    """``published(tenant)`` sends the tenant's new run events to the bus (best effort);
+    """``published(tenant)`` has the tenant's new run events sent to the bus (in the
+    background: the store is canonical);
     ``context(tenant, query, budget, run)`` projects fresh context for a resume."""
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
@@ -93,7 +94,7 @@ def agent_router(
     call = call_mapped
 
     async def written(tenant: str, result: Any) -> Any:
-        await published(tenant)
+        published(tenant)
         return result
 
     @router.post("/v1/runs", status_code=201)

@@ -298,7 +298,7 @@ def create_api(
         return response.model_dump(mode="json")
 
     app.include_router(memory_router(tenant_of, memory, agent))
-    app.include_router(agent_router(tenant_of, agent, relay.drain, resume_context))
+    app.include_router(agent_router(tenant_of, agent, relay.soon, resume_context))
 
     @app.get("/v1/freshness")
     async def freshness(tenant: Tenant, repo: NameParam, ref: NameParam = "main") -> dict[str, Any]:
