@@ -232,6 +232,7 @@ def _phase_order() -> dict[str, int]:
 
 
 _PHASES = _phase_order()
+PLANNED_STATEMENTS = tuple(_PHASES)  # every query a plan can hold (tests check their plans)
 
 
 def merge_plans(plans: Iterable[list[Statement]]) -> list[Statement]:
