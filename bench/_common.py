@@ -112,9 +112,7 @@ def corpus_size(root: Path) -> tuple[int, int, int]:
     return len(files), sum(d.count(b"\n") for d in data), sum(len(d) for d in data)
 
 
-def peak_rss_mib(stack: Any) -> dict[str, float]:
-    """Peak resident memory (VmHWM) of each process of a running stack, in MiB; a process's
-    children (Milvus Lite's server, say) are added to it, an upper bound of their joint peak."""
+def _process_children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -122,6 +120,28 @@ def peak_rss_mib(stack: Any) -> dict[str, float]:
             children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
         except (OSError, IndexError, ValueError):
             continue
+    return children
+
+
+def _per_process(stack: Any, measure: Any) -> dict[str, float]:
+    """``measure(pid)`` of each process of a running stack, its children added to it."""
+    children = _process_children()
+
+    def tree(pid: int) -> float:
+        return float(measure(pid)) + sum(tree(child) for child in children.get(pid, []))
+
+    found = {}
+    for service in stack.services:
+        found[service.name] = tree(service.process.pid)
+    for worker in stack.workers:
+        if worker.process is not None:
+            found[worker.name] = tree(worker.process.pid)
+    return found
+
+
+def peak_rss_mib(stack: Any) -> dict[str, float]:
+    """Peak resident memory (VmHWM) of each process of a running stack, in MiB; a process's
+    children (Milvus Lite's server, say) are added to it, an upper bound of their joint peak."""
 
     def hwm(pid: int) -> float:
         try:
@@ -132,19 +152,27 @@ def peak_rss_mib(stack: Any) -> dict[str, float]:
             pass
         return 0.0
 
-    def tree(pid: int) -> float:
-        return hwm(pid) + sum(tree(child) for child in children.get(pid, []))
-
-    found = {}
-    for service in stack.services:
-        found[service.name] = tree(service.process.pid)
-    for worker in stack.workers:
-        if worker.process is not None:
-            found[worker.name] = tree(worker.process.pid)
+    found = _per_process(stack, hwm)
     import resource
 
     found["bench driver (indexer)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return found
+
+
+def cpu_seconds(stack: Any) -> dict[str, float]:
+    """CPU seconds (user + system) each process of a running stack has used so far."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    return _per_process(stack, used)
 
 
 def format_memory(peaks: dict[str, float]) -> str:

@@ -29,6 +29,7 @@ from _common import (
     build_corpus,
     corpus_label,
     corpus_size,
+    cpu_seconds,
     format_memory,
     machine,
     peak_rss_mib,
@@ -119,8 +120,10 @@ def main() -> None:
             (warm / "warm.py").write_text("def warm():\n    return 1\n")
             asyncio.run(index_directory(settings, warm, repo="warm", tenant="bench",
                                         progress=False))  # fmt: skip
+            before = cpu_seconds(stack)
             cold = asyncio.run(index_directory(settings, corpus, repo="corpus", tenant="bench",
                                                progress=False))  # fmt: skip
+            after = cpu_seconds(stack)
             if not cold.complete:
                 raise SystemExit(f"cold index did not complete: {cold.as_dict()}")
             rows["corpus"] = f"{label}, {cold.files_scanned} files, {lines} lines"
@@ -132,6 +135,9 @@ def main() -> None:
             rows["symbols/s"] = f"{cold.symbols / cold.seconds:.0f}"
             rows["chunks embedded"] = str(cold.chunks_embedded)
             rows["chunks/s through the pipeline"] = f"{cold.chunks_embedded / cold.seconds:.1f}"
+            rows["CPU s during the cold index (both tiers)"] = ", ".join(
+                f"{name} {after[name] - before.get(name, 0.0):.1f}" for name in after
+            )
             again = asyncio.run(index_directory(settings, corpus, repo="corpus", tenant="bench",
                                                 progress=False))  # fmt: skip
             rows["re-index unchanged: events published"] = str(again.published)
