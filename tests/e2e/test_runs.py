@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -396,3 +397,45 @@ def test_memory_policy_retrieval_context_and_deletion(shop: Supervisor) -> None:
     assert "deleted 2 memories" in purged.stdout
     left = httpx.get(f"{url}/v1/memory", headers=headers, timeout=60).json()["memories"]
     assert left == []
+
+
+def test_the_claude_code_hook_records_diffs_and_shell_output_in_the_session(
+    shop: Supervisor, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "hooked", {"tax.py": TAX})
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[[repos]]\ntenant = "default"\nname = "hook-shop"\n'
+                      f'clone_url = "file://{repo}"\nwebhook_secret = "s"\n'
+                      f'local_path = "{repo}"\n')  # fmt: skip
+    gateway = {"url": shop.settings.gateway.url, "api_key": "dev-local-key", "config": str(config)}
+    query = {"url": shop.settings.query.url, "api_key": KEY}
+    env = {**os.environ, "PATCHSTREAM_GATEWAY": json.dumps(gateway),
+           "PATCHSTREAM_QUERY": json.dumps(query)}  # fmt: skip
+
+    def hook(payload: dict[str, Any]) -> str:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "hook", "claude-code"],
+                              input=json.dumps(payload), env=env, capture_output=True, text=True,
+                              timeout=30)  # fmt: skip
+        assert done.returncode == 0
+        return done.stderr
+
+    (repo / "tax.py").write_text(TAX.replace("0.2", "0.25"))
+    edit = {"file_path": "tax.py", "old_string": "0.2", "new_string": "0.25"}
+    said = hook({"session_id": "cc-9", "tool_name": "Edit", "cwd": str(repo), "tool_input": edit})
+    assert "published 1 write" in said
+    said = hook({"session_id": "cc-9", "tool_name": "Bash", "cwd": str(repo),
+                 "tool_input": {"command": "pytest -q"},
+                 "tool_response": {"stdout": "1 failed", "stderr": "E assert 0.25 == 0.2",
+                                   "exit_code": 1}})  # fmt: skip
+    assert "recorded" in said
+    said = hook({"session_id": "cc-9", "tool_name": "Bash", "cwd": str(repo),
+                 "tool_input": {"command": "cat .env"},
+                 "tool_response": {"stdout": "API_KEY=hunter2", "stderr": ""}})  # fmt: skip
+    assert "deny-list" in said
+    with _client(shop) as client:
+        session = client.session("cc-9")
+    assert [d["path"] for d in session["diffs"]] == ["tax.py"]
+    assert "-    return 0.2\n+    return 0.25" in session["diffs"][0]["diff"]
+    outputs = session["tool_outputs"]
+    assert [(o["command"], o["exit_code"]) for o in outputs] == [("pytest -q", 1)]
+    assert "hunter2" not in json.dumps(session)

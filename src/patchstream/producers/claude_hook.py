@@ -1,4 +1,5 @@
-"""``patchstream hook claude-code``: Claude Code's PostToolUse hook for Write/Edit/MultiEdit.
+"""``patchstream hook claude-code``: Claude Code's PostToolUse hook for Write/Edit/MultiEdit
+(and, with the query service configured, Bash: its output goes to the session's working state).
 
 It must never block or fail the agent's tool call: every error is logged to stderr and the
 process exits 0, within a few seconds at most. It publishes only files of registered
@@ -16,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchClient
+from patchstream.producers.claude_hook_rules import DENY_PATTERNS
+from patchstream.producers.claude_session import (
+    SHELL_TOOLS,
+    query_configured,
+    record_diff,
+    record_shell_output,
+)
 from patchstream.producers.registry import load_registry
 from patchstream.settings import Settings
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
-
-
-# Never published, whatever the repository says: secrets and keys.
-DENY_PATTERNS = (".env*", "*.pem", "*.key", "id_*", "*.p12", "*.pfx")
 
 
 class Skipped(Exception):  # noqa: N818 - a decision, reported on stderr
@@ -61,6 +65,9 @@ def check_publishable(root: Path, relative: str, file_path: Path, max_bytes: int
 
 
 def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
+    if payload.get("tool_name") in SHELL_TOOLS and query_configured(settings):
+        print(f"patchstream hook: {record_shell_output(settings, payload)}", file=sys.stderr)
+        return None
     if payload.get("tool_name") not in WRITE_TOOLS:
         return None
     tool_input = payload.get("tool_input") or {}
@@ -82,8 +89,16 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
         if not file_path.exists():
             return client.delete_file(repo, relative, session_id=session)
         content = file_path.read_bytes().decode("utf-8", errors="replace")
-        return client.write_file(repo, relative, content, session_id=session,
-                                 actor="claude-code")  # fmt: skip
+        receipt = client.write_file(repo, relative, content, session_id=session,
+                                    actor="claude-code")  # fmt: skip
+    if session and query_configured(
+        settings
+    ):  # the session's working state: what this write changed
+        try:
+            record_diff(settings, str(session), repo, root, relative)
+        except Exception as exc:  # the write is published; the diff is a bonus
+            print(f"patchstream hook: diff not recorded: {exc}", file=sys.stderr)
+    return receipt
 
 
 def main(stdin: str, settings: Settings) -> int:
