@@ -208,6 +208,9 @@ class QuerySettings(BaseModel):
         default=7 * 24 * 3600, gt=0,
         description="a session's working state lives this long after its last write",
     )  # fmt: skip
+    state_expiry_interval_s: float = Field(
+        default=300.0, gt=0, description="how often expired sessions and memories are deleted"
+    )
 
 
 class GatewaySettings(BaseModel):

@@ -117,7 +117,8 @@ def test_publication_marks_and_expiry(graph: CypherGraphStore, tenant: str) -> N
     assert [doc for _uid, doc in store.unpublished(tenant, 10)] == ["e2"]
     store.create(tenant, "Session", "s-old", StoredDoc("s-old", 1, "{}"), {"expires_at": 10.0}, [])
     store.create(tenant, "Session", "s-new", StoredDoc("s-new", 1, "{}"), {"expires_at": 99.0}, [])
-    assert store.expire(tenant, "Session", now=50.0) == 1
+    assert store.expired(tenant, "Session", now=50.0, limit=10) == ["s-old"]
+    assert store.delete(tenant, "Session", ["s-old"]) == 1
     assert store.get(tenant, "Session", "s-old") is None
     assert store.get(tenant, "Session", "s-new") is not None
 

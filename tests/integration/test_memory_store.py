@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from patchstream.agent.janitor import StateJanitor
 from patchstream.agent.memory import Policy, Proposal
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import NotFound
@@ -147,6 +148,11 @@ def test_every_deletion_path_leaves_no_record_and_no_vector(
     now[0] += 2 * 86_400
     assert memory.search(tenant, "build red today") == []  # expired on read: deleted
     assert _gone(memory, tenant, short)
+    swept = _propose(memory, tenant, "the release is frozen this week", ttl_days=1)
+    now[0] += 2 * 86_400
+    janitor = StateJanitor(lambda: None, lambda: memory)
+    assert janitor.sweep(tenant) == (0, 1)  # the periodic sweep: never read, still deleted
+    assert _gone(memory, tenant, swept)
 
     _propose(memory, tenant, "one more fact")
     assert memory.purge(tenant) == 2  # the whole tenant: bob's and this one

@@ -170,6 +170,13 @@ class MemoryService:
                 return total
             total += self.forget(tenant, page, f"purged ({json.dumps(equals, sort_keys=True)})")
 
+    def purge_expired(self, tenant: str) -> int:
+        """Delete the tenant's memories whose time to live has passed, vectors included."""
+        total = 0
+        while expired := self.store.expired(tenant, "Memory", self.clock(), _PAGE):
+            total += self.forget(tenant, expired, "expired")
+        return total
+
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, tenant: str, memory_id: str, resolve: bool = False) -> Recalled:

@@ -233,7 +233,11 @@ class AgentStateService:
         raise VersionConflict(f"session {session_id} is written too often to update", -1)
 
     def expire_sessions(self, tenant: str) -> int:
-        return self.store.expire(tenant, "Session", self.clock())
+        """Delete the tenant's sessions whose time to live has passed; how many."""
+        total = 0
+        while expired := self.store.expired(tenant, "Session", self.clock(), 1000):
+            total += self.store.delete(tenant, "Session", expired)
+        return total
 
     # -- publication ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from pydantic import AfterValidator, BaseModel, Field
 
 from patchstream import __version__
+from patchstream.agent.janitor import StateJanitor
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.relay import RunEventRelay
 from patchstream.agent.runs import Run
@@ -151,7 +152,8 @@ def create_api(
         if state["service"].memory is not None:
             state["service"].memory.on_decision = lambda o: metrics.memory_decisions.labels(o).inc()
         state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
-        tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run())]
+        tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run()),
+                 asyncio.create_task(janitor.run())]  # fmt: skip
         yield
         for task in tasks:
             task.cancel()
@@ -183,6 +185,15 @@ def create_api(
         found = service().memory
         if found is None:
             raise HTTPException(503, "this query service has no memory store")
+        return found
+
+    janitor = StateJanitor(lambda: service().agent, lambda: service().memory,
+                           settings.query.state_expiry_interval_s)  # fmt: skip
+
+    def state_tenant(request: Request) -> str:
+        """The caller's tenant, remembered so its expired state gets swept."""
+        found = tenant_of(request)
+        janitor.tenants.add(found)
         return found
 
     relay = RunEventRelay(agent, lambda: make_producer(settings.kafka),
@@ -297,8 +308,8 @@ def create_api(
                                      found.session_id, found.run_id)  # fmt: skip
         return response.model_dump(mode="json")
 
-    app.include_router(memory_router(tenant_of, memory, agent))
-    app.include_router(agent_router(tenant_of, agent, relay.soon, resume_context))
+    app.include_router(memory_router(state_tenant, memory, agent))
+    app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
 
     @app.get("/v1/freshness")
     async def freshness(tenant: Tenant, repo: NameParam, ref: NameParam = "main") -> dict[str, Any]:

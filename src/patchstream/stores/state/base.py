@@ -75,5 +75,5 @@ class AgentStateStore(Protocol):
     def delete(self, tenant: str, kind: DocKind, doc_ids: list[str]) -> int:
         """Delete documents (and a run's events) for good; how many were there."""
 
-    def expire(self, tenant: str, kind: DocKind, now: float) -> int:
-        """Delete documents whose ``expires_at`` field has passed; how many."""
+    def expired(self, tenant: str, kind: DocKind, now: float, limit: int) -> list[str]:
+        """Ids of documents whose ``expires_at`` field has passed."""

@@ -190,11 +190,11 @@ class CypherAgentStateStore:
         )
         return int(rows[0][0]) if rows else 0
 
-    def expire(self, tenant: str, kind: DocKind, now: float) -> int:
+    def expired(self, tenant: str, kind: DocKind, now: float, limit: int) -> list[str]:
         rows = self.graph.execute(
             tenant,
             f"MATCH (n:{_label(kind)}) WHERE n.tenant = $tenant AND n.expires_at < $now "
-            "DETACH DELETE n RETURN count(*)",
-            {"tenant": tenant, "now": float(now)},
+            "RETURN n.id LIMIT $limit",
+            {"tenant": tenant, "now": float(now), "limit": int(limit)},
         )
-        return int(rows[0][0]) if rows else 0
+        return [r[0] for r in rows]
