@@ -4,8 +4,11 @@ events in the same transaction as their snapshot, publication marks, expiry."""
 from __future__ import annotations
 
 import threading
+import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from patchstream.agent import runs
 from patchstream.stores.graph.cypher import CypherGraphStore
@@ -183,8 +186,7 @@ def test_run_events_reach_the_bus_after_the_fact_and_never_block_a_write(
     assert [e.seq for _, e in service.unpublished(tenant)] == [1, 2]
 
     assert isinstance(tansu_service, Service)
-    up = KafkaSettings(bootstrap=f"127.0.0.1:{tansu_service.port}",
-                       topic_prefix=f"{tenant}.")  # fmt: skip
+    up = KafkaSettings(bootstrap=f"127.0.0.1:{tansu_service.port}", topic_prefix=f"{tenant}.")
     topic = f"{tenant}.run-events"
 
     async def online() -> list[int]:
@@ -192,8 +194,9 @@ def test_run_events_reach_the_bus_after_the_fact_and_never_block_a_write(
         relay = RunEventRelay(lambda: service, lambda: make_producer(up), topic)
         assert await relay.drain(tenant) == 2
         await relay.close()
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=up.bootstrap,
-                                    auto_offset_reset="earliest", group_id=None)  # fmt: skip
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=up.bootstrap, auto_offset_reset="earliest", group_id=None
+        )
         await consumer.start()
         try:
             batch = await consumer.getmany(timeout_ms=10_000)
@@ -203,3 +206,64 @@ def test_run_events_reach_the_bus_after_the_fact_and_never_block_a_write(
 
     assert asyncio.run(online()) == [1, 2]
     assert service.unpublished(tenant) == []
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(schedule=st.lists(st.integers(0, 2), min_size=1, max_size=40))
+def test_any_interleaving_of_writers_loses_no_update(
+    graph: CypherGraphStore, tenant: str, schedule: list[int]
+) -> None:
+    """Three writers (a worker, a callback, a human) each read, then later compare-and-set;
+    hypothesis picks who moves when. Whatever the interleaving, every write that was told it
+    landed is in the log and the snapshot, and every refused one changed nothing."""
+    store = _store(graph)
+    run_id = f"r{uuid.uuid4().hex[:8]}"
+    created = runs.created_event(tenant, run_id, runs.RunCreate(goal="g"), 1.0, None)
+    run, started = runs.stamp(
+        runs.apply(None, created), [runs.EventIn(type="RunStarted")], 1.0, None
+    )
+    store.create(
+        tenant,
+        "Run",
+        run_id,
+        StoredDoc(run_id, run.state_version, run.model_dump_json()),
+        {},
+        [NewEvent(e.seq, e.model_dump_json()) for e in [created, *started]],
+    )
+    held: dict[int, StoredDoc | None] = {0: None, 1: None, 2: None}
+    landed: list[str] = []
+    for step, writer in enumerate(schedule):
+        if held[writer] is None:  # this writer's next move: read
+            held[writer] = store.get(tenant, "Run", run_id)
+            continue
+        read = held[writer]
+        assert read is not None
+        text = f"w{writer}-{step}"
+        new, stamped = runs.stamp(
+            runs.Run.model_validate_json(read.doc),
+            [runs.EventIn(type="ObservationRecorded", text=text)],
+            2.0,
+            None,
+        )
+        ok = store.replace(
+            tenant,
+            "Run",
+            run_id,
+            read.version,
+            StoredDoc(run_id, new.state_version, new.model_dump_json()),
+            {},
+            [NewEvent(e.seq, e.model_dump_json()) for e in stamped],
+        )
+        now = store.get(tenant, "Run", run_id)
+        assert now is not None
+        assert ok == (read.version + 1 == now.version and text in now.doc)
+        if ok:
+            landed.append(text)
+        held[writer] = None
+    final = store.get(tenant, "Run", run_id)
+    assert final is not None and final.version == 2 + len(landed)
+    log = [runs.RunEvent.model_validate_json(e) for e in store.events(tenant, run_id, 0, 1000)]
+    assert [e.text for e in log if e.type == "ObservationRecorded"] == landed
+    assert runs.rebuild(log) == runs.Run.model_validate_json(final.doc)
