@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 from patchstream.stores.graph.keys import scope_of, symbol_key
-from patchstream.stores.graph.planner import (
-    EMPTY,
-    FenceRow,
-    Stored,
-    fingerprint,
-    merge_plans,
-    plan_apply,
-)
-from patchstream.stores.graph.statements import DELETE_SYMBOLS, UPSERT_FENCES, UPSERT_SYMBOLS
+from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, fingerprint, plan_apply
+from patchstream.stores.graph.statements import DELETE_SYMBOLS, UPSERT_FENCE, UPSERT_SYMBOLS
 from tests.integration.deltas import delete, upsert
 
 CODE = (
@@ -30,9 +23,8 @@ def test_a_new_file_writes_every_symbol_and_its_fence() -> None:
     assert plan.result.applied and plan.result.symbols_written == len(delta.symbols)
     written = {row["id"] for row in _rows(plan.statements, UPSERT_SYMBOLS)}  # type: ignore[index]
     assert written == {s.id for s in delta.symbols}
-    fence = [p for q, p in plan.statements if q == UPSERT_FENCES]
-    props = fence[0]["rows"][0]["props"]  # type: ignore[index]
-    assert props["version"] == 1 and props["applied_at"] == 1.0
+    fence = [p for q, p in plan.statements if q == UPSERT_FENCE]
+    assert fence[0]["props"]["version"] == 1 and fence[0]["props"]["applied_at"] == 1.0  # type: ignore[index]
 
 
 def test_stale_and_duplicate_deltas_plan_nothing() -> None:
@@ -58,17 +50,3 @@ def test_unchanged_symbols_are_not_rewritten_and_removed_ones_are_deleted() -> N
     assert removed == [[f"{scope}|app::pkg/util.py::gone"]]
     gone = plan_apply(delete("t", "pkg/util.py", 3), FenceRow(2, False, module), stored, 1.0)
     assert gone.result.symbols_removed == len(fingerprints)
-
-
-def test_plans_of_a_batch_merge_into_one_statement_per_phase() -> None:
-    deltas = [upsert("t", f"pkg/m{i}.py", f"from pkg.m0 import f\n\ndef f():\n    return {i}\n", 1)
-              for i in range(3)]  # fmt: skip
-    plans = [plan_apply(d, None, EMPTY, now=1.0).statements for d in deltas]
-    merged = merge_plans(plans)
-    queries = [q for q, _ in merged]
-    assert len(queries) == len(set(queries)) == len(plans[0])  # one per phase, none lost
-    assert queries == [q for q, _ in plans[0]]  # in the order one file's plan runs them
-    fences = dict(merged)[UPSERT_FENCES]["rows"]
-    assert [r["fuid"] for r in fences] == [f"t|app|main|pkg/m{i}.py" for i in range(3)]
-    rows = dict(merged)[UPSERT_SYMBOLS]["rows"]
-    assert len(rows) == sum(len(dict(p)[UPSERT_SYMBOLS]["rows"]) for p in plans)

@@ -29,7 +29,7 @@ from patchstream.stores.graph.base import (
 )
 from patchstream.stores.graph.fence_reads import FenceReads
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, merge_plans, plan_apply
+from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
 from patchstream.stores.graph.statements import (
     CALLERS_THROUGH_GO_INTERFACES,
     CALLERS_THROUGH_INTERFACES,
@@ -108,16 +108,15 @@ class CypherGraphStore(FenceReads, GraphStore):
         tenant = deltas[0].tenant
         fences = self._fences(tenant, [_fuid(d) for d in deltas])
         now = time.time()
-        plans: list[list[Statement]] = []
+        statements: list[Statement] = []
         results = []
         for delta in deltas:
             fence = fences.get(_fuid(delta))
             held = fence is not None and not fence.deleted
             stored = self._stored(tenant, _fuid(delta)) if held else EMPTY
             plan = plan_apply(delta, fence, stored, now)
-            plans.append(plan.statements)
+            statements += plan.statements
             results.append(plan.result)
-        statements = merge_plans(plans)
         if statements:
             self._write(tenant, list(chunked(statements)))
         return results

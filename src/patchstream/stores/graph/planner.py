@@ -7,14 +7,13 @@ the same whatever order or how often deltas arrive.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.graph import Edge, EdgeType, Symbol, SymbolKind
+from patchstream.schemas.graph import Edge, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
 from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
@@ -27,9 +26,8 @@ from patchstream.stores.graph.statements import (
     DROP_ORPHAN_WANTS,
     DROP_RESOLVED_INTO,
     INHERITED,
-    LIST_PARAMS,
     REF_TYPES,
-    UPSERT_FENCES,
+    UPSERT_FENCE,
     UPSERT_SYMBOLS,
     Statement,
     add_local,
@@ -179,30 +177,37 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
     )
     if new_symbols:
         for edge_type in REF_TYPES:
-            statements.append((resolve_out(edge_type.value), {"fuids": [fuid]}))
+            statements.append((resolve_out(edge_type.value), {"fuid": fuid}))
             if incoming:
                 statements.append((resolve_in(edge_type.value), {"keys": incoming}))
     for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
-        statements.append((query, {"fuids": [fuid], "via": INHERITED}))
-    fence_props = {
-        "tenant": delta.tenant,
-        "repo": delta.repo,
-        "ref": delta.ref,
-        "scope": scope,
-        "path": delta.path,
-        "version": delta.version,
-        "deleted": delta.op == "delete",
-        "applied_at": now,
-        "module": module,
-        "content_hash": delta.content_hash,
-        "language": delta.language,
-        "flags": delta.flags.raised(),
-        "source": delta.source,
-        "session_id": delta.session_id,
-        "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
-        "changed": sorted(r["id"] for r in rows),
-    }
-    statements.append((UPSERT_FENCES, {"rows": [{"fuid": fuid, "props": fence_props}]}))
+        statements.append((query, {"fuid": fuid, "via": INHERITED}))
+    statements.append(
+        (
+            UPSERT_FENCE,
+            {
+                "fuid": fuid,
+                "props": {
+                    "tenant": delta.tenant,
+                    "repo": delta.repo,
+                    "ref": delta.ref,
+                    "scope": scope,
+                    "path": delta.path,
+                    "version": delta.version,
+                    "deleted": delta.op == "delete",
+                    "applied_at": now,
+                    "module": module,
+                    "content_hash": delta.content_hash,
+                    "language": delta.language,
+                    "flags": delta.flags.raised(),
+                    "source": delta.source,
+                    "session_id": delta.session_id,
+                    "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
+                    "changed": sorted(r["id"] for r in rows),
+                },
+            },
+        )
+    )
     orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
     if orphan_keys:
         statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))
@@ -216,43 +221,6 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             edges_removed=len(local_gone) + len(refs_gone),
         ),
     )
-
-
-def _phase_order() -> dict[str, int]:
-    """Every statement the planner writes, in the order a file's plan runs them."""
-    every = [t.value for t in EdgeType]
-    order = [
-        *(delete_resolved(t) for t in every), DELETE_REFERS, *(delete_local(t) for t in every),
-        DELETE_SYMBOLS, UPSERT_SYMBOLS, *(add_local(t) for t in every), ADD_REFERS,
-        DROP_RESOLVED_INTO,
-        *(q for t in REF_TYPES for q in (resolve_out(t.value), resolve_in(t.value))),
-        *DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES, UPSERT_FENCES, DROP_ORPHAN_WANTS,
-    ]  # fmt: skip
-    return {query: index for index, query in enumerate(order)}
-
-
-_PHASES = _phase_order()
-PLANNED_STATEMENTS = tuple(_PHASES)  # every query a plan can hold (tests check their plans)
-
-
-def merge_plans(plans: Iterable[list[Statement]]) -> list[Statement]:
-    """The plans of distinct files as one statement per phase: the lists their UNWINDs run
-    over are concatenated, in phase order. The result equals running the plans one after
-    another: within a phase the files touch distinct symbols, and what one file's phase
-    would resolve across files a later phase (or the other file's) resolves the same way,
-    by idempotent MERGEs. FalkorDB parses and plans each query, so ~20 queries per file
-    become ~20 per batch."""
-    merged: dict[tuple[int, str, str], tuple[str, dict[str, Any]]] = {}
-    for statements in plans:
-        for query, params in statements:
-            name = next(k for k in LIST_PARAMS if k in params)
-            scalars = json.dumps({k: v for k, v in params.items() if k != name}, sort_keys=True)
-            key = (_PHASES[query], query, scalars)
-            if key in merged:
-                merged[key][1][name] = merged[key][1][name] + params[name]
-            else:
-                merged[key] = (query, {**params, name: list(params[name])})
-    return [merged[key] for key in sorted(merged)]
 
 
 def _by_type(edges: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:

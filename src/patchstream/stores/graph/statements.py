@@ -45,7 +45,6 @@ INDEXES = (
     ("MemoryDecision", "uid"),
 )
 ROWS_PER_STATEMENT = 500
-LIST_PARAMS = ("rows", "uids", "keys", "fuids")  # the list an UNWIND statement runs over
 MAX_DEPTH = 5
 
 READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
@@ -76,27 +75,25 @@ DROP_RESOLVED_INTO = (
 )
 # Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
 # OR across both ends makes planners scan every edge of the type.
-# Every statement over ``$fuids`` first binds the file's symbols by the indexed ``file_uid``
-# and only then expands (``WITH``): with the pattern in one MATCH, FalkorDB plans the UNWIND
-# form of the anchored-on-``b`` rule as a scan of every Symbol (checked with GRAPH.EXPLAIN;
-# tests/integration/test_graph_plans.py holds every planner statement to index lookups).
-_FILE_SYMBOLS = "UNWIND $fuids AS fuid MATCH (x:Symbol {file_uid: fuid}) WITH x "
 DROP_INHERITED_OVERRIDES = (
-    _FILE_SYMBOLS + "MATCH (x)-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
-    _FILE_SYMBOLS + "MATCH (:Symbol)-[r:OVERRIDES]->(x) WHERE r.via = $via DELETE r",
+    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
+    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
 )
-_OVERRIDES_OF = (
+ADD_INHERITED_OVERRIDES = (
+    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
     "WHERE c.file_uid <> b.file_uid WITH c, b "
     "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
     "MATCH (bm:Symbol {parent_uid: b.uid}) "
     "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)"
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
+    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
 )
-ADD_INHERITED_OVERRIDES = (
-    _FILE_SYMBOLS + "MATCH (x)-[:INHERITS_FROM]->(b:Symbol) WITH x AS c, b " + _OVERRIDES_OF,
-    _FILE_SYMBOLS + "MATCH (c:Symbol)-[:INHERITS_FROM]->(x) WITH c, x AS b " + _OVERRIDES_OF,
-)
-UPSERT_FENCES = "UNWIND $rows AS row MERGE (f:Fence {uid: row.fuid}) SET f += row.props"
+UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
 DROP_ORPHAN_WANTS = (
     "UNWIND $keys AS key MATCH (w:Want {uid: key}) WHERE NOT (w)<-[:REFERS]-() DELETE w"
 )
@@ -127,8 +124,7 @@ def delete_resolved(edge_type: str) -> str:
 # every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
 def resolve_out(edge_type: str) -> str:
     return (
-        f"UNWIND $fuids AS fuid MATCH (s:Symbol {{file_uid: fuid}}) WITH s "
-        f"MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
+        f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
         f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
         f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
     )
@@ -146,7 +142,7 @@ def resolve_in(edge_type: str) -> str:
 def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
     """Split UNWIND lists so no statement carries more than a few hundred rows."""
     for query, params in statements:
-        name = next((k for k in LIST_PARAMS if k in params), None)
+        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
         values = params.get(name) if name else None
         if name is None or not isinstance(values, list) or len(values) <= ROWS_PER_STATEMENT:
             yield query, params
