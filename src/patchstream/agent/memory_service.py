@@ -21,9 +21,13 @@ from typing import Any
 
 from patchstream.agent.memory import Decision, Memory, Policy, Proposal, decide, digest, ttl_seconds
 from patchstream.agent.service import NotFound, VersionConflict
+from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.state.base import AgentStateStore, StoredDoc
+from patchstream.stores.state.cypher import CypherAgentStateStore
 from patchstream.stores.vector.memory_index import MilvusMemoryIndex
+from patchstream.stores.vector.milvus import MilvusVectorStore
 
 _PAGE = 1000
 
@@ -71,6 +75,14 @@ class MemoryService:
         self.policy = policy
         self.clock = clock
 
+    @classmethod
+    def open(
+        cls, settings: Settings, graph: CypherGraphStore, vectors: MilvusVectorStore
+    ) -> MemoryService:
+        """The memory service over the configured stores and policy file."""
+        index = MilvusMemoryIndex(vectors, settings.vector.collection_prefix)
+        return cls(CypherAgentStateStore(graph), index, graph, Policy.load(settings.memory.policy))
+
     # -- writes -----------------------------------------------------------------------------
 
     def propose(self, tenant: str, proposal: Proposal) -> tuple[Decision, Memory | None]:
@@ -96,14 +108,7 @@ class MemoryService:
         )
         self.store.create(tenant, "Memory", memory.memory_id, _doc(memory, 1), _fields(memory), [])
         if decision.supersedes:
-            self._update(
-                tenant,
-                decision.supersedes,
-                lambda old: old.model_copy(
-                    update={"state": "superseded", "superseded_by": memory.memory_id}
-                ),
-            )
-            self.index.delete(tenant, [decision.supersedes])
+            self._supersede(tenant, decision.supersedes, memory.memory_id)
         if memory.state == "active":
             self.index.upsert(
                 tenant, memory.memory_id, memory.owner, memory.visibility, memory.content
@@ -119,14 +124,7 @@ class MemoryService:
             raise VersionConflict(f"memory {memory_id} is {held.state}, not quarantined", -1)
         same_key = self._same_key(tenant, held)
         if same_key is not None:
-            self._update(
-                tenant,
-                same_key.memory_id,
-                lambda old: old.model_copy(
-                    update={"state": "superseded", "superseded_by": memory_id}
-                ),
-            )
-            self.index.delete(tenant, [same_key.memory_id])
+            self._supersede(tenant, same_key.memory_id, memory_id)
         approved = self._update(
             tenant,
             memory_id,
@@ -298,6 +296,12 @@ class MemoryService:
         if held is None:
             raise NotFound(f"no memory {memory_id!r}")
         return _memory(held)
+
+    def _supersede(self, tenant: str, old_id: str, new_id: str) -> None:
+        """``old_id`` is replaced by ``new_id``: marked so, and no longer retrievable."""
+        self._update(tenant, old_id, lambda old: old.model_copy(
+            update={"state": "superseded", "superseded_by": new_id}))  # fmt: skip
+        self.index.delete(tenant, [old_id])
 
     def _update(self, tenant: str, memory_id: str, change: Callable[[Memory], Memory]) -> Memory:
         for _ in range(20):

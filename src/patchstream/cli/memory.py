@@ -62,11 +62,8 @@ def purge(
     tenant: str, owner: str | None, project: str | None, source: str | None, yes: bool
 ) -> None:
     """Delete memories of a tenant (all, or by user, project or source) from both stores."""
-    from patchstream.agent.memory import Policy
     from patchstream.agent.memory_service import MemoryService
     from patchstream.stores.factory import open_graph_store, open_vector_store
-    from patchstream.stores.state.cypher import CypherAgentStateStore
-    from patchstream.stores.vector.memory_index import MilvusMemoryIndex
 
     what = (
         ", ".join(
@@ -79,12 +76,7 @@ def purge(
     settings = get_settings()
     graph = open_graph_store(settings)
     vectors = open_vector_store(settings)
-    service = MemoryService(
-        CypherAgentStateStore(graph),
-        MilvusMemoryIndex(vectors, settings.vector.collection_prefix),
-        graph,
-        Policy.load(settings.memory.policy),
-    )
+    service = MemoryService.open(settings, graph, vectors)
     try:
         deleted = service.purge(
             tenant, owner=owner or project, scope="project" if project else None, source_ref=source

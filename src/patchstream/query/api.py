@@ -115,24 +115,18 @@ def _tenant_resolver(settings: Settings) -> Callable[..., str]:
 
 
 def _default_factory(settings: Settings) -> QueryService:
-    from patchstream.agent.memory import Policy
-    from patchstream.agent.memory_service import MemoryService
-    from patchstream.agent.service import AgentStateService
     from patchstream.stores.factory import open_graph_store, open_vector_store
     from patchstream.stores.state.cypher import CypherAgentStateStore
-    from patchstream.stores.vector.memory_index import MilvusMemoryIndex
 
     graph = open_graph_store(settings)
     service = QueryService(settings, graph, open_vector_store(settings))
-    state = CypherAgentStateStore(graph)
     service.agent = AgentStateService(
-        state,
+        CypherAgentStateStore(graph),
         graph,
         session_ttl_s=settings.query.session_ttl_s,
         count_tokens=service.counter.count,
     )
-    index = MilvusMemoryIndex(service.vectors, settings.vector.collection_prefix)
-    service.memory = MemoryService(state, index, graph, Policy.load(settings.memory.policy))
+    service.memory = MemoryService.open(settings, graph, service.vectors)
     return service
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
-from patchstream.agent.sessions import new_session
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.read_tokens import PendingWrite
@@ -21,6 +20,8 @@ from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
 
 _CODE_KINDS = ("function", "class", "interface")
 _FRESHNESS_ENTRIES = 1024
+# Candidates whose trust is set where they are made, not from the file's last writer.
+_TRUSTED_AT_SOURCE = ("working-state", "memory")
 
 
 @dataclass
@@ -123,8 +124,6 @@ class QueryService:
                 active = self.agent.get_run(tenant, run_id)
             except NotFound:
                 active = None
-        if found is None:
-            found = new_session(tenant, session or "-", 0.0, 0.0)
         return working_state_candidates(found, active)
 
     def _memory_candidates(self, tenant: str, query: str, repo: str | None) -> list[Candidate]:
@@ -147,11 +146,11 @@ class QueryService:
 
     def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
         files = sorted({(c.repo, c.ref, c.path) for c in candidates
-                        if c.source not in ("working-state", "memory")})  # fmt: skip
+                        if c.source not in _TRUSTED_AT_SOURCE})  # fmt: skip
         sources = self.graph.file_sources(tenant, files)
         result = []
         for candidate in candidates:
-            if candidate.source in ("working-state", "memory"):
+            if candidate.source in _TRUSTED_AT_SOURCE:
                 result.append(candidate)  # its trust is set where it is made
                 continue
             source = sources.get((candidate.repo, candidate.ref, candidate.path), "snapshot")

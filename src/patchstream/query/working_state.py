@@ -47,7 +47,7 @@ def _run_text(run: Run) -> str:
     return "\n".join(lines)
 
 
-def working_state_candidates(session: Session, run: Run | None = None) -> list[Candidate]:
+def working_state_candidates(session: Session | None, run: Run | None = None) -> list[Candidate]:
     candidates: list[Candidate] = []
     if run is not None:
         candidates.append(
@@ -64,6 +64,8 @@ def working_state_candidates(session: Session, run: Run | None = None) -> list[C
                 key=f"run:{run.run_id}",
             )
         )
+    if session is None:
+        return candidates
     open_items = [i for i in session.scratchpad if not i.done]
     if open_items:
         text = "\n".join(f"- [{i.kind}] {i.text}" for i in open_items)
