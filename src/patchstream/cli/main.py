@@ -154,14 +154,16 @@ def up(data_dir: str | None) -> None:
     except BaseException:
         supervisor.stop()
         raise
-    click.echo("patchstream is up:")
-    for line in supervisor.describe():
-        click.echo(f"  {line}")
-    click.echo(
-        f"Prometheus targets (file_sd): {supervisor.data_dir / 'prometheus' / 'targets.json'}"
-    )
-    click.echo("Index a repository:  patchstream index PATH --repo NAME   (Ctrl-C stops all)")
-    supervisor.run_forever()
+
+    def banner() -> None:
+        click.echo("patchstream is up:")
+        for line in supervisor.describe():
+            click.echo(f"  {line}")
+        targets = supervisor.data_dir / "prometheus" / "targets.json"
+        click.echo(f"Prometheus targets (file_sd): {targets}")
+        click.echo("Index a repository:  patchstream index PATH --repo NAME   (Ctrl-C stops all)")
+
+    supervisor.run_forever(ready=banner)
     click.echo("patchstream stopped")
 
 

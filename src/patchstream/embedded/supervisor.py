@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -410,12 +411,18 @@ class Supervisor:
                     store.close()
             self._stores = None
 
-    def run_forever(self, poll_s: float = 1.0) -> None:
+    def run_forever(self, poll_s: float = 1.0, ready: Callable[[], None] | None = None) -> None:
+        """Tend the children until SIGINT or SIGTERM, then stop everything. ``ready`` runs once
+        the handlers are in place: a user (or a test) that reacts to the banner at once must
+        find a stop, not a default handler that leaves the children to die unstopped."""
+
         def on_signal(signum: int, _frame: object) -> None:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, on_signal)
         try:
+            if ready is not None:
+                ready()
             while True:
                 time.sleep(poll_s)
                 self.check()

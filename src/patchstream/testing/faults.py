@@ -209,7 +209,10 @@ class FaultSoak:
         kill_after = round(self.rng.uniform(0.1, max(0.3, expected * 0.8)), 2)
         started = time.monotonic()
         outcome: dict[str, object] = {}
-        worker = threading.Thread(target=self._index, args=(FAULT_TENANT, timeout_s, outcome),
+        # A third of the budget per attempt: an attempt the fault stalled is run again (as a
+        # user would), which republishes whatever the stores still lack.
+        attempt_s = timeout_s / 3
+        worker = threading.Thread(target=self._index, args=(FAULT_TENANT, attempt_s, outcome),
                                   daemon=True)  # fmt: skip
         worker.start()
         time.sleep(kill_after)  # the fault lands at a random moment of the index
@@ -218,9 +221,10 @@ class FaultSoak:
         attempts = 1
         while not _complete(outcome.get("summary")):
             if attempts >= 3 or time.monotonic() - started > timeout_s:
-                raise RuntimeError(f"the index did not complete after {victim}: {outcome}")
+                raise RuntimeError(f"the index did not complete after {victim}: {outcome}\n"
+                                   f"{self.log_tails()}")  # fmt: skip
             attempts += 1  # the fault failed this run (say, the broker went mid-publish)
-            self._index(FAULT_TENANT, timeout_s, outcome)
+            self._index(FAULT_TENANT, attempt_s, outcome)
         recovery = time.monotonic() - started
         clean = f"tclean{self.rounds}{uuid.uuid4().hex[:4]}"
         clean_started = time.monotonic()
@@ -236,6 +240,19 @@ class FaultSoak:
         result.round, result.victim, result.kill_after_s = self.rounds, victim, kill_after
         result.index_attempts, result.recovery_s = attempts, round(recovery, 2)
         return result
+
+    def log_tails(self, lines: int = 12) -> str:
+        """The last lines of every child's log: what a failed round leaves to read in CI."""
+        out = []
+        for log in sorted((self.workdir / "data" / "logs").glob("*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {log.name}\n" + "\n".join(tail))
+        up = self.workdir / "up.log"
+        if up.exists():
+            out.append(
+                "--- up.log\n" + "\n".join(up.read_text(errors="replace").splitlines()[-lines:])
+            )
+        return "\n".join(out)
 
     def _index(self, tenant: str, timeout_s: float, outcome: dict[str, object]) -> None:
         try:
