@@ -10,11 +10,26 @@ _BUILDER = FileStateBuilder()
 
 
 def upsert(
-    tenant: str, path: str, content: str, version: int, repo: str = "app", ref: str = "main"
+    tenant: str,
+    path: str,
+    content: str,
+    version: int,
+    repo: str = "app",
+    ref: str = "main",
+    workspace: str | None = None,
 ) -> FileDelta:
-    target = FileRef(tenant=tenant, repo=repo, ref=ref, path=path, version=version)
+    target = FileRef(tenant=tenant, repo=repo, ref=ref, path=path, version=version,
+                     workspace=workspace)  # fmt: skip
     return diff_states(None, _BUILDER.build(target, content.encode()))
 
 
-def delete(tenant: str, path: str, version: int, repo: str = "app", ref: str = "main") -> FileDelta:
-    return delete_delta(None, tenant=tenant, repo=repo, ref=ref, path=path, version=version)
+def delete(
+    tenant: str,
+    path: str,
+    version: int,
+    repo: str = "app",
+    ref: str = "main",
+    workspace: str | None = None,
+) -> FileDelta:
+    return delete_delta(None, tenant=tenant, repo=repo, ref=ref, path=path, version=version,
+                        workspace=workspace)  # fmt: skip

@@ -62,9 +62,10 @@ class QueryService:
         path_prefix: str | None = None,
         kind: str | None = None,
     ) -> list[SearchHit]:
-        return self.vectors.search(
-            tenant, query, limit=limit, repo=repo, ref=ref, path_prefix=path_prefix, kind=kind
-        )
+        # An overlay (``main~agent-42``, or a branch declared over a base) reads as a view.
+        view = self.graph.view(tenant, repo, ref) if repo and ref else None
+        return self.vectors.search(tenant, query, limit=limit, repo=repo, ref=ref,
+                                   path_prefix=path_prefix, kind=kind, view=view)  # fmt: skip
 
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         return self.graph.symbol(tenant, symbol_id, ref)
@@ -96,7 +97,7 @@ class QueryService:
         walks = [(hit, direction) for hit in entries for direction in ("callers", "callees")]
         # Independent graph reads: run them side by side.
         results = self._pool.map(
-            lambda job: self.walk(tenant, job[1], job[0].symbol_id, 2, job[0].ref), walks
+            lambda job: self.walk(tenant, job[1], job[0].symbol_id, 2, ref or job[0].ref), walks
         )
         for (_hit, direction), neighbors in zip(walks, results, strict=True):
             for neighbor in neighbors:

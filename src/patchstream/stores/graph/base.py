@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from patchstream.schemas.state import FileDelta, FileState
+from patchstream.stores.overlays import View
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,11 @@ class GraphStore(abc.ABC):
     def apply_many(self, deltas: Sequence[FileDelta]) -> list[ApplyResult]:
         """Apply deltas in order; adapters batch the round trips."""
         return [self.apply(delta) for delta in deltas]
+
+    def view(self, tenant: str, repo: str, ref: str) -> View | None:
+        """The layers a read of ``ref`` sees when it is an overlay (``main~agent-42``, or a
+        branch declared over a base); None for a plain branch."""
+        return None
 
     @abc.abstractmethod
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:

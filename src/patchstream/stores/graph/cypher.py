@@ -43,30 +43,12 @@ from patchstream.stores.graph.statements import (
     Statement,
     chunked,
 )
+from patchstream.stores.graph.view_reads import ViewReads, symbol_from_props
 
 __all__ = ["INDEXES", "CypherGraphStore", "Statement"]
 
 
-def _symbol_from_props(props: dict[str, Any]) -> StoredSymbol:
-    return StoredSymbol(
-        id=props["id"],
-        kind=props["kind"],
-        name=props["name"],
-        qualified_name=props["qualified_name"],
-        repo=props["repo"],
-        ref=props["ref"],
-        path=props["path"],
-        start_line=int(props["start_line"]),
-        end_line=int(props["end_line"]),
-        signature=props.get("signature"),
-        doc=props.get("doc"),
-        parent_id=props.get("parent_id"),
-        language=props.get("language"),
-        content_hash=props.get("content_hash"),
-    )
-
-
-class CypherGraphStore(FenceReads, GraphStore):
+class CypherGraphStore(ViewReads, FenceReads, GraphStore):
     """Everything but running Cypher: subclasses provide ``_read``, ``_write`` and the index
     DDL, the only dialect difference between FalkorDB and Memgraph."""
 
@@ -161,27 +143,35 @@ class CypherGraphStore(FenceReads, GraphStore):
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         if not tenant:
             return None
+        view = self.view(tenant, _repo_of(symbol_id), ref)
+        if view is not None:
+            return self.view_symbol(view, symbol_id)
         rows = self._read(
             tenant,
             "MATCH (s:Symbol {uid: $uid}) WHERE s.tenant = $tenant RETURN properties(s)",
             {"uid": f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}", "tenant": tenant},
         )
-        return _symbol_from_props(rows[0][0]) if rows else None
+        return symbol_from_props(rows[0][0]) if rows else None
 
     def symbols_by_name(
         self, tenant: str, name: str, repo: str | None = None, ref: str | None = None
     ) -> list[StoredSymbol]:
         if not tenant or not name:
             return []
+        view = self.view(tenant, repo, ref) if repo and ref else None
+        if view is not None:
+            return self.view_symbols_by_name(view, name)
+        # A plain read never sees an overlay's rows (they carry the base's ``ref`` too).
         rows = self._read(
             tenant,
             "MATCH (s:Symbol) WHERE s.tenant = $tenant "
             "AND (s.name = $name OR s.qualified_name = $name) "
             "AND ($repo IS NULL OR s.repo = $repo) AND ($ref IS NULL OR s.ref = $ref) "
+            "AND s.workspace IS NULL "
             "RETURN properties(s) ORDER BY s.id",
             {"tenant": tenant, "name": name, "repo": repo, "ref": ref},
         )
-        return [_symbol_from_props(r[0]) for r in rows]
+        return [symbol_from_props(r[0]) for r in rows]
 
     def _walk(
         self,
@@ -199,6 +189,10 @@ class CypherGraphStore(FenceReads, GraphStore):
         if not tenant:
             return []
         depth = max(1, min(int(depth), MAX_DEPTH))
+        view = self.view(tenant, _repo_of(symbol_id), ref)
+        if view is not None:
+            return self.view_walk(view, symbol_id, depth, tuple(types.split("|")), inbound,
+                                  inherited)  # fmt: skip
         step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
         start = f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}"
         seen = {start}
@@ -225,7 +219,7 @@ class CypherGraphStore(FenceReads, GraphStore):
                     continue
                 seen.add(uid)
                 frontier.append(uid)
-                found.append(Neighbor(_symbol_from_props(props), level))
+                found.append(Neighbor(symbol_from_props(props), level))
         return sorted(found, key=lambda n: (n.depth, n.symbol.id))
 
     def callers(
@@ -248,13 +242,16 @@ class CypherGraphStore(FenceReads, GraphStore):
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]:
         if not tenant:
             return []
+        view = self.view(tenant, repo, ref)
+        if view is not None:
+            return self.view_file_symbols(view, path)
         rows = self._read(
             tenant,
             "MATCH (s:Symbol {file_uid: $fuid}) WHERE s.tenant = $tenant "
             "RETURN properties(s) ORDER BY s.id",
             {"fuid": f"{scope_of(tenant, repo, ref)}|{path}", "tenant": tenant},
         )
-        return [_symbol_from_props(r[0]) for r in rows]
+        return [symbol_from_props(r[0]) for r in rows]
 
     def file_state(
         self, tenant: str, repo: str, ref: str, path: str, workspace: str | None = None

@@ -10,6 +10,7 @@ from typing import Any
 from patchstream.stores.graph.base import FileVersion, RepoVersion, SessionWrite
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.statements import READ_FENCE
+from patchstream.stores.overlays import View
 
 
 class FenceReads(abc.ABC):
@@ -17,10 +18,20 @@ class FenceReads(abc.ABC):
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
         """Run a read-only query in the tenant's graph; a missing graph reads as empty."""
 
+    @abc.abstractmethod
+    def view(self, tenant: str, repo: str, ref: str) -> View | None:
+        """The layers a read of an overlay sees; None for a plain branch."""
+
+    def _file_uid(self, tenant: str, repo: str, ref: str, path: str) -> str:
+        """The fence of ``path`` a read of ``ref`` sees (an overlay's, or its base's)."""
+        view = self.view(tenant, repo, ref)
+        scope = view.owner(path) if view is not None else scope_of(tenant, repo, ref)
+        return f"{scope}|{path}"
+
     def file_version(self, tenant: str, repo: str, ref: str, path: str) -> FileVersion | None:
         if not tenant:
             return None
-        rows = self._read(tenant, READ_FENCE, {"fuid": f"{scope_of(tenant, repo, ref)}|{path}"})
+        rows = self._read(tenant, READ_FENCE, {"fuid": self._file_uid(tenant, repo, ref, path)})
         if not rows:
             return None
         version, deleted, applied_at, _module = rows[0]
@@ -48,7 +59,7 @@ class FenceReads(abc.ABC):
         rows = self._read(
             tenant,
             "MATCH (f:Fence {uid: $fuid}) RETURN f.content_hash, f.deleted",
-            {"fuid": f"{scope_of(tenant, repo, ref)}|{path}"},
+            {"fuid": self._file_uid(tenant, repo, ref, path)},
         )
         return None if not rows or rows[0][1] else rows[0][0]
 

@@ -28,6 +28,7 @@ from patchstream.stores.graph.statements import (
     INHERITED,
     REF_TYPES,
     UPSERT_FENCE,
+    UPSERT_OVERLAY,
     UPSERT_SYMBOLS,
     Statement,
     add_local,
@@ -208,6 +209,11 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             },
         )
     )
+    if delta.workspace is not None:
+        name = f"{delta.ref}~{delta.workspace}"
+        props = {"tenant": delta.tenant, "repo": delta.repo, "ref": name, "base": delta.ref,
+                 "kind": "workspace", "last_write_at": now}  # fmt: skip
+        statements.append((UPSERT_OVERLAY, {"uid": scope, "now": now, "props": props}))
     orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
     if orphan_keys:
         statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))

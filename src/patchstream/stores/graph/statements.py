@@ -43,6 +43,8 @@ INDEXES = (
     ("Memory", "uid"),
     ("Memory", "owner"),
     ("MemoryDecision", "uid"),
+    ("Overlay", "uid"),
+    ("Overlay", "tenant"),
 )
 ROWS_PER_STATEMENT = 500
 MAX_DEPTH = 5
@@ -94,6 +96,8 @@ ADD_INHERITED_OVERRIDES = (
     "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
 )
 UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
+# An overlay's registration (``stores.overlays``): a workspace's first write creates it.
+UPSERT_OVERLAY = "MERGE (o:Overlay {uid: $uid}) ON CREATE SET o.created_at = $now SET o += $props"
 DROP_ORPHAN_WANTS = (
     "UNWIND $keys AS key MATCH (w:Want {uid: key}) WHERE NOT (w)<-[:REFERS]-() DELETE w"
 )

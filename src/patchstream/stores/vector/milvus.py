@@ -41,6 +41,7 @@ from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.overlays import WORKSPACE_MARK, View
 
 _TEXT_BYTES = 60_000
 # Collection layout version: a layout change gets new collections (re-index after upgrading).
@@ -521,14 +522,24 @@ class MilvusVectorStore:
         ref: str | None = None,
         path_prefix: str | None = None,
         kind: str | None = None,
+        view: View | None = None,
     ) -> list[SearchHit]:
-        """Hybrid search: dense and BM25 results fused with reciprocal rank fusion."""
+        """Hybrid search: dense and BM25 results fused with reciprocal rank fusion. With a
+        ``view`` (an overlay), the layers' rows that the view sees; a plain ``ref`` never
+        returns an overlay's rows."""
         if not tenant or not query.strip():
             return []
         clauses = [f"tenant == {lit(tenant)}"]
-        if repo:
+        wanted = limit
+        if view is not None:
+            clauses.append(f"scope in {lit_list(view.scopes)}")
+            # Rows the overlay hides are dropped after fusion: ask for as many more.
+            limit = min(wanted + sum(len(layer.paths) for layer in view.layers), wanted * 4)
+        elif repo and ref:
+            clauses.append(f"scope == {lit(scope_of(tenant, repo, ref))}")
+        elif repo:
             clauses.append(f"repo == {lit(repo)}")
-        if ref:
+        elif ref:
             clauses.append(f"ref == {lit(ref)}")
         if kind:
             clauses.append(f"kind == {lit(kind)}")
@@ -564,8 +575,12 @@ class MilvusVectorStore:
                 continue
             if path_prefix and not str(entity["path"]).startswith(path_prefix):
                 continue
+            if view is not None and not view.visible(entity["scope"], entity["path"]):
+                continue
+            if view is None and WORKSPACE_MARK in str(entity["scope"]) and not repo:
+                continue  # a plain read without a repository: still no overlay rows
             hits.append(_hit(entity, float(hit["distance"])))
-        return hits
+        return hits[:wanted]
 
     def chunks_for_symbols(
         self, tenant: str, symbol_ids: Sequence[str], ref: str | None = None
@@ -631,7 +646,7 @@ def _hit(entity: dict[str, Any], score: float) -> SearchHit:
         chunk_id=entity["chunk_id"],
         symbol_id=entity["symbol_id"],
         repo=entity["repo"],
-        ref=entity["ref"],
+        ref=str(entity["scope"]).split("|", 2)[2] if entity.get("scope") else entity["ref"],
         path=entity["path"],
         kind=entity["kind"],
         source=entity["source"],
