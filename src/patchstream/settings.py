@@ -209,8 +209,14 @@ class QuerySettings(BaseModel):
         description="a session's working state lives this long after its last write",
     )  # fmt: skip
     state_expiry_interval_s: float = Field(
-        default=300.0, gt=0, description="how often expired sessions and memories are deleted"
+        default=300.0,
+        gt=0,
+        description="how often expired sessions, memories and idle workspaces are deleted",
     )
+    workspace_ttl_s: float = Field(
+        default=7 * 24 * 3600, gt=0,
+        description="an agent workspace overlay is dropped this long after its last write",
+    )  # fmt: skip
 
 
 class GatewaySettings(BaseModel):

@@ -222,3 +222,123 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
         ("Invoice.total", 1), ("render", 2),
     }  # fmt: skip
     assert 0 < context["tokens_used"] <= 500  # type: ignore[operator]
+
+
+WORKSPACE_TAX = (
+    "def vat_rate(country):\n    return 0.2 if country == 'FR' else 0.1\n\n\n"
+    "def tax(amount, country):\n    return amount * vat_rate(country)\n"
+)
+SHIPPING = (
+    "from billing.tax import tax\n\n\ndef ship_with_tax(amount):\n    return tax(amount, 'DE')\n"
+)
+
+
+def _publish(stack: Supervisor, events: list[PatchEvent]) -> None:
+    async def send() -> None:
+        async with EventPublisher(stack.settings.kafka) as publisher:
+            await publisher.publish(events)
+
+    asyncio.run(send())
+
+
+def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> None:
+    ws, view = "agent-9", "main~agent-9"
+    common = {"tenant": "acme", "repo": "billing", "workspace": ws, "source": "agent",
+              "version": time.time_ns()}  # fmt: skip
+    writes = [
+        PatchEvent(path="billing/tax.py", op="upsert", content=WORKSPACE_TAX, **common),
+        PatchEvent(path="billing/shipping_ws.py", op="upsert", content=SHIPPING, **common),
+        PatchEvent(path="billing/report.py", op="delete", **common),
+    ]
+    _publish(indexed, writes)
+    tax = "billing::billing/tax.py::tax"
+    with _client(indexed) as client:
+        waited = client.get("/v1/wait", params={"read_token": make_read_token(writes),
+                                                "timeout": 60}).json()  # fmt: skip
+        assert waited["applied"], waited
+        # Callers in the workspace: the base's invoice (not rewritten there) and the new file.
+        callers = client.get(f"/v1/symbols/{tax}/callers", params={"ref": view, "depth": 2})
+        assert {(c["qualified_name"], c["ref"]) for c in callers.json()["callers"]} == {
+            ("Invoice.total", "main"), ("render", "main"), ("ship_with_tax", view),
+        }  # fmt: skip
+        on_main = _walk(client, tax, "callers", 2)
+        assert on_main == {("Invoice.total", 1), ("render", 2)}
+        # report.py is deleted in the workspace: its caller is gone there, not on main.
+        impact = client.get(f"/v1/symbols/{tax}/impact", params={"ref": view, "depth": 5})
+        assert {(c["qualified_name"], c["depth"]) for c in impact.json()["impact"]} == {
+            ("Invoice.total", 1), ("ship_with_tax", 1), ("render", 2),
+        }  # fmt: skip
+        assert ("monthly_report", 3) in _walk(client, tax, "impact", 5)
+        # The rename: ``rate`` is gone in the workspace, still there on main.
+        rate = "billing::billing/tax.py::rate"
+        assert client.get(f"/v1/symbols/{rate}", params={"ref": view}).status_code == 404
+        assert client.get(f"/v1/symbols/{rate}").json()["name"] == "rate"
+        callees = client.get(f"/v1/symbols/{tax}/callees", params={"ref": view}).json()
+        assert [c["name"] for c in callees["callees"]] == ["vat_rate"]
+        # Search and context see the workspace's text; main's never does.
+        body = {"query": "vat_rate ship_with_tax", "repo": "billing", "ref": view}
+        hits = client.post("/v1/search", json=body).json()["hits"]
+        assert {h["path"] for h in hits[:2]} == {"billing/tax.py", "billing/shipping_ws.py"}
+        assert all(h["path"] != "billing/report.py" for h in hits)
+        main_hits = client.post("/v1/search", json={**body, "ref": "main"}).json()["hits"]
+        assert all("vat_rate" not in h["text"] and "ship_with" not in h["text"] for h in main_hits)
+        context = client.post("/v1/context", json={**body, "budget_tokens": 2000}).json()
+        assert "vat_rate" in " ".join(b["text"] for b in context["blocks"])
+        # The overlay holds its three files only: one file's parse and write each.
+        response = client.get("/v1/overlays", params={"repo": "billing"})
+        assert response.status_code == 200, response.text
+        listed = response.json()["overlays"]
+        mine = next(o for o in listed if o["ref"] == view)
+        assert (mine["kind"], mine["base"], mine["files"], mine["deleted"]) == (
+            "workspace",
+            "main",
+            2,
+            1,
+        )
+        assert mine["symbols"] < 12  # the two files' symbols, never a copy of the base
+        # Hostile refs are refused before any store is asked; a plain branch is never dropped.
+        for bad in ("main~a~b", "main~../x", "main~\x00", "~main", "main~"):
+            assert client.get(f"/v1/symbols/{tax}/callers", params={"ref": bad}).status_code == 422
+        assert client.delete("/v1/overlays", params={"repo": "billing", "ref": "main"}
+                             ).status_code == 404  # fmt: skip
+        dropped = client.delete("/v1/overlays", params={"repo": "billing", "ref": view}).json()
+        assert dropped["dropped"] == view and dropped["symbols"] == mine["symbols"]
+        hits = client.post("/v1/search", json=body).json()["hits"]
+        assert all("vat_rate" not in h["text"] for h in hits)  # the base again
+        assert _walk(client, tax, "callers", 2) == on_main
+
+
+def test_a_branch_indexed_over_main_stores_only_what_differs(
+    indexed: Supervisor, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    files = {**FILES, "billing/tax.py": WORKSPACE_TAX}
+    del files["billing/report.py"]
+    branch = make_repo(tmp_path_factory.mktemp("feature") / "billing", files)
+    done = asyncio.run(index_directory(indexed.settings, branch, repo="billing", tenant="acme",
+                                       ref="feature-x", base="main", timeout_s=180,
+                                       progress=False, commits=0))  # fmt: skip
+    # tax.py, and a delete for each of main's files the branch lacks (report.py, and what
+    # other tests wrote to main): nothing else is stored for the branch.
+    assert done.complete and done.published == 1 + done.deleted and done.deleted >= 1, done
+    assert done.unchanged == done.files_scanned - 1  # only tax.py differs from main
+    with _client(indexed) as client:
+        listed = client.get("/v1/overlays", params={"repo": "billing"}).json()["overlays"]
+        branch_overlay = next(o for o in listed if o["ref"] == "feature-x")
+        assert (branch_overlay["kind"], branch_overlay["files"], branch_overlay["deleted"]) == (
+            "branch",
+            1,
+            done.deleted,
+        )
+        tax = "billing::billing/tax.py::tax"
+        callers = client.get(f"/v1/symbols/{tax}/callers",
+                             params={"ref": "feature-x", "depth": 2}).json()  # fmt: skip
+        assert {c["qualified_name"] for c in callers["callers"]} == {"Invoice.total", "render"}
+        again = asyncio.run(index_directory(indexed.settings, branch, repo="billing",
+                                            tenant="acme", ref="feature-x", timeout_s=180,
+                                            progress=False, commits=0))  # fmt: skip
+        assert (again.published, again.unchanged) == (
+            0,
+            again.files_scanned,
+        )  # nothing new to store
+        assert client.delete("/v1/overlays", params={"repo": "billing", "ref": "feature-x"}
+                             ).status_code == 200  # fmt: skip

@@ -18,6 +18,7 @@ from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
 from patchstream.cli.runs import run, session
+from patchstream.cli.workspace import workspace
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -396,9 +397,11 @@ def sink(kind: str) -> None:
 @click.option("--commits", default=100, show_default=True,
               help="Recent commit messages to index as prose (0: none).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--base", default=None,
+              help="Index REF as an overlay of this branch: store only what differs.")  # fmt: skip
 def index(
     path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
-    as_json: bool,
+    as_json: bool, base: str | None,
 ) -> None:  # fmt: skip
     """Index a directory and wait until the graph and the vectors have applied it."""
     import asyncio
@@ -410,7 +413,7 @@ def index(
     summary = asyncio.run(
         index_directory(
             get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
-            timeout_s=timeout_s, progress=not as_json, commits=commits,
+            timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
         )
     )  # fmt: skip
     if as_json:
@@ -501,6 +504,7 @@ cli.add_command(reconcile)
 cli.add_command(run)
 cli.add_command(memory)
 cli.add_command(session)
+cli.add_command(workspace)
 
 
 def main() -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,12 @@ from typing import Any
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from patchstream.errors import StoreUnavailable
+from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.indexing.scan import recent_commits, scan_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
-from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.events import _NAME_PATTERN, PatchEvent, check_name
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.producer import EventPublisher
@@ -109,6 +111,24 @@ class Progress:
             bar.close()
 
 
+def merged_hashes(
+    hashes: Callable[[str, str, str], dict[str, str]],
+    versions: Callable[[str, str, str], dict[str, int]],
+    tenant: str,
+    repo: str,
+    chain: list[str],
+) -> dict[str, str]:
+    """Path -> content hash of every live file a read of ``chain[0]`` sees: the base's,
+    then each overlay's over it (a path an overlay holds, live or deleted, replaces the
+    base's)."""
+    merged: dict[str, str] = {}
+    for ref in reversed(chain):
+        held = versions(tenant, repo, ref).keys() if len(chain) > 1 else ()
+        merged = {p: h for p, h in merged.items() if p not in held}
+        merged.update(hashes(tenant, repo, ref))
+    return merged
+
+
 async def index_directory(
     settings: Settings,
     root: Path,
@@ -119,7 +139,11 @@ async def index_directory(
     timeout_s: float = 3600.0,
     progress: bool = True,
     commits: int = 100,
+    base: str | None = None,
 ) -> IndexSummary:
+    """Publish what the stores lack of ``root`` and wait for both tiers. With ``base``,
+    ``ref`` becomes an overlay of it: only the files that differ from the base (and the
+    deletions) are published and stored."""
     started = time.monotonic()
     version = time.time_ns()
     summary = IndexSummary(tenant=tenant, repo=repo, ref=ref, version=version)
@@ -129,8 +153,20 @@ async def index_directory(
     graph = open_graph_store(settings)
     vectors = open_vector_store(settings)
     try:
-        graph_hashes = graph.file_hashes(tenant, repo, ref)
-        vector_hashes = vectors.file_hashes(tenant, repo, ref)
+        if base is not None:
+            if not re.fullmatch(_NAME_PATTERN, base) or "~" in base:
+                raise ContractError(f"base {base!r} is not a branch name")
+            try:
+                check_name(base)
+            except ValueError as exc:
+                raise ContractError(str(exc)) from exc
+            if ref in graph.overlay_chain(tenant, repo, base):
+                raise ContractError(f"{ref!r} over {base!r} would be a cycle")
+            graph.declare_overlay(tenant, repo, ref, base, "branch")
+        chain = graph.overlay_chain(tenant, repo, ref)
+        graph_hashes = merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain)
+        vector_hashes = merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo,
+                                      chain)  # fmt: skip
         events: list[PatchEvent] = []
         common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
                   "source": "snapshot", "actor": "patchstream-index",

@@ -28,6 +28,7 @@ from patchstream import __version__
 from patchstream.errors import ContractError
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import MetricsSettings
+from patchstream.stores.overlays import OverlayInfo
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -162,7 +163,27 @@ class Metrics:
             ["outcome"], registry=r,
         )  # fmt: skip
 
+        self.overlays = Gauge(
+            "patchstream_overlays", "Overlays (agent workspaces, branch overlays) held.",
+            ["kind"], registry=r, multiprocess_mode="mostrecent",
+        )  # fmt: skip
+        self.overlay_files = Gauge(
+            "patchstream_overlay_files", "Files the overlays hold (written or deleted there).",
+            ["kind"], registry=r, multiprocess_mode="mostrecent",
+        )  # fmt: skip
+
     # -- recording helpers: one call per thing that happened --------------------------------
+
+    def overlays_held(self, overlays: Iterable[OverlayInfo]) -> None:
+        """What the last expiry sweep left: overlays and their files, by kind."""
+        counts = {"workspace": [0, 0], "branch": [0, 0]}
+        for overlay in overlays:
+            held = counts.setdefault(overlay.kind, [0, 0])
+            held[0] += 1
+            held[1] += overlay.files + overlay.deleted
+        for kind, (number, files) in counts.items():
+            self.overlays.labels(kind).set(number)
+            self.overlay_files.labels(kind).set(files)
 
     def agent_state(self, what: str, label: str) -> None:
         """One thing the agent state runtime did: transition, refused, conflict or resume."""

@@ -27,8 +27,10 @@ from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
+from patchstream.query.overlay_api import OverlayService, overlay_router
 from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
+from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.settings import Settings
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
@@ -49,13 +51,14 @@ def _printable(value: str) -> str:
 
 Text = Annotated[str, AfterValidator(_printable)]
 Name = Annotated[str, Field(pattern=_NAME)]
+RefName = Annotated[str, Field(pattern=VIEW_REF_PATTERN)]
 
 
 class SearchRequest(BaseModel):
     query: Text = Field(min_length=1)  # its length limit is a setting: check_query
     limit: int = Field(default=10, ge=1, le=100)
     repo: Name | None = None
-    ref: Name | None = None
+    ref: RefName | None = None
     path_prefix: Text | None = Field(default=None, max_length=1024)
     kind: str | None = Field(default=None, pattern=r"^[a-z_]{1,32}$")
 
@@ -64,12 +67,13 @@ class ContextRequest(BaseModel):
     query: Text = Field(min_length=1)  # its length limit is a setting: check_query
     budget_tokens: int = Field(default=8000, ge=64, le=200_000)
     repo: Name | None = None
-    ref: Name | None = "main"
+    ref: RefName | None = "main"
     session: str | None = Field(default=None, pattern=_ID)
     run: str | None = Field(default=None, pattern=_ID)
 
 
 NameParam = Annotated[str, Query(pattern=_NAME)]
+RefParam = Annotated[str, Query(pattern=VIEW_REF_PATTERN)]
 SymbolName = Annotated[str, Query(min_length=1, max_length=512), AfterValidator(_printable)]
 
 
@@ -164,7 +168,6 @@ def create_api(
             raise HTTPException(422, f"query is {len(query)} characters; the limit is {max_query}")
 
     tenant_of = _tenant_resolver(settings)
-    Tenant = Annotated[str, Depends(tenant_of)]  # noqa: N806
 
     def service() -> QueryService:
         return state["service"]  # type: ignore[no-any-return]
@@ -181,14 +184,25 @@ def create_api(
             raise HTTPException(503, "this query service has no memory store")
         return found
 
+    def overlays() -> OverlayService:
+        found = state.get("overlays")
+        if found is None:
+            found = state["overlays"] = OverlayService(
+                service().graph, service().vectors, settings.query.workspace_ttl_s
+            )
+        return found
+
     janitor = StateJanitor(lambda: service().agent, lambda: service().memory,
-                           settings.query.state_expiry_interval_s)  # fmt: skip
+                           settings.query.state_expiry_interval_s, overlays,
+                           metrics.overlays_held)  # fmt: skip
 
     def state_tenant(request: Request) -> str:
-        """The caller's tenant, remembered so its expired state gets swept."""
+        """The caller's tenant, remembered so its expired state and workspaces get swept."""
         found = tenant_of(request)
         janitor.tenants.add(found)
         return found
+
+    Tenant = Annotated[str, Depends(state_tenant)]  # noqa: N806
 
     relay = RunEventRelay(agent, lambda: make_producer(settings.kafka),
                           Topics.from_settings(settings.kafka).run_events)  # fmt: skip
@@ -212,7 +226,7 @@ def create_api(
         tenant: Tenant,
         name: SymbolName,
         repo: NameParam | None = None,
-        ref: NameParam | None = None,
+        ref: RefParam | None = None,
     ) -> dict[str, Any]:
         found = await run(service().graph.symbols_by_name, tenant, name, repo, ref)
         return {"symbols": [asdict(s) for s in found]}
@@ -222,7 +236,7 @@ def create_api(
             symbol_id: str,
             tenant: Tenant,
             depth: Annotated[int, Query(ge=1, le=max_depth)] = default_depth,
-            ref: NameParam = "main",
+            ref: RefParam = "main",
         ) -> dict[str, Any]:
             check_symbol_id(symbol_id)
             found = await run(service().walk, tenant, kind, symbol_id, depth, ref)
@@ -237,7 +251,7 @@ def create_api(
     walk_route("impact", 3, 5)
 
     @app.get("/v1/symbols/{symbol_id:path}")
-    async def symbol(symbol_id: str, tenant: Tenant, ref: NameParam = "main") -> dict[str, Any]:
+    async def symbol(symbol_id: str, tenant: Tenant, ref: RefParam = "main") -> dict[str, Any]:
         check_symbol_id(symbol_id)
         found = await run(service().symbol, tenant, symbol_id, ref)
         if found is None:
@@ -303,10 +317,11 @@ def create_api(
         return response.model_dump(mode="json")
 
     app.include_router(memory_router(state_tenant, memory, agent))
+    app.include_router(overlay_router(state_tenant, overlays))
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
 
     @app.get("/v1/freshness")
-    async def freshness(tenant: Tenant, repo: NameParam, ref: NameParam = "main") -> dict[str, Any]:
+    async def freshness(tenant: Tenant, repo: NameParam, ref: RefParam = "main") -> dict[str, Any]:
         return await freshness_of(tenant, repo, ref)
 
     @app.get("/v1/wait")

@@ -25,6 +25,10 @@ class PendingWrite:
     version: int
 
 
+def _view_ref(event: PatchEvent) -> str:
+    return event.ref if event.workspace is None else f"{event.ref}~{event.workspace}"
+
+
 def make_read_token(events: Iterable[PatchEvent]) -> str:
     events = list(events)
     if not events:
@@ -32,8 +36,9 @@ def make_read_token(events: Iterable[PatchEvent]) -> str:
     tenants = {e.tenant for e in events}
     if len(tenants) != 1:
         raise ContractError("a read token covers one tenant")
-    writes = [[e.repo, e.ref, e.path, e.version] for e in events]
-    writes += [[e.repo, e.ref, e.old_path, e.version] for e in events if e.old_path]
+    # A workspace's write is read back through its overlay (``main~agent-42``).
+    writes = [[e.repo, _view_ref(e), e.path, e.version] for e in events]
+    writes += [[e.repo, _view_ref(e), e.old_path, e.version] for e in events if e.old_path]
     payload = json.dumps({"t": tenants.pop(), "w": writes}, separators=(",", ":"))
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 

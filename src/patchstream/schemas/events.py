@@ -15,6 +15,8 @@ Op = Literal["upsert", "delete", "rename"]
 Source = Literal["github", "gitlab", "agent", "cli", "snapshot"]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$"
+# A ref as reads name it: a branch, or a workspace overlay of one (``main~agent-42``).
+VIEW_REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}(~[A-Za-z0-9][A-Za-z0-9._\-/]{0,199})?$"
 # Ids of sessions and runs; actors (user names, bots such as ``dependabot[bot]``).
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
 ACTOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+\[\]\-]{0,127}$"

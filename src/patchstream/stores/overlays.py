@@ -17,6 +17,21 @@ MAX_LAYERS = 4  # a workspace over a branch over main is three; more is a cycle 
 
 
 @dataclass(frozen=True)
+class OverlayInfo:
+    """A registered overlay and its size (what ``workspace list`` shows)."""
+
+    repo: str
+    ref: str
+    base: str
+    kind: str  # "workspace" (an agent's, created by its first write) or "branch"
+    created_at: float
+    last_write_at: float | None
+    files: int  # files the overlay wrote (live)
+    deleted: int  # files the overlay deleted (hidden from the base)
+    symbols: int
+
+
+@dataclass(frozen=True)
 class Layer:
     """One scope of a view and the paths it holds (live or deleted)."""
 

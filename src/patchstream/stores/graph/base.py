@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from patchstream.schemas.state import FileDelta, FileState
-from patchstream.stores.overlays import View
+from patchstream.stores.overlays import OverlayInfo, View
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,26 @@ class GraphStore(abc.ABC):
         """Apply deltas in order; adapters batch the round trips."""
         return [self.apply(delta) for delta in deltas]
 
+    @abc.abstractmethod
     def view(self, tenant: str, repo: str, ref: str) -> View | None:
         """The layers a read of ``ref`` sees when it is an overlay (``main~agent-42``, or a
         branch declared over a base); None for a plain branch."""
-        return None
+
+    @abc.abstractmethod
+    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]:
+        """``ref``, its base, the base's base... (one entry for a plain branch)."""
+
+    @abc.abstractmethod
+    def declare_overlay(self, tenant: str, repo: str, ref: str, base: str, kind: str) -> None:
+        """Register ``ref`` as an overlay of ``base`` (a workspace's first write does it)."""
+
+    @abc.abstractmethod
+    def overlays(self, tenant: str, repo: str | None = None) -> list[OverlayInfo]:
+        """Every registered overlay of the tenant (or one repository), with its size."""
+
+    @abc.abstractmethod
+    def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
+        """Remove an overlay's registration (its rows go with ``delete_ref``)."""
 
     @abc.abstractmethod
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:

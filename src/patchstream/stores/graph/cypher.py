@@ -122,13 +122,13 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         if not tenant:
             return 0
         scope = scope_of(tenant, repo, ref)
-        count = self._read(
-            tenant, "MATCH (s:Symbol {scope: $scope}) RETURN count(s)", {"scope": scope}
-        )
+        # Through the fences (indexed by scope): every applied file has one.
+        by_fence = "MATCH (f:Fence {scope: $scope}) MATCH (s:Symbol {file_uid: f.uid})"
+        count = self._read(tenant, f"{by_fence} RETURN count(s)", {"scope": scope})
         self._write(
             tenant,
             [
-                ("MATCH (s:Symbol {scope: $scope}) DETACH DELETE s", {"scope": scope}),
+                (f"{by_fence} DETACH DELETE s", {"scope": scope}),
                 ("MATCH (f:Fence {scope: $scope}) DELETE f", {"scope": scope}),
                 (
                     "MATCH (w:Want) WHERE w.uid STARTS WITH $prefix DETACH DELETE w",

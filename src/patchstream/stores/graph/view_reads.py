@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from patchstream.stores.graph.base import Neighbor, StoredSymbol
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.overlays import MAX_LAYERS, Layer, View, split_workspace
+from patchstream.stores.graph.statements import UPSERT_OVERLAY
+from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, split_workspace
 
 Props = dict[str, Any]
 _CALLS = ("CALLS", "INSTANTIATES")
@@ -82,16 +83,21 @@ class ViewReads(abc.ABC):
         cache[(tenant, repo, ref)] = (now, found)
         return found
 
-    def view(self, tenant: str, repo: str, ref: str) -> View | None:
-        """The layers a read of ``ref`` sees, or None when ``ref`` is a plain branch."""
-        if not tenant:
-            return None
+    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]:
+        """``ref``, its base, the base's base... (one entry for a plain branch)."""
         chain = [ref]
         while len(chain) < MAX_LAYERS:
             base = self.overlay_base(tenant, repo, chain[-1])
             if base is None or base in chain:
                 break
             chain.append(base)
+        return chain
+
+    def view(self, tenant: str, repo: str, ref: str) -> View | None:
+        """The layers a read of ``ref`` sees, or None when ``ref`` is a plain branch."""
+        if not tenant:
+            return None
+        chain = self.overlay_chain(tenant, repo, ref)
         if len(chain) == 1:
             return None
         layers = [Layer(scope_of(tenant, repo, name), self._held_paths(tenant, repo, name))
@@ -106,6 +112,50 @@ class ViewReads(abc.ABC):
             {"scope": scope_of(tenant, repo, ref)},
         )
         return frozenset(str(r[0]) for r in rows)
+
+    # -- the registry ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _write(self, tenant: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> None: ...
+
+    def declare_overlay(self, tenant: str, repo: str, ref: str, base: str, kind: str) -> None:
+        """Register ``ref`` as an overlay of ``base`` (a workspace's first write does this
+        itself). Re-declaring moves nothing but the base."""
+        if split_workspace(base)[1] is not None and kind == "branch":
+            raise ValueError("a branch overlay's base is a branch, not a workspace")
+        props = {"tenant": tenant, "repo": repo, "ref": ref, "base": base, "kind": kind}
+        params = {"uid": scope_of(tenant, repo, ref), "now": time.time(), "props": props}
+        self._write(tenant, [(UPSERT_OVERLAY, params)])
+        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
+
+    def overlays(self, tenant: str, repo: str | None = None) -> list[OverlayInfo]:
+        """Every overlay of the tenant (or of one repository), with its size."""
+        if not tenant:
+            return []
+        rows = self._read(
+            tenant,
+            "MATCH (o:Overlay) WHERE o.tenant = $tenant AND ($repo IS NULL OR o.repo = $repo) "
+            "OPTIONAL MATCH (f:Fence {scope: o.uid}) OPTIONAL MATCH (s:Symbol {file_uid: f.uid}) "
+            "WITH o, f, count(s) AS symbols "
+            "RETURN o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
+            "sum(CASE WHEN f.deleted = false THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END), sum(symbols) "
+            "ORDER BY o.repo, o.ref",
+            {"tenant": tenant, "repo": repo},
+        )
+        return [
+            OverlayInfo(r[0], r[1], r[2], r[3], float(r[4] or 0.0),
+                        None if r[5] is None else float(r[5]), int(r[6]), int(r[7]), int(r[8]))
+            for r in rows
+        ]  # fmt: skip
+
+    def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
+        """Remove the registration (the caller drops the overlay's rows with ``delete_ref``)."""
+        self._write(
+            tenant,
+            [("MATCH (o:Overlay {uid: $uid}) DELETE o", {"uid": scope_of(tenant, repo, ref)})],
+        )
+        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
 
     # -- symbols --------------------------------------------------------------------------
 
