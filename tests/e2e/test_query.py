@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 from typing import Any
 from urllib.parse import quote
@@ -340,5 +344,20 @@ def test_a_branch_indexed_over_main_stores_only_what_differs(
             0,
             again.files_scanned,
         )  # nothing new to store
-        assert client.delete("/v1/overlays", params={"repo": "billing", "ref": "feature-x"}
-                             ).status_code == 200  # fmt: skip
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
+                                                          "api_key": "key-acme"})}  # fmt: skip
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "workspace", *args],
+                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "billing@feature-x" in cli("list", "--repo", "billing")
+    assert "billing@main~agent-cli over main (workspace)" in cli(
+        "create", "--repo", "billing", "agent-cli"
+    )
+    assert '"kind": "branch"' in cli("show", "--repo", "billing", "feature-x")
+    assert "dropped billing@feature-x" in cli("drop", "--repo", "billing", "feature-x")
+    assert "dropped billing@main~agent-cli" in cli("drop", "--repo", "billing", "main~agent-cli")
+    assert "feature-x" not in cli("list")

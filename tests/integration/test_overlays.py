@@ -154,3 +154,28 @@ def test_search_on_an_overlay_sees_its_files_over_the_base(
     in_base = vectors.search(tenant, "shipping billing refund", 10, "app", "main")
     assert {(h.path, h.ref) for h in in_base} == {("pkg/a.py", "main"), ("pkg/b.py", "main")}
     assert all("gamma" not in h.text for h in in_base)
+
+
+def test_idle_workspaces_expire_and_branches_stay(
+    graph: CypherGraphStore, vectors: MilvusVectorStore, tenant: str
+) -> None:
+    import time
+
+    from patchstream.query.overlay_api import OverlayService
+
+    base = [upsert(tenant, "pkg/a.py", "def keep_me():\n    return 1\n", 1)]
+    writes = [upsert(tenant, "pkg/b.py", "def scratch():\n    return 2\n", 5, workspace=WORKSPACE)]
+    for delta in base + writes:
+        graph.apply(delta)
+    vectors.apply(base + writes)
+    graph.declare_overlay(tenant, "app", "feature-x", "main", "branch")
+    service = OverlayService(graph, vectors, ttl_s=60)
+    assert service.expire(tenant, now=time.time() + 30)[0] == []
+    dropped, kept = service.expire(tenant, now=time.time() + 3600)
+    assert dropped == [f"app@main~{WORKSPACE}"]
+    assert [(o.ref, o.kind) for o in kept] == [("feature-x", "branch")]
+    assert [o.ref for o in graph.overlays(tenant)] == ["feature-x"]
+    assert graph.symbols_by_name(tenant, "scratch", "app", f"main~{WORKSPACE}") == []
+    assert vectors.file_hashes(tenant, "app", f"main~{WORKSPACE}") == {}
+    assert [s.name for s in graph.symbols_by_name(tenant, "keep_me", "app", "main")] == ["keep_me"]
+    assert service.drop(tenant, "app", "main") is None  # a plain branch is never dropped

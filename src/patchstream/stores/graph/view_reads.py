@@ -135,19 +135,26 @@ class ViewReads(abc.ABC):
         rows = self._read(
             tenant,
             "MATCH (o:Overlay) WHERE o.tenant = $tenant AND ($repo IS NULL OR o.repo = $repo) "
-            "OPTIONAL MATCH (f:Fence {scope: o.uid}) OPTIONAL MATCH (s:Symbol {file_uid: f.uid}) "
-            "WITH o, f, count(s) AS symbols "
-            "RETURN o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
+            "OPTIONAL MATCH (f:Fence {scope: o.uid}) "
+            "RETURN o.uid, o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
             "sum(CASE WHEN f.deleted = false THEN 1 ELSE 0 END), "
-            "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END), sum(symbols) "
-            "ORDER BY o.repo, o.ref",
+            "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END) ORDER BY o.repo, o.ref",
             {"tenant": tenant, "repo": repo},
         )
-        return [
-            OverlayInfo(r[0], r[1], r[2], r[3], float(r[4] or 0.0),
-                        None if r[5] is None else float(r[5]), int(r[6]), int(r[7]), int(r[8]))
-            for r in rows
-        ]  # fmt: skip
+        found = []
+        for uid, repo_name, ref, base, kind, created, last, files, deleted in rows:
+            symbols = self._read(
+                tenant,
+                "MATCH (f:Fence {scope: $scope}) MATCH (s:Symbol {file_uid: f.uid}) "
+                "RETURN count(s)",
+                {"scope": uid},
+            )
+            found.append(OverlayInfo(
+                repo_name, ref, base, kind, float(created or 0.0),
+                None if last is None else float(last), int(files), int(deleted),
+                int(symbols[0][0]) if symbols else 0,
+            ))  # fmt: skip
+        return found
 
     def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
         """Remove the registration (the caller drops the overlay's rows with ``delete_ref``)."""
