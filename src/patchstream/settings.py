@@ -217,6 +217,10 @@ class QuerySettings(BaseModel):
         default=7 * 24 * 3600, gt=0,
         description="an agent workspace overlay is dropped this long after its last write",
     )  # fmt: skip
+    closed_overlay_grace_s: float = Field(
+        default=600.0, ge=0,
+        description="a branch overlay closed by a deletion or merge is dropped after this",
+    )  # fmt: skip
 
 
 class GatewaySettings(BaseModel):

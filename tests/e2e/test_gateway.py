@@ -20,6 +20,7 @@ from patchstream.client import PatchClient
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.producers.git_mirror import Mirror
+from patchstream.query.overlay_api import OverlayService
 from patchstream.settings import (
     EmbeddedSettings,
     GatewaySettings,
@@ -28,6 +29,7 @@ from patchstream.settings import (
     Settings,
 )
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.overlays import OverlayInfo
 from tests.e2e.conftest import running, wait_for
 
 SECRET = "s3cret-github"
@@ -150,18 +152,76 @@ def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> No
     # A replayed delivery publishes nothing new.
     replay = _post(gateway_stack, body, _signed(body), "d-2")
     assert replay.status_code == 202 and replay.json()["status"] == "duplicate delivery"
-    # Deleting the branch removes its index.
-    git(origin, "branch", "feature")
-    feature_body = _push_payload(origin, "0" * 40, after, "refs/heads/feature")
-    _post(gateway_stack, feature_body, _signed(feature_body), "d-3")
-    wait_for(lambda: "app.py" in _paths(gateway_stack, "feature"), what="feature branch")
-    gone = _push_payload(origin, after, "0" * 40, "refs/heads/feature")
-    assert _post(gateway_stack, gone, _signed(gone), "d-4").status_code == 202
 
-    def branch_empty() -> bool:
-        return not {p for p in _paths(gateway_stack, "feature") if not p.startswith("_commits/")}
 
-    wait_for(branch_empty, what="branch deletion")
+def _overlays(stack: Supervisor) -> dict[str, OverlayInfo]:
+    graph = open_graph_store(stack.settings)
+    try:
+        return {o.ref: o for o in graph.overlays("acme", "shop")}
+    finally:
+        graph.close()
+
+
+def test_branches_are_overlays_of_the_default_branch(
+    gateway_stack: Supervisor, origin: Path
+) -> None:
+    main_head = git(origin, "rev-parse", "main")
+    # A branch that renames ``helper``: only its changed file (and its commit) is stored.
+    git(origin, "checkout", "-q", "-b", "feature")
+    helpers = next(p for p in ("helpers.py", "util.py") if (origin / p).exists())
+    (origin / helpers).write_text("def helper2():\n    return 2\n")
+    git(origin, "commit", "-qam", "rename helper")
+    feature = git(origin, "rev-parse", "HEAD")
+    body = _push_payload(origin, "0" * 40, feature, "refs/heads/feature")
+    assert _post(gateway_stack, body, _signed(body), "b-1").status_code == 202
+    wait_for(lambda: _paths(gateway_stack, "feature") == {helpers, f"_commits/{feature}.md"},
+             what="the branch's own files only")  # fmt: skip
+    assert (_overlays(gateway_stack)["feature"].base, _overlays(gateway_stack)["feature"].kind) == (
+        "main",
+        "branch",
+    )
+    graph = open_graph_store(gateway_stack.settings)
+    try:
+        main_calls = [n.symbol.id for n in graph.callees("acme", "shop::app.py::main", 1)]
+        assert main_calls == [f"shop::{helpers}::helper"]
+        # app.py is main's, read through the branch: its call no longer resolves there.
+        assert graph.callees("acme", "shop::app.py::main", 1, "feature") == []
+    finally:
+        graph.close()
+    # Deleting the branch closes its overlay; the janitor drops it after the grace period.
+    gone = _push_payload(origin, feature, "0" * 40, "refs/heads/feature")
+    assert _post(gateway_stack, gone, _signed(gone), "b-2").status_code == 202
+    wait_for(lambda: _overlays(gateway_stack)["feature"].closed_at is not None
+             and not _paths(gateway_stack, "feature"), what="branch deletion")  # fmt: skip
+    graph, vectors = (
+        open_graph_store(gateway_stack.settings),
+        open_vector_store(gateway_stack.settings),
+    )
+    try:
+        service = OverlayService(graph, vectors, ttl_s=3600, grace_s=600)
+        assert service.expire("acme", now=time.time() + 60)[0] == []
+        assert service.expire("acme", now=time.time() + 3600)[0] == ["shop@feature"]
+    finally:
+        graph.close()
+        vectors.close()
+    # A branch merged into main closes too, once main's push contains its commit.
+    git(origin, "checkout", "-q", "main")
+    git(origin, "checkout", "-q", "-b", "feature2")
+    (origin / "extra.py").write_text("def extra():\n    return 3\n")
+    git(origin, "add", "extra.py")
+    git(origin, "commit", "-qm", "extra")
+    feature2 = git(origin, "rev-parse", "HEAD")
+    body = _push_payload(origin, "0" * 40, feature2, "refs/heads/feature2")
+    assert _post(gateway_stack, body, _signed(body), "b-3").status_code == 202
+    wait_for(lambda: "extra.py" in _paths(gateway_stack, "feature2"), what="feature2")
+    git(origin, "checkout", "-q", "main")
+    git(origin, "merge", "-q", "--ff-only", "feature2")
+    body = _push_payload(origin, main_head, feature2)
+    assert _post(gateway_stack, body, _signed(body), "b-4").status_code == 202
+    wait_for(lambda: "extra.py" in _paths(gateway_stack)
+             and _overlays(gateway_stack)["feature2"].closed_at is not None,
+             what="merge closes the overlay")  # fmt: skip
+    git(origin, "branch", "-q", "-D", "feature", "feature2")
 
 
 def test_bad_signatures_and_bodies_are_refused(gateway_stack: Supervisor, origin: Path) -> None:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchstream.indexing.run import merged_hashes
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.git_mirror import Mirror
@@ -59,8 +60,11 @@ def plan_branch(settings: Settings, tenant: str, repo: str, ref: str) -> tuple[
     blobs = mirror.read_blobs([c.blob for c in listing if c.blob])
     graph, vectors = open_graph_store(settings), open_vector_store(settings)
     try:
-        graph_hashes = graph.file_hashes(tenant, repo, ref)
-        vector_hashes = vectors.file_hashes(tenant, repo, ref)
+        # An overlay branch compares the commit with what its reads see: base plus its files.
+        chain = graph.overlay_chain(tenant, repo, ref)
+        graph_hashes = merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain)
+        vector_hashes = merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo,
+                                      chain)  # fmt: skip
         in_tree = {c.path for c in listing}
         extra = sorted((set(graph_hashes) | set(vector_hashes)) - in_tree)
         sources = graph.file_sources(tenant, [(repo, ref, path) for path in extra])
@@ -70,7 +74,8 @@ def plan_branch(settings: Settings, tenant: str, repo: str, ref: str) -> tuple[
     version = time.time_ns()
     common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
               "source": "snapshot", "actor": "patchstream-reconcile",
-              "batch_id": f"reconcile-{version}", "commit": commit}  # fmt: skip
+              "batch_id": f"reconcile-{version}", "commit": commit,
+              "base_ref": chain[1] if len(chain) > 1 else None}  # fmt: skip
     events: list[PatchEvent] = []
     for change in listing:
         if change.blob is None or change.blob not in blobs:

@@ -11,7 +11,8 @@ from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.graph import Edge
 from patchstream.schemas.state import FileDelta, FileState
 
-_PROVENANCE = ("source", "actor", "session_id", "run_id", "commit", "batch_id", "occurred_at")
+_PROVENANCE = ("source", "actor", "session_id", "run_id", "commit", "batch_id", "occurred_at",
+               "base_ref", "closes_overlay")  # fmt: skip
 
 
 def _provenance(event: PatchEvent | None) -> dict[str, object]:

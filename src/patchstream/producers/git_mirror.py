@@ -186,6 +186,16 @@ class Mirror:
         except GitError:
             return False
 
+    def merge_base(self, one: str, other: str) -> str | None:
+        """The best common ancestor of two commits (None: unrelated histories)."""
+        try:
+            out = _git(self.path, "merge-base", "--end-of-options", validate_object_id(one),
+                       validate_object_id(other))  # fmt: skip
+        except GitError:
+            return None
+        found = out.decode().strip()
+        return validate_object_id(found) if found else None
+
     def _resolve(self, name: str) -> str | None:
         if not self.path.exists():
             return None

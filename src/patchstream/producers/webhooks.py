@@ -14,6 +14,12 @@ from typing import Any
 from patchstream.errors import ContractError
 from patchstream.http_security import safe_json
 from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.producers.branch_overlays import (
+    closing_events,
+    default_head,
+    first_push_base,
+    merged_branches,
+)
 from patchstream.producers.git_mirror import (
     ZERO_SHA,
     Mirror,
@@ -130,10 +136,13 @@ def events_for_push(
     indexed = mirror.ref_sha(push.ref)
     mirror.fetch()
     version = time.time_ns()
+    default = push.repo.default_branch
+    overlay = push.ref != default  # any other branch is an overlay of the default one
     common = {
         "tenant": push.repo.tenant, "repo": push.repo.name, "ref": push.ref, "version": version,
         "source": push.source, "actor": push.actor, "batch_id": push.after,
         "commit": None if push.deletes_branch else push.after,
+        "base_ref": default if overlay else None,
     }  # fmt: skip
     events: list[PatchEvent] = []
     if stale_push(mirror, push, indexed):
@@ -142,10 +151,21 @@ def events_for_push(
         base = indexed or push.before
         if not base or base == ZERO_SHA or not mirror.has_commit(base):
             return [], []
+        if overlay:
+            head = default_head(mirror, default)
+            return closing_events(mirror, head, push.ref, base, common), []
         listing = mirror.files(base)
         events = [PatchEvent(path=c.path, op="delete", **common) for c in listing.changes]
         return events, listing.rejected
-    base = indexed or push.before
+    if overlay and indexed is None:
+        base = first_push_base(mirror, default, push.after)
+    else:
+        base = indexed or push.before
+    if not overlay and indexed is not None:
+        # Branches this push merged: their overlays close (diffed from the old head).
+        for branch, sha in merged_branches(mirror, default, push.after):
+            events += closing_events(mirror, indexed, branch, sha,
+                                     {**common, "base_ref": default})  # fmt: skip
     result = mirror.diff(base, push.after)
     for change in result.changes:
         if change.status == "D":
@@ -195,6 +215,9 @@ def mark_indexed(push: Push, repos_dir: Path, local_roots: Sequence[str | Path] 
     if push.deletes_branch:
         mirror.mark_indexed(push.ref, None)
     elif not stale_push(mirror, push, mirror.ref_sha(push.ref)):
+        if push.ref == push.repo.default_branch and mirror.ref_sha(push.ref) is not None:
+            for branch, _sha in merged_branches(mirror, push.ref, push.after):
+                mirror.mark_indexed(branch, None)  # closed: a later push starts it afresh
         mirror.mark_indexed(push.ref, push.after)
 
 

@@ -188,7 +188,10 @@ def create_api(
         found = state.get("overlays")
         if found is None:
             found = state["overlays"] = OverlayService(
-                service().graph, service().vectors, settings.query.workspace_ttl_s
+                service().graph,
+                service().vectors,
+                settings.query.workspace_ttl_s,
+                settings.query.closed_overlay_grace_s,
             )
         return found
 

@@ -26,10 +26,13 @@ log = logging.getLogger("patchstream.overlays")
 
 
 class OverlayService:
-    def __init__(self, graph: GraphStore, vectors: MilvusVectorStore, ttl_s: float) -> None:
+    def __init__(
+        self, graph: GraphStore, vectors: MilvusVectorStore, ttl_s: float, grace_s: float = 600.0
+    ) -> None:
         self.graph = graph
         self.vectors = vectors
-        self.ttl_s = ttl_s
+        self.ttl_s = ttl_s  # an agent workspace idle this long is dropped
+        self.grace_s = grace_s  # a closed branch overlay is dropped this long after closing
 
     def overlays(self, tenant: str, repo: str | None = None) -> list[OverlayInfo]:
         return self.graph.overlays(tenant, repo)
@@ -61,13 +64,16 @@ class OverlayService:
         return removed
 
     def expire(self, tenant: str, now: float | None = None) -> tuple[list[str], list[OverlayInfo]]:
-        """Drop the agent workspaces idle for longer than the TTL: (dropped, the rest)."""
+        """Drop the agent workspaces idle for longer than the TTL and the overlays closed
+        (branch deleted or merged) longer than the grace: (dropped, the rest)."""
         now = time.time() if now is None else now
         dropped: list[str] = []
         kept: list[OverlayInfo] = []
         for overlay in self.graph.overlays(tenant):
             last = overlay.last_write_at or overlay.created_at
-            if overlay.kind == "workspace" and now - last > self.ttl_s:
+            idle = overlay.kind == "workspace" and now - last > self.ttl_s
+            closed = overlay.closed_at is not None and now - overlay.closed_at > self.grace_s
+            if idle or closed:
                 self.drop(tenant, overlay.repo, overlay.ref)
                 dropped.append(f"{overlay.repo}@{overlay.ref}")
             else:

@@ -62,6 +62,13 @@ class PatchEvent(BaseModel):
     workspace: str | None = Field(
         default=None, pattern=_NAME_PATTERN, description="an agent session's private overlay"
     )
+    base_ref: str | None = Field(
+        default=None, pattern=_NAME_PATTERN,
+        description="the ref is an overlay of this branch: it stores only what it changed",
+    )  # fmt: skip
+    closes_overlay: bool = Field(
+        default=False, description="this delete drops the overlay (its branch is gone or merged)"
+    )
     path: str
     op: Op
     old_path: str | None = Field(default=None, description="previous path, for op=rename")
@@ -90,7 +97,7 @@ class PatchEvent(BaseModel):
         except ContractError as exc:  # re-raised as a pydantic ValueError with the reason
             raise ValueError(str(exc)) from exc
 
-    @field_validator("tenant", "repo", "ref", "workspace")
+    @field_validator("tenant", "repo", "ref", "workspace", "base_ref")
     @classmethod
     def _safe_name(cls, value: str | None) -> str | None:
         if value is not None:

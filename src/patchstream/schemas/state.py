@@ -77,6 +77,8 @@ class FileDelta(BaseModel):
     repo: str
     ref: str
     workspace: str | None = None
+    base_ref: str | None = Field(default=None, description="the ref overlays this branch")
+    closes_overlay: bool = False
     path: str
     op: Literal["upsert", "delete"]
     version: int = Field(ge=0)

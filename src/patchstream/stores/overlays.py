@@ -29,6 +29,7 @@ class OverlayInfo:
     files: int  # files the overlay wrote (live)
     deleted: int  # files the overlay deleted (hidden from the base)
     symbols: int
+    closed_at: float | None = None  # its branch was deleted or merged: dropped after a grace
 
 
 @dataclass(frozen=True)

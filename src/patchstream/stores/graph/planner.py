@@ -209,11 +209,9 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             },
         )
     )
-    if delta.workspace is not None:
-        name = f"{delta.ref}~{delta.workspace}"
-        props = {"tenant": delta.tenant, "repo": delta.repo, "ref": name, "base": delta.ref,
-                 "kind": "workspace", "last_write_at": now}  # fmt: skip
-        statements.append((UPSERT_OVERLAY, {"uid": scope, "now": now, "props": props}))
+    overlay = overlay_props(delta, now)
+    if overlay is not None:
+        statements.append((UPSERT_OVERLAY, {"uid": scope, "now": now, "props": overlay}))
     orphan_keys = sorted({k for gone in refs_gone for k in stored.ref_edges[gone]})
     if orphan_keys:
         statements.append((DROP_ORPHAN_WANTS, {"keys": orphan_keys}))
@@ -227,6 +225,22 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             edges_removed=len(local_gone) + len(refs_gone),
         ),
     )
+
+
+def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:
+    """The registration an overlay's write refreshes: a workspace's (over its ref) or a
+    branch's (over ``base_ref``); a delete that closes the overlay marks it for the janitor."""
+    if delta.workspace is not None:
+        name, base, kind = f"{delta.ref}~{delta.workspace}", delta.ref, "workspace"
+    elif delta.base_ref is not None and delta.base_ref != delta.ref:
+        name, base, kind = delta.ref, delta.base_ref, "branch"
+    else:
+        return None
+    props: dict[str, Any] = {"tenant": delta.tenant, "repo": delta.repo, "ref": name,
+                             "base": base, "kind": kind, "last_write_at": now}  # fmt: skip
+    if delta.closes_overlay:
+        props["closed_at"] = now
+    return props
 
 
 def _by_type(edges: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:

@@ -70,7 +70,8 @@ class ViewReads(abc.ABC):
         cache = self.__dict__.setdefault("_overlay_bases", {})
         now = time.monotonic()
         hit = cache.get((tenant, repo, ref))
-        if hit is not None and now - hit[0] < _OVERLAY_CACHE_S:
+        # A branch becomes an overlay with its first write: "not one" is re-read soon.
+        if hit is not None and now - hit[0] < (_OVERLAY_CACHE_S if hit[1] else 1.0):
             return hit[1]
         rows = self._read(
             tenant,
@@ -137,12 +138,13 @@ class ViewReads(abc.ABC):
             "MATCH (o:Overlay) WHERE o.tenant = $tenant AND ($repo IS NULL OR o.repo = $repo) "
             "OPTIONAL MATCH (f:Fence {scope: o.uid}) "
             "RETURN o.uid, o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
+            "o.closed_at, "
             "sum(CASE WHEN f.deleted = false THEN 1 ELSE 0 END), "
             "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END) ORDER BY o.repo, o.ref",
             {"tenant": tenant, "repo": repo},
         )
         found = []
-        for uid, repo_name, ref, base, kind, created, last, files, deleted in rows:
+        for uid, repo_name, ref, base, kind, created, last, closed, files, deleted in rows:
             symbols = self._read(
                 tenant,
                 "MATCH (f:Fence {scope: $scope}) MATCH (s:Symbol {file_uid: f.uid}) "
@@ -152,7 +154,7 @@ class ViewReads(abc.ABC):
             found.append(OverlayInfo(
                 repo_name, ref, base, kind, float(created or 0.0),
                 None if last is None else float(last), int(files), int(deleted),
-                int(symbols[0][0]) if symbols else 0,
+                int(symbols[0][0]) if symbols else 0, None if closed is None else float(closed),
             ))  # fmt: skip
         return found
 
