@@ -355,6 +355,18 @@ def query_service() -> dict[str, Any]:
                 "ops",
                 width=8,
             ),
+            panel(
+                "Overlays held (workspaces, branches)",
+                [("sum by (kind) (patchstream_overlays)", "{{kind}}")],
+                "short",
+                width=8,
+            ),
+            panel(
+                "Files held by overlays",
+                [("sum by (kind) (patchstream_overlay_files)", "{{kind}}")],
+                "short",
+                width=8,
+            ),
         ],
         tenant=False,
     )

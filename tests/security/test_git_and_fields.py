@@ -167,6 +167,10 @@ def _event(**fields: object) -> PatchEvent:
         {"workspace": "w/../../x"},
         {"commit": "--output=/tmp/x"},
         {"batch_id": "b\x00"},
+        {"base_ref": "--upload-pack=x"},
+        {"base_ref": "main..x"},
+        {"base_ref": "main\n"},
+        {"base_ref": "main~agent"},
     ],
 )
 def test_event_fields_with_control_characters_or_traversal_are_refused(
@@ -204,3 +208,14 @@ def test_nested_json_and_oversized_read_tokens_are_refused() -> None:
     assert len(parse_read_token(make_read_token(events))[1]) == 30
     with pytest.raises(ContractError, match="at most 10"):
         parse_read_token(make_read_token(events), max_writes=10)
+
+
+def test_a_merge_base_never_takes_an_option_or_a_name(tmp_path: Path) -> None:
+    from patchstream.producers.git_mirror import Mirror
+
+    mirror = Mirror(tmp_path, "acme", "shop", "file:///nowhere")
+    for hostile in ("--output=/tmp/pwned", "HEAD", "main", "a" * 39, "0" * 40 + "\n"):
+        with pytest.raises(ContractError):
+            mirror.merge_base(hostile, "0" * 40)
+        with pytest.raises(ContractError):
+            mirror.merge_base("0" * 40, hostile)

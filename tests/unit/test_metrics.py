@@ -122,3 +122,20 @@ def test_worker_processes_share_one_view_in_multiprocess_mode(tmp_path: Path) ->
     lag = ("patchstream_consumer_lag_messages", (("group", "g"), ("partition", "0"),
                                                 ("topic", "t")))  # fmt: skip
     assert samples[lag] == 95  # a gauge: the most recent write, not a sum
+
+
+def test_overlay_gauges_count_overlays_and_their_files_by_kind() -> None:
+    from patchstream.stores.overlays import OverlayInfo
+
+    metrics = Metrics("query")
+    held = [OverlayInfo("shop", "main~a", "main", "workspace", 0.0, None, 2, 1, 9),
+            OverlayInfo("shop", "main~b", "main", "workspace", 0.0, None, 1, 0, 3),
+            OverlayInfo("shop", "feature", "main", "branch", 0.0, None, 5, 2, 40)]  # fmt: skip
+    metrics.overlays_held(held)
+    samples = _samples(metrics)
+    assert samples[("patchstream_overlays", (("kind", "workspace"),))] == 2
+    assert samples[("patchstream_overlay_files", (("kind", "workspace"),))] == 4
+    assert samples[("patchstream_overlays", (("kind", "branch"),))] == 1
+    assert samples[("patchstream_overlay_files", (("kind", "branch"),))] == 7
+    metrics.overlays_held([])  # all dropped: the gauges go back to zero
+    assert _samples(metrics)[("patchstream_overlays", (("kind", "branch"),))] == 0
