@@ -34,6 +34,7 @@ VARIANTS = [
         "from pkg.b import Base\n\n\nclass Job(Base):\n    def run(self):\n        return 1\n",
         "from pkg.b import Base\n\n\nclass Job(Base):\n    pass\n\n\ndef go():\n"
         "    return Job().run()\n",
+        "from pkg.b import Base\n\n\nclass Job(Base):\n    pass\n\n\nclass Deep(Job):\n    pass\n",
     ],
     [
         "from pkg.c import Job\n\n\ndef start(j: Job):\n    return j.run()\n",
@@ -41,13 +42,15 @@ VARIANTS = [
         "from pkg.a import main\n\n\ndef again():\n    return main()\n",
         # ``run`` through a subclass in another file that may or may not define it.
         "from pkg.c import Job\n\n\ndef later():\n    j = Job()\n    return j.run()\n",
+        # Two levels below ``Base``: ``Deep`` inherits ``run`` through ``Job``.
+        "from pkg.c import Deep\n\n\ndef deepest():\n    d = Deep()\n    return d.run()\n",
     ],
 ]
 WORKSPACE = "agent-7"
 
-base_files = st.dictionaries(st.integers(0, len(PATHS) - 1), st.integers(0, 3))
+base_files = st.dictionaries(st.integers(0, len(PATHS) - 1), st.integers(0, 4))
 overlay_ops = st.lists(
-    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-1, 3)), min_size=1, max_size=6
+    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-1, 4)), min_size=1, max_size=6
 )
 
 
@@ -93,6 +96,7 @@ def _ids_and_names(graph: CypherGraphStore, *tenants: str) -> tuple[set[str], se
 # Each walk the view rebuilds, once for sure: a base caller through a subclass of another
 # file, an override across files, a rename in the overlay, a delete in the overlay.
 @example(base={1: 0, 2: 1, 3: 3}, ops=[(0, 0)], seed=0)
+@example(base={1: 0, 2: 2, 3: 4}, ops=[(0, 0)], seed=4)
 @example(base={1: 0, 2: 0, 3: 0}, ops=[(2, 1), (0, 0)], seed=1)
 @example(base={0: 0, 1: 0, 3: 1}, ops=[(1, 1)], seed=2)
 @example(base={0: 0, 1: 0, 2: 0, 3: 2}, ops=[(0, -1), (2, 1)], seed=3)

@@ -205,7 +205,7 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             params = {"frontier": frontier, "tenant": tenant, "cap": room + len(seen)}
             rows = self._read(
                 tenant,
-                f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) MATCH {step} "
+                f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
                 "WHERE n.tenant = $tenant RETURN DISTINCT n.uid, properties(n) LIMIT $cap",
                 params,
             )

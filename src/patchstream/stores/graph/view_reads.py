@@ -27,6 +27,7 @@ from patchstream.stores.graph.statements import UPSERT_OVERLAY
 from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, split_workspace
 
 Props = dict[str, Any]
+Pair = tuple[str, str, Props]  # (from uid, to uid, to props)
 _CALLS = ("CALLS", "INSTANTIATES")
 _OVERLAY_CACHE_S = 5.0  # how long "is this branch an overlay, and of what" is remembered
 
@@ -204,19 +205,22 @@ class ViewReads(abc.ABC):
         return [symbol_from_props(r[0]) for r in rows]
 
     # -- one hop --------------------------------------------------------------------------
+    # Each primitive answers for a whole frontier in one or two queries and says which
+    # member each row came from: (from uid, to uid, to props).
 
-    def _local(self, view: View, uids: list[str], types: str, inbound: bool) -> list[list[Any]]:
+    def _local(self, view: View, uids: list[str], types: str, inbound: bool) -> list[Pair]:
+        if not uids:
+            return []
         step = f"(t)<-[r:{types}]-(n:Symbol)" if inbound else f"(t)-[r:{types}]->(n:Symbol)"
-        return self._read(
+        rows = self._read(
             view.tenant,
-            f"UNWIND $uids AS uid MATCH (t:Symbol {{uid: uid}}) MATCH {step} "
-            "WHERE r.via IS NULL RETURN DISTINCT n.uid, properties(n)",
+            f"UNWIND $uids AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
+            "WHERE r.via IS NULL RETURN DISTINCT t.uid, n.uid, properties(n)",
             {"uids": uids},
         )
+        return [(r[0], r[1], r[2]) for r in rows]
 
-    def _referrers(
-        self, view: View, targets: list[Props], types: tuple[str, ...]
-    ) -> list[list[Any]]:
+    def _referrers(self, view: View, targets: list[Props], types: tuple[str, ...]) -> list[Pair]:
         """Symbols (any layer) whose references of ``types`` want one of the targets' keys."""
         keys: dict[str, set[str]] = {}
         for target in targets:
@@ -227,18 +231,21 @@ class ViewReads(abc.ABC):
             return []
         rows = self._read(
             view.tenant,
-            "UNWIND $keys AS key MATCH (w:Want {uid: key})<-[r:REFERS]-(n:Symbol) "
-            "WHERE r.type IN $types RETURN DISTINCT n.uid, properties(n), key",
+            "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
+            "MATCH (w)<-[r:REFERS]-(n:Symbol) "
+            "WHERE r.type IN $types RETURN DISTINCT key, n.uid, properties(n)",
             {"keys": sorted(keys), "types": list(types)},
         )
-        return [row for row in rows if row[0] not in keys[row[2]]]
+        return [(t, r[1], r[2]) for r in rows for t in keys[r[0]] if t != r[1]]
 
-    def _referred(self, view: View, sources: list[str], types: tuple[str, ...]) -> list[list[Any]]:
+    def _referred(self, view: View, sources: list[str], types: tuple[str, ...]) -> list[Pair]:
         """What the sources' references of ``types`` find in the view."""
+        if not sources:
+            return []
         wants = self._read(
             view.tenant,
-            "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid})-[r:REFERS]->(w:Want) "
-            "WHERE r.type IN $types RETURN DISTINCT s.uid, w.uid",
+            "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) WITH s "
+            "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type IN $types RETURN DISTINCT s.uid, w.uid",
             {"uids": sources, "types": list(types)},
         )
         by_key: dict[str, set[str]] = {}
@@ -249,28 +256,33 @@ class ViewReads(abc.ABC):
             return []
         rows = self._read(
             view.tenant,
-            "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) RETURN t.uid, properties(t), key",
+            "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) RETURN key, t.uid, properties(t)",
             {"keys": sorted(by_key)},
         )
-        return [row for row in rows if by_key[row[2]] - {row[0]}]
+        return [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
+
+    def _seen(self, view: View, pairs: Iterable[Pair]) -> list[Pair]:
+        return [p for p in pairs if view.visible(p[2]["scope"], p[2]["path"])]
 
     def _hop(
         self, view: View, frontier: list[Props], types: tuple[str, ...], inbound: bool
-    ) -> list[tuple[str, Props]]:
+    ) -> list[Pair]:
         uids = [p["uid"] for p in frontier]
-        rows = self._local(view, uids, "|".join(types), inbound)
+        pairs = self._local(view, uids, "|".join(types), inbound)
         cross = tuple(t for t in types if t != "OVERRIDES")
-        rows += (
+        pairs += (
             self._referrers(view, frontier, cross) if inbound else self._referred(view, uids, cross)
         )
         if inbound and "OVERRIDES" in types:
-            rows += self._overriders(view, frontier)
-        return self._visible(view, rows)
+            pairs += self._overriders(view, frontier)
+        return self._seen(view, pairs)
 
     # -- inheritance ----------------------------------------------------------------------
 
     def _parents(self, view: View, members: list[Props]) -> dict[str, Props]:
         """member uid -> the symbol that defines it (same file: always visible with it)."""
+        if not members:
+            return {}
         rows = self._read(
             view.tenant,
             "UNWIND $uids AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(p:Symbol) "
@@ -279,106 +291,122 @@ class ViewReads(abc.ABC):
         )
         return {r[0]: r[1] for r in rows}
 
-    def _children(self, view: View, parents: list[Props]) -> dict[str, list[Props]]:
+    def _children(self, view: View, parents: Iterable[Props]) -> dict[str, list[Props]]:
+        uids = sorted({p["uid"] for p in parents})
+        if not uids:
+            return {}
         rows = self._read(
             view.tenant,
             "UNWIND $uids AS uid MATCH (p:Symbol {uid: uid})-[:DEFINES]->(c:Symbol) "
             "RETURN p.uid, properties(c)",
-            {"uids": [p["uid"] for p in parents]},
+            {"uids": uids},
         )
         out: dict[str, list[Props]] = {}
         for parent, child in rows:
             out.setdefault(parent, []).append(child)
         return out
 
-    def _inheritors(
-        self, view: View, classes: list[Props], cross_only: bool = False
-    ) -> list[tuple[str, Props]]:
-        """Classes inheriting from any of ``classes`` (one level)."""
-        rows = (
-            []
-            if cross_only
-            else self._local(view, [c["uid"] for c in classes], "INHERITS_FROM", True)
-        )
-        rows += self._referrers(view, classes, ("INHERITS_FROM",))
-        return self._visible(view, rows)
-
-    def _ancestors(self, view: View, classes: list[Props], levels: int) -> list[Props]:
-        found: dict[str, Props] = {}
-        frontier = classes
+    def _lineage(self, view: View, classes: list[Props], up: bool, levels: int,
+                 cross_only: bool = False) -> dict[str, dict[str, Props]]:  # fmt: skip
+        """class uid -> the classes it inherits from (``up``) or that inherit from it, up to
+        ``levels`` levels, for every class at once."""
+        reach: dict[str, dict[str, Props]] = {c["uid"]: {} for c in classes}
+        frontier = {c["uid"]: ({c["uid"]}, c) for c in classes}  # uid -> (origins, props)
         for _ in range(levels):
             if not frontier:
                 break
-            uids = [c["uid"] for c in frontier]
-            rows = self._local(view, uids, "INHERITS_FROM", False)
-            rows += self._referred(view, uids, ("INHERITS_FROM",))
-            frontier = [p for uid, p in self._visible(view, rows) if uid not in found]
-            found.update((p["uid"], p) for p in frontier)
-        return list(found.values())
+            members = [props for _, props in frontier.values()]
+            uids = list(frontier)
+            if up:
+                pairs = self._local(view, uids, "INHERITS_FROM", False)
+                pairs += self._referred(view, uids, ("INHERITS_FROM",))
+            else:
+                pairs = [] if cross_only else self._local(view, uids, "INHERITS_FROM", True)
+                pairs += self._referrers(view, members, ("INHERITS_FROM",))
+            following: dict[str, tuple[set[str], Props]] = {}
+            for src, uid, props in self._seen(view, pairs):
+                for origin in frontier[src][0]:
+                    if uid not in reach[origin]:
+                        reach[origin][uid] = props
+                        following.setdefault(uid, (set(), props))[0].add(origin)
+            frontier = following
+        return reach
 
-    def _overriders(self, view: View, methods: list[Props]) -> list[list[Any]]:
+    def _overriders(self, view: View, methods: list[Props]) -> list[Pair]:
         """Cross-file overrides: a method of a class (another file) that inherits directly
         from the method's class and has its name."""
         parents = self._parents(view, [m for m in methods if m.get("kind") == "function"])
-        rows: list[list[Any]] = []
+        heirs = self._lineage(view, list({p["uid"]: p for p in parents.values()}.values()),
+                              up=False, levels=1, cross_only=True)  # fmt: skip
+        kids = self._children(view, [h for found in heirs.values() for h in found.values()])
+        pairs: list[Pair] = []
         for method in methods:
             owner = parents.get(method["uid"])
-            if owner is None:
-                continue
-            heirs = [p for _, p in self._inheritors(view, [owner], cross_only=True)
-                     if p["file_uid"] != owner["file_uid"]]  # fmt: skip
-            for children in self._children(view, heirs).values():
-                rows += [[c["uid"], c] for c in children
-                         if c["name"] == method["name"] and c["kind"] == "function"]  # fmt: skip
-        return rows
+            for heir in heirs.get(owner["uid"], {}).values() if owner else ():
+                if heir["file_uid"] == owner["file_uid"]:  # type: ignore[index]
+                    continue
+                pairs += [(method["uid"], c["uid"], c) for c in kids.get(heir["uid"], [])
+                          if c["name"] == method["name"] and c["kind"] == "function"]  # fmt: skip
+        return pairs
 
-    def _inherited_callers(self, view: View, frontier: list[Props]) -> list[tuple[str, Props]]:
+    def _inherited_callers(self, view: View, frontier: list[Props]) -> list[Pair]:
         """The view's versions of the plain walks through subclasses, interfaces and Go's
-        structural interfaces (``statements.CALLERS_THROUGH_*``)."""
+        structural interfaces (``statements.CALLERS_THROUGH_*``), for the whole frontier."""
         parents = self._parents(view, frontier)
-        rows: list[list[Any]] = []
+        owners = list({p["uid"]: p for p in parents.values()}.values())
+        if not owners:
+            return []
+        below = self._lineage(view, owners, up=False, levels=3)
+        above = self._lineage(view, owners, up=True, levels=3)
+        interfaces = [a for found in above.values() for a in found.values()
+                      if a.get("kind") == "interface"]  # fmt: skip
+        kids = self._children(
+            view, [*owners, *interfaces, *(s for found in below.values() for s in found.values())]
+        )
+        go = self._go_interface_methods(view, [t for t in frontier if t.get("language") == "go"])
+        wanting: list[Props] = []
+        methods: list[Props] = []
         for target in frontier:
             owner = parents.get(target["uid"])
             if owner is None:
                 continue
-            rows += self._through_subclasses(view, target, owner)
-            ancestors = self._ancestors(view, [owner], 3)
-            interfaces = [a for a in ancestors if a.get("kind") == "interface"]
-            methods = [c for kids in self._children(view, interfaces).values() for c in kids
-                       if c["name"] == target["name"]]  # fmt: skip
-            if target.get("language") == "go":
-                methods += self._go_interface_methods(view, target, owner)
-            if methods:
-                rows += self._local(view, [m["uid"] for m in methods], "CALLS", True)
-                rows += self._referrers(view, methods, ("CALLS",))
-        return self._visible(view, rows)
+            name = target["name"]
+            wanting += [
+                {**sub, "uid": sub["uid"], "rkey": f"{sub['rkey']}.{name}"}
+                for sub in below[owner["uid"]].values()
+                if sub.get("rkey") and not any(c["name"] == name for c in kids.get(sub["uid"], []))
+            ]
+            methods += [c for i in above[owner["uid"]].values() if i.get("kind") == "interface"
+                        for c in kids.get(i["uid"], []) if c["name"] == name]  # fmt: skip
+            has = {c["name"] for c in kids.get(owner["uid"], [])}
+            methods += [m for m, needed in go.get(name, []) if needed <= has]
+        pairs = self._referrers(view, wanting, _CALLS)
+        unique = list({m["uid"]: m for m in methods}.values())
+        pairs += self._local(view, [m["uid"] for m in unique], "CALLS", True)
+        pairs += self._referrers(view, unique, ("CALLS",))
+        return self._seen(view, pairs)
 
-    def _through_subclasses(self, view: View, target: Props, owner: Props) -> list[list[Any]]:
-        subclasses: dict[str, Props] = {}
-        frontier = [owner]
-        for _ in range(3):
-            frontier = [p for uid, p in self._inheritors(view, frontier) if uid not in subclasses]
-            subclasses.update((p["uid"], p) for p in frontier)
-        own = self._children(view, list(subclasses.values()))
-        wanting = [
-            {**sub, "rkey": f"{sub['rkey']}.{target['name']}"}
-            for uid, sub in subclasses.items()
-            if sub.get("rkey") and not any(c["name"] == target["name"] for c in own.get(uid, []))
-        ]
-        return self._referrers(view, wanting, _CALLS)
-
-    def _go_interface_methods(self, view: View, target: Props, owner: Props) -> list[Props]:
+    def _go_interface_methods(self, view: View, targets: list[Props]
+                              ) -> dict[str, list[tuple[Props, set[str]]]]:  # fmt: skip
+        """name -> (an interface method of that name the view sees, the names its interface
+        declares), for the names of Go targets."""
+        names = sorted({t["name"] for t in targets})
+        if not names:
+            return {}
         rows = self._read(
             view.tenant,
-            "MATCH (m:Symbol {name: $name}) WHERE m.scope IN $scopes AND m.language = 'go' "
+            "UNWIND $names AS name MATCH (m:Symbol {name: name}) "
+            "WHERE m.scope IN $scopes AND m.language = 'go' "
             "MATCH (i:Symbol {kind: 'interface'})-[:DEFINES]->(m) "
             "MATCH (i)-[:DEFINES]->(wanted:Symbol) "
-            "RETURN m.uid, properties(m), collect(DISTINCT wanted.name)",
-            {"name": target["name"], "scopes": view.scopes},
+            "RETURN name, properties(m), collect(DISTINCT wanted.name)",
+            {"names": names, "scopes": view.scopes},
         )
-        has = {c["name"] for kids in self._children(view, [owner]).values() for c in kids}
-        return [p for uid, p in self._visible(view, [[r[0], r[1]] for r in rows
-                if set(r[2]) <= has])]  # fmt: skip
+        out: dict[str, list[tuple[Props, set[str]]]] = {}
+        for name, props, needed in rows:
+            if view.visible(props["scope"], props["path"]):
+                out.setdefault(name, []).append((props, set(needed)))
+        return out
 
     # -- walks ----------------------------------------------------------------------------
 
@@ -398,11 +426,11 @@ class ViewReads(abc.ABC):
         for level in range(1, depth + 1):
             if not frontier or len(found) >= self.max_walk_rows:
                 break
-            rows = self._hop(view, frontier, types, inbound)
+            pairs = self._hop(view, frontier, types, inbound)
             if inherited:
-                rows += self._inherited_callers(view, frontier)
+                pairs += self._inherited_callers(view, frontier)
             frontier = []
-            for uid, props in rows:
+            for _src, uid, props in pairs:
                 if uid in seen or len(found) >= self.max_walk_rows:
                     continue
                 seen.add(uid)
