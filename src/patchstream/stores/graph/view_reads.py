@@ -29,7 +29,12 @@ from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, sp
 Props = dict[str, Any]
 Pair = tuple[str, str, Props]  # (from uid, to uid, to props)
 _CALLS = ("CALLS", "INSTANTIATES")
+_INHERITING = ("class", "interface")
 _OVERLAY_CACHE_S = 5.0  # how long "is this branch an overlay, and of what" is remembered
+
+
+def _module_member(props: Props) -> bool:
+    return str(props.get("parent_id") or "::<module>").endswith("::<module>")
 
 
 def symbol_from_props(props: Props) -> StoredSymbol:
@@ -280,7 +285,10 @@ class ViewReads(abc.ABC):
     # -- inheritance ----------------------------------------------------------------------
 
     def _parents(self, view: View, members: list[Props]) -> dict[str, Props]:
-        """member uid -> the symbol that defines it (same file: always visible with it)."""
+        """member uid -> the symbol that defines it (same file: always visible with it).
+        A member of a module (most functions) is skipped without a query: a module neither
+        inherits nor is inherited from (Go, whose structural check reads any owner, aside)."""
+        members = [m for m in members if m.get("language") == "go" or not _module_member(m)]
         if not members:
             return {}
         rows = self._read(
@@ -336,8 +344,8 @@ class ViewReads(abc.ABC):
         """Cross-file overrides: a method of a class (another file) that inherits directly
         from the method's class and has its name."""
         parents = self._parents(view, [m for m in methods if m.get("kind") == "function"])
-        heirs = self._lineage(view, list({p["uid"]: p for p in parents.values()}.values()),
-                              up=False, levels=1, cross_only=True)  # fmt: skip
+        owners = {p["uid"]: p for p in parents.values() if p.get("kind") in _INHERITING}
+        heirs = self._lineage(view, list(owners.values()), up=False, levels=1, cross_only=True)
         kids = self._children(view, [h for found in heirs.values() for h in found.values()])
         pairs: list[Pair] = []
         for method in methods:
@@ -356,12 +364,17 @@ class ViewReads(abc.ABC):
         owners = list({p["uid"]: p for p in parents.values()}.values())
         if not owners:
             return []
-        below = self._lineage(view, owners, up=False, levels=3)
-        above = self._lineage(view, owners, up=True, levels=3)
+        # Only classes and interfaces take part in inheritance (a module never does).
+        classes = [o for o in owners if o.get("kind") in _INHERITING]
+        below = self._lineage(view, classes, up=False, levels=3)
+        above = self._lineage(view, classes, up=True, levels=3)
         interfaces = [a for found in above.values() for a in found.values()
                       if a.get("kind") == "interface"]  # fmt: skip
+        go_owners = [parents[t["uid"]] for t in frontier
+                     if t.get("language") == "go" and t["uid"] in parents]  # fmt: skip
         kids = self._children(
-            view, [*owners, *interfaces, *(s for found in below.values() for s in found.values())]
+            view,
+            [*go_owners, *interfaces, *(s for found in below.values() for s in found.values())],
         )
         go = self._go_interface_methods(view, [t for t in frontier if t.get("language") == "go"])
         wanting: list[Props] = []
@@ -373,10 +386,11 @@ class ViewReads(abc.ABC):
             name = target["name"]
             wanting += [
                 {**sub, "uid": sub["uid"], "rkey": f"{sub['rkey']}.{name}"}
-                for sub in below[owner["uid"]].values()
+                for sub in below.get(owner["uid"], {}).values()
                 if sub.get("rkey") and not any(c["name"] == name for c in kids.get(sub["uid"], []))
             ]
-            methods += [c for i in above[owner["uid"]].values() if i.get("kind") == "interface"
+            ancestors = above.get(owner["uid"], {}).values()
+            methods += [c for i in ancestors if i.get("kind") == "interface"
                         for c in kids.get(i["uid"], []) if c["name"] == name]  # fmt: skip
             has = {c["name"] for c in kids.get(owner["uid"], [])}
             methods += [m for m, needed in go.get(name, []) if needed <= has]
