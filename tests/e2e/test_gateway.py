@@ -258,6 +258,19 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
         timeout=70,
     ).json()
     assert waited["applied"] is True
+    # Into an agent workspace: the overlay holds the write, main never sees it.
+    code = "def in_workspace():\n    return 5\n"
+    with PatchClient(url, "agent-key") as client:
+        receipt = client.write_file("shop", "agent/ws_only.py", code, workspace="agent-1")
+    waited = httpx.get(
+        f"{gateway_stack.settings.query.url}/v1/wait",
+        params={"read_token": receipt["read_token"], "timeout": 60},
+        headers={"Authorization": "Bearer agent-key"},
+        timeout=70,
+    ).json()
+    assert waited["applied"] is True
+    assert _paths(gateway_stack, "main~agent-1") == {"agent/ws_only.py"}
+    assert "agent/ws_only.py" not in _paths(gateway_stack)
     # Claude Code's PostToolUse hook, as Claude Code runs it.
     (origin / "hooked.py").write_text("def written_by_claude():\n    return 3\n")
     hook_input = json.dumps({

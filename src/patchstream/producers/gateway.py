@@ -56,6 +56,9 @@ _SEEN_DELIVERIES = 10_000
 class Write(BaseModel):
     repo: str = Field(max_length=200)
     ref: str = Field(default="main", max_length=200)
+    workspace: str | None = Field(
+        default=None, max_length=200, description="write into this agent workspace over ref"
+    )
     path: str = Field(max_length=1024)
     op: Literal["upsert", "delete", "rename"] = "upsert"
     content: str | None = None
@@ -328,7 +331,8 @@ def create_gateway(
                                              f"limit per file is {max_file_bytes}")  # fmt: skip
             try:
                 events.append(PatchEvent(
-                    tenant=tenant, repo=write.repo, ref=write.ref, path=write.path, op=write.op,
+                    tenant=tenant, repo=write.repo, ref=write.ref, workspace=write.workspace,
+                    path=write.path, op=write.op,
                     content=write.content, old_path=write.old_path, version=version + index,
                     source="agent", actor=write.actor, session_id=write.session_id,
                     run_id=write.run_id,

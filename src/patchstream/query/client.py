@@ -35,11 +35,12 @@ class QueryClient:
             raise QueryServiceError(f"{response.status_code}: {response.text}")
         return None if response.status_code == 204 else response.json()
 
-    def resolve(self, name_or_id: str, repo: str | None = None) -> str:
+    def resolve(self, name_or_id: str, repo: str | None = None, ref: str | None = None) -> str:
         """A symbol id for a name (the first match) or an id as given."""
         if "::" in name_or_id:
             return name_or_id
-        params = {"name": name_or_id, **({"repo": repo} if repo else {})}
+        params = {"name": name_or_id, **({"repo": repo} if repo else {}),
+                  **({"ref": ref} if repo and ref else {})}  # fmt: skip
         symbols = self.call("GET", "/v1/symbols", params=params)["symbols"]
         if not symbols:
             raise QueryServiceError(f"no symbol named {name_or_id!r}")

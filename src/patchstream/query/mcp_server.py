@@ -28,10 +28,16 @@ def create_mcp_server(settings: Settings) -> MCPServer:
 
     @server.tool()
     def search_code(
-        query: str, repo: str | None = None, path_prefix: str | None = None, limit: int = 10
+        query: str,
+        repo: str | None = None,
+        path_prefix: str | None = None,
+        limit: int = 10,
+        ref: str | None = None,
     ) -> dict[str, Any]:
-        """Hybrid search (dense + BM25) over code and docs; returns chunks with provenance."""
-        body = {"query": query, "repo": repo, "path_prefix": path_prefix, "limit": limit}
+        """Hybrid search (dense + BM25) over code and docs; returns chunks with provenance.
+        ``ref`` may name a branch or your workspace (``main~<workspace>``; needs ``repo``)."""
+        body = {"query": query, "repo": repo, "path_prefix": path_prefix, "limit": limit,
+                "ref": ref}  # fmt: skip
         return dict(client.call("POST", "/v1/search", json=body))
 
     @server.tool()
@@ -41,13 +47,15 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         repo: str | None = None,
         session: str | None = None,
         run: str | None = None,
+        ref: str = "main",
     ) -> dict[str, Any]:
         """Token-budgeted context for a task: the session's working state first, then entry
-        code, callers/callees signatures, docs."""
+        code, callers/callees signatures, docs. ``ref``: a branch or ``main~<workspace>``."""
         body = {
             "query": query,
             "budget_tokens": budget_tokens,
             "repo": repo,
+            "ref": ref,
             "session": session,
             "run": run,
         }
@@ -87,24 +95,35 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         )
 
     @server.tool()
-    def find_callers(symbol: str, depth: int = 1, repo: str | None = None) -> dict[str, Any]:
-        """Who calls SYMBOL (a name or an id), up to depth 2."""
-        return dict(client.walk("callers", client.resolve(symbol, repo), min(depth, 2)))
+    def find_callers(
+        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main"
+    ) -> dict[str, Any]:
+        """Who calls SYMBOL (a name or an id), up to depth 2, in ``ref`` (a branch or
+        ``main~<workspace>``)."""
+        found = client.resolve(symbol, repo, ref)
+        return dict(client.walk("callers", found, min(depth, 2), ref))
 
     @server.tool()
-    def find_callees(symbol: str, depth: int = 1, repo: str | None = None) -> dict[str, Any]:
-        """What SYMBOL calls, up to depth 2."""
-        return dict(client.walk("callees", client.resolve(symbol, repo), min(depth, 2)))
+    def find_callees(
+        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main"
+    ) -> dict[str, Any]:
+        """What SYMBOL calls, up to depth 2, in ``ref``."""
+        found = client.resolve(symbol, repo, ref)
+        return dict(client.walk("callees", found, min(depth, 2), ref))
 
     @server.tool()
-    def impact_of_change(symbol: str, depth: int = 3, repo: str | None = None) -> dict[str, Any]:
-        """Every transitive caller and overrider of SYMBOL: what a signature change breaks."""
-        return dict(client.walk("impact", client.resolve(symbol, repo), min(depth, 5)))
+    def impact_of_change(
+        symbol: str, depth: int = 3, repo: str | None = None, ref: str = "main"
+    ) -> dict[str, Any]:
+        """Every transitive caller and overrider of SYMBOL in ``ref``: what a signature
+        change breaks."""
+        found = client.resolve(symbol, repo, ref)
+        return dict(client.walk("impact", found, min(depth, 5), ref))
 
     @server.tool()
-    def get_symbol(symbol: str, repo: str | None = None) -> dict[str, Any]:
-        """A symbol's signature, docstring, location and parent."""
-        return dict(client.symbol(client.resolve(symbol, repo)))
+    def get_symbol(symbol: str, repo: str | None = None, ref: str = "main") -> dict[str, Any]:
+        """A symbol's signature, docstring, location and parent, in ``ref``."""
+        return dict(client.symbol(client.resolve(symbol, repo, ref), ref))
 
     @server.tool()
     def freshness(repo: str, ref: str = "main") -> dict[str, Any]:
