@@ -20,13 +20,18 @@ class PatchClientError(PatchstreamError):
 
 
 class PatchClient:
-    def __init__(self, url: str, api_key: str, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, api_key: str, timeout_s: float = 10.0, workspace: str | None = None
+    ) -> None:
         self.http = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s
         )
+        self.workspace = workspace  # writes go to this agent workspace unless a write says
 
     def write(self, writes: list[dict[str, Any]]) -> dict[str, Any]:
         """Publish several writes at once; returns ``event_ids`` and a ``read_token``."""
+        if self.workspace is not None:
+            writes = [{"workspace": self.workspace, **w} for w in writes]
         try:
             response = self.http.post("/v1/patches", json={"writes": writes})
         except httpx.TransportError as exc:

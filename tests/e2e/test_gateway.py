@@ -286,6 +286,21 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
                           timeout=30)  # fmt: skip
     assert done.returncode == 0 and "published 1 write" in done.stderr
     wait_for(lambda: "hooked.py" in _paths(gateway_stack), what="hooked write")
+    # In a linked worktree (an agent's own copy), the write goes to its workspace.
+    worktree = origin.parent / "shop-agent-wt"
+    git(origin, "worktree", "add", "-q", "-b", "agent-wt", str(worktree))
+    (worktree / "wt_only.py").write_text("def from_worktree():\n    return 4\n")
+    in_worktree = json.dumps({
+        "session_id": "cc-2", "tool_name": "Write", "cwd": str(worktree),
+        "tool_input": {"file_path": "wt_only.py", "content": "..."},
+    })  # fmt: skip
+    done = subprocess.run(command, input=in_worktree, env=env, capture_output=True, text=True,
+                          timeout=30)  # fmt: skip
+    assert done.returncode == 0 and "published 1 write" in done.stderr, done.stderr
+    wait_for(lambda: "wt_only.py" in _paths(gateway_stack, "main~agent-wt"), what="worktree")
+    assert "wt_only.py" not in _paths(gateway_stack)
+    git(origin, "worktree", "remove", "--force", str(worktree))
+    git(origin, "branch", "-q", "-D", "agent-wt")
     # `patchstream emit` goes through the gateway when one is configured.
     emitted = subprocess.run(
         [sys.executable, "-m", "patchstream.cli.main", "emit", "--repo", "shop", "--path",

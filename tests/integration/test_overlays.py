@@ -47,10 +47,11 @@ VARIANTS = [
     ],
 ]
 WORKSPACE = "agent-7"
+MOVED = "pkg/moved.py"  # where a renamed file goes
 
 base_files = st.dictionaries(st.integers(0, len(PATHS) - 1), st.integers(0, 4))
 overlay_ops = st.lists(
-    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-1, 4)), min_size=1, max_size=6
+    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-2, 4)), min_size=1, max_size=6
 )
 
 
@@ -94,29 +95,37 @@ def _ids_and_names(graph: CypherGraphStore, *tenants: str) -> tuple[set[str], se
 )
 @given(base=base_files, ops=overlay_ops, seed=st.integers(0, 2**16))
 # Each walk the view rebuilds, once for sure: a base caller through a subclass of another
-# file, an override across files, a rename in the overlay, a delete in the overlay.
+# file, an override across files, a function renamed, a file deleted, files renamed.
 @example(base={1: 0, 2: 1, 3: 3}, ops=[(0, 0)], seed=0)
 @example(base={1: 0, 2: 2, 3: 4}, ops=[(0, 0)], seed=4)
 @example(base={1: 0, 2: 0, 3: 0}, ops=[(2, 1), (0, 0)], seed=1)
 @example(base={0: 0, 1: 0, 3: 1}, ops=[(1, 1)], seed=2)
 @example(base={0: 0, 1: 0, 2: 0, 3: 2}, ops=[(0, -1), (2, 1)], seed=3)
+@example(base={0: 0, 1: 0, 2: 0, 3: 0}, ops=[(1, -2), (2, -2)], seed=5)
 def test_an_overlay_reads_as_a_clean_index_of_its_merge(
     graph: CypherGraphStore, base: dict[int, int], ops: list[tuple[int, int]], seed: int
 ) -> None:
     layered, merged, plain = (f"{k}{uuid.uuid4().hex[:10]}" for k in "lmp")
     base_deltas = [upsert(layered, PATHS[p], _text(p, v), 1) for p, v in sorted(base.items())]
-    overlay = [
-        delete(layered, PATHS[p], 10 + i, workspace=WORKSPACE)
-        if v < 0
-        else upsert(layered, PATHS[p], _text(p, v), 10 + i, workspace=WORKSPACE)
-        for i, (p, v) in enumerate(ops)
-    ]
+    # The overlay's edits in order (upsert, delete, or a file renamed to MOVED), and what the
+    # merge holds after them.
+    state = {PATHS[p]: _text(p, v) for p, v in base.items()}
+    overlay: list[FileDelta] = []
+    for i, (p, v) in enumerate(ops):
+        path, version = PATHS[p], 10 + i
+        if v >= 0:
+            state[path] = _text(p, v)
+            overlay.append(upsert(layered, path, state[path], version, workspace=WORKSPACE))
+        elif v == -1:
+            state.pop(path, None)
+            overlay.append(delete(layered, path, version, workspace=WORKSPACE))
+        elif path in state:  # a rename: the old path deleted, the content at the new one
+            state[MOVED] = state.pop(path)
+            overlay.append(delete(layered, path, version, workspace=WORKSPACE))
+            overlay.append(upsert(layered, MOVED, state[MOVED], version, workspace=WORKSPACE))
     random.Random(seed).shuffle(overlay)  # any delivery order
     _apply(graph, base_deltas + overlay)
-    final = dict(base)
-    for p, v in ops:
-        final[p] = v
-    _apply(graph, [upsert(merged, PATHS[p], _text(p, v), 1) for p, v in final.items() if v >= 0])
+    _apply(graph, [upsert(merged, path, text, 1) for path, text in state.items()])
     _apply(graph, [upsert(plain, PATHS[p], _text(p, v), 1) for p, v in base.items()])
     try:
         ids, names = _ids_and_names(graph, layered, merged)

@@ -22,6 +22,11 @@ def call(method: str, path: str, **kwargs: Any) -> Any:
         client.close()
 
 
+def view_ref(ref: str, workspace: str | None) -> str:
+    """The ref a read names: the branch, or its agent workspace ``ref~workspace``."""
+    return ref if workspace is None else f"{ref}~{workspace}"
+
+
 @click.group()
 def query() -> None:
     """Search the index, walk the code graph, assemble context."""
@@ -41,16 +46,18 @@ def _resolve(name_or_id: str, repo: str | None) -> str:
 @click.argument("text")
 @click.option("--repo", default=None)
 @click.option("--ref", default=None)
+@click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
 @click.option("--path-prefix", default=None)
 @click.option("--kind", default=None)
 @click.option("--limit", default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
 def search(
-    text: str, repo: str | None, ref: str | None, path_prefix: str | None, kind: str | None,
-    limit: int, as_json: bool,
+    text: str, repo: str | None, ref: str | None, workspace: str | None, path_prefix: str | None,
+    kind: str | None, limit: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Hybrid (dense + BM25, fused by RRF) search over code chunks."""
-    body = {"query": text, "limit": limit, "repo": repo, "ref": ref,
+    body = {"query": text, "limit": limit, "repo": repo,
+            "ref": view_ref(ref or "main", workspace) if workspace else ref,
             "path_prefix": path_prefix, "kind": kind}  # fmt: skip
     result = call("POST", "/v1/search", json=body)
     if as_json:
@@ -66,12 +73,16 @@ def _walk(kind: str) -> None:
     @click.argument("name_or_id")
     @click.option("--repo", default=None)
     @click.option("--ref", default="main", show_default=True)
+    @click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
     @click.option("--depth", default=1 if kind != "impact" else 3, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
-    def command(name_or_id: str, repo: str | None, ref: str, depth: int, as_json: bool) -> None:
+    def command(
+        name_or_id: str, repo: str | None, ref: str, workspace: str | None, depth: int,
+        as_json: bool,
+    ) -> None:  # fmt: skip
         symbol_id = _resolve(name_or_id, repo)
         result = call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
-                      params={"depth": depth, "ref": ref})  # fmt: skip
+                      params={"depth": depth, "ref": view_ref(ref, workspace)})  # fmt: skip
         if as_json:
             click.echo(json.dumps(result))
             return
@@ -96,15 +107,16 @@ for _kind in ("callers", "callees", "impact"):
 @click.option("--budget", default=None, type=int, help="Token budget (default from settings).")
 @click.option("--repo", default=None)
 @click.option("--ref", default="main", show_default=True)
+@click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
 @click.option("--session", default=None, help="Put this agent session's recent writes first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
 def context(
-    text: str, budget: int | None, repo: str | None, ref: str, session: str | None,
-    as_json: bool,
+    text: str, budget: int | None, repo: str | None, ref: str, workspace: str | None,
+    session: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Token-budgeted context for TEXT: entry code, callers/callees, semantic chunks."""
     body = {"query": text, "budget_tokens": budget or get_settings().query.default_budget_tokens,
-            "repo": repo, "ref": ref, "session": session}  # fmt: skip
+            "repo": repo, "ref": view_ref(ref, workspace), "session": session}  # fmt: skip
     result = call("POST", "/v1/context", json=body)
     if as_json:
         click.echo(json.dumps(result))

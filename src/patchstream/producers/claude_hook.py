@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +35,46 @@ class Skipped(Exception):  # noqa: N818 - a decision, reported on stderr
     """The hook chose not to publish a file; the message says why."""
 
 
-def _registered(file_path: Path, settings: Settings) -> tuple[str, Path]:
-    """(repository name, checkout root): only files of registered repositories are published."""
-    registered = load_registry(settings.gateway.config).find_by_path(file_path)
-    if registered is None or not registered.local_path:
-        raise Skipped(f"{file_path} is not in a registered repository (local_path)")
-    return registered.name, Path(registered.local_path)
+def _registered(file_path: Path, settings: Settings) -> tuple[str, Path, str | None]:
+    """(repository name, checkout root, workspace): only files of registered repositories are
+    published. A file in a linked git worktree of a registered checkout (``git worktree
+    add``, how parallel agents get their own copy) goes to the agent workspace named after
+    the worktree's branch, over the repository's default branch."""
+    registry = load_registry(settings.gateway.config)
+    registered = registry.find_by_path(file_path)
+    if registered is not None and registered.local_path:
+        return registered.name, Path(registered.local_path), None
+    worktree = _worktree_of(file_path)
+    if worktree is not None:
+        common_dir, root, branch = worktree
+        registered = registry.find_by_git_dir(common_dir)
+        if registered is not None:
+            return registered.name, root, branch
+    raise Skipped(f"{file_path} is not in a registered repository (local_path) or its worktrees")
+
+
+def _worktree_of(file_path: Path) -> tuple[Path, Path, str] | None:
+    """(common git dir, worktree root, workspace name from its branch) of a linked worktree."""
+    where = file_path.parent if not file_path.is_dir() else file_path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "--path-format=absolute", "--git-common-dir",
+             "--show-toplevel", "--abbrev-ref", "HEAD"],
+            capture_output=True, text=True, timeout=2, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or len(lines) != 3:
+        return None
+    common_dir, root, branch = Path(lines[0]).resolve(), Path(lines[1]).resolve(), lines[2]
+    # A workspace is a name: the branch's (the directory's when detached), with what names
+    # may not hold replaced.
+    raw = root.name if branch == "HEAD" else branch
+    name = re.sub(r"[^A-Za-z0-9._\-]", "-", raw).strip("-.").replace("..", "-")[:100]
+    return common_dir, root, name or "worktree"
 
 
 def _ignored_by_git(root: Path, relative: str) -> bool:
@@ -78,14 +113,14 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
     if not file_path.is_absolute():
         file_path = Path(payload.get("cwd") or ".") / file_path
     file_path = file_path.resolve()
-    repo, root = _registered(file_path, settings)
+    repo, root, workspace = _registered(file_path, settings)
     relative = file_path.relative_to(root.resolve()).as_posix()
     check_publishable(root, relative, file_path, settings.parsing.max_file_bytes)
     if not settings.gateway.url:
         raise RuntimeError("PATCHSTREAM_GATEWAY__URL is not set; the hook has nowhere to send")
     session = payload.get("session_id")
     with PatchClient(settings.gateway.url, settings.gateway.api_key.get_secret_value(),
-                     timeout_s=3.0) as client:  # fmt: skip
+                     timeout_s=3.0, workspace=workspace) as client:  # fmt: skip
         if not file_path.exists():
             return client.delete_file(repo, relative, session_id=session)
         content = file_path.read_bytes().decode("utf-8", errors="replace")

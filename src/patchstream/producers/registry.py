@@ -72,6 +72,14 @@ class Registry(BaseModel):
                 best = repo
         return best
 
+    def find_by_git_dir(self, common_dir: Path) -> RegisteredRepo | None:
+        """The registered repository whose checkout's git directory is ``common_dir`` (what
+        ``git rev-parse --git-common-dir`` names from any of its worktrees)."""
+        for repo in self.repos:
+            if repo.local_path and (Path(repo.local_path) / ".git").resolve() == common_dir:
+                return repo
+        return None
+
 
 def load_registry(path: str | None) -> Registry:
     if not path:
