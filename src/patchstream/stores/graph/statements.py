@@ -175,9 +175,10 @@ CALLERS_THROUGH_SUBCLASSES = (
 # callers of ``Item.price`` include the callers of the ``price`` of every interface that
 # ``Item`` implements or extends (up to three levels up).
 CALLERS_THROUGH_INTERFACES = (
-    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(:Symbol)"
-    "-[:INHERITS_FROM*1..3]->(i:Symbol {kind: 'interface'})-[:DEFINES]->(m:Symbol) "
-    "WHERE m.name = t.name WITH m "
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+    "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] WITH t, c "
+    "MATCH (c)-[:INHERITS_FROM*1..3]->(i:Symbol) WHERE i.kind = 'interface' WITH t, i "
+    "MATCH (i)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name WITH m "
     "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
     "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
 )
@@ -186,9 +187,9 @@ CALLERS_THROUGH_INTERFACES = (
 # of the branch whose methods include all of ``Store``'s. Callers of ``Memory.Put`` include
 # the callers of ``Store.Put`` when ``Memory`` has every method ``Store`` declares.
 CALLERS_THROUGH_GO_INTERFACES = (
-    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(c:Symbol) "
-    "WHERE t.language = 'go' "
-    "MATCH (m:Symbol {name: t.name}) WHERE m.scope = t.scope AND m.language = 'go' "
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WHERE t.language = 'go' WITH t "
+    "MATCH (t)<-[:DEFINES]-(c:Symbol) WITH t, c "
+    "MATCH (m:Symbol {name: t.name}) WHERE m.scope = t.scope AND m.language = 'go' WITH t, c, m "
     "MATCH (i:Symbol {kind: 'interface'})-[:DEFINES]->(m) "
     "MATCH (i)-[:DEFINES]->(wanted:Symbol) WITH t, c, m, collect(DISTINCT wanted.name) AS needed "
     "MATCH (c)-[:DEFINES]->(own:Symbol) WITH t, m, needed, collect(DISTINCT own.name) AS has "

@@ -266,6 +266,36 @@ class ViewReads(abc.ABC):
         )
         return [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
 
+    def _inbound(self, view: View, targets: list[Props], types: tuple[str, ...]) -> list[Pair]:
+        """``_local`` inbound and ``_referrers`` in one round trip (UNION ALL)."""
+        keys: dict[str, set[str]] = {}
+        for target in targets:
+            if target.get("rkey"):
+                for key in view.keys(target["rkey"]):
+                    keys.setdefault(key, set()).add(target["uid"])
+        uids = [t["uid"] for t in targets]
+        if not uids:
+            return []
+        rows = self._read(
+            view.tenant,
+            "UNWIND $uids AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+            f"MATCH (t)<-[r:{'|'.join(types)}]-(n:Symbol) WHERE r.via IS NULL "
+            "RETURN DISTINCT 'local' AS how, t.uid AS src, n.uid AS dst, properties(n) AS props "
+            "UNION ALL "
+            "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
+            "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $cross "
+            "RETURN DISTINCT 'key' AS how, key AS src, n.uid AS dst, properties(n) AS props",
+            {"uids": uids, "keys": sorted(keys),
+             "cross": [t for t in types if t != "OVERRIDES"]},
+        )  # fmt: skip
+        pairs: list[Pair] = []
+        for how, src, dst, props in rows:
+            if how == "local":
+                pairs.append((src, dst, props))
+            else:
+                pairs += [(t, dst, props) for t in keys[src] if t != dst]
+        return pairs
+
     def _seen(self, view: View, pairs: Iterable[Pair]) -> list[Pair]:
         return [p for p in pairs if view.visible(p[2]["scope"], p[2]["path"])]
 
@@ -273,11 +303,12 @@ class ViewReads(abc.ABC):
         self, view: View, frontier: list[Props], types: tuple[str, ...], inbound: bool
     ) -> list[Pair]:
         uids = [p["uid"] for p in frontier]
-        pairs = self._local(view, uids, "|".join(types), inbound)
-        cross = tuple(t for t in types if t != "OVERRIDES")
-        pairs += (
-            self._referrers(view, frontier, cross) if inbound else self._referred(view, uids, cross)
-        )
+        if inbound:
+            pairs = self._inbound(view, frontier, types)
+        else:
+            cross = tuple(t for t in types if t != "OVERRIDES")
+            pairs = self._local(view, uids, "|".join(types), False)
+            pairs += self._referred(view, uids, cross)
         if inbound and "OVERRIDES" in types:
             pairs += self._overriders(view, frontier)
         return self._seen(view, pairs)
@@ -328,9 +359,10 @@ class ViewReads(abc.ABC):
             if up:
                 pairs = self._local(view, uids, "INHERITS_FROM", False)
                 pairs += self._referred(view, uids, ("INHERITS_FROM",))
+            elif cross_only:
+                pairs = self._referrers(view, members, ("INHERITS_FROM",))
             else:
-                pairs = [] if cross_only else self._local(view, uids, "INHERITS_FROM", True)
-                pairs += self._referrers(view, members, ("INHERITS_FROM",))
+                pairs = self._inbound(view, members, ("INHERITS_FROM",))
             following: dict[str, tuple[set[str], Props]] = {}
             for src, uid, props in self._seen(view, pairs):
                 for origin in frontier[src][0]:
@@ -396,8 +428,7 @@ class ViewReads(abc.ABC):
             methods += [m for m, needed in go.get(name, []) if needed <= has]
         pairs = self._referrers(view, wanting, _CALLS)
         unique = list({m["uid"]: m for m in methods}.values())
-        pairs += self._local(view, [m["uid"] for m in unique], "CALLS", True)
-        pairs += self._referrers(view, unique, ("CALLS",))
+        pairs += self._inbound(view, unique, ("CALLS",))
         return self._seen(view, pairs)
 
     def _go_interface_methods(self, view: View, targets: list[Props]
