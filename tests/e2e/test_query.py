@@ -288,6 +288,12 @@ def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> N
         assert all("vat_rate" not in h["text"] and "ship_with" not in h["text"] for h in main_hits)
         context = client.post("/v1/context", json={**body, "budget_tokens": 2000}).json()
         assert "vat_rate" in " ".join(b["text"] for b in context["blocks"])
+        # Freshness counts the files the view reads: main's, one added, one deleted.
+        fresh = {ref: client.get("/v1/freshness", params={"repo": "billing", "ref": ref}).json()
+                 for ref in ("main", view)}  # fmt: skip
+        assert fresh["main"]["graph"]["files"] > 3
+        assert fresh[view]["graph"]["files"] == fresh["main"]["graph"]["files"]
+        assert fresh[view]["graph"]["last_version"] >= common["version"]
         # The overlay holds its three files only: one file's parse and write each.
         response = client.get("/v1/overlays", params={"repo": "billing"})
         assert response.status_code == 200, response.text

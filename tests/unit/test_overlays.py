@@ -3,8 +3,7 @@ its files with."""
 
 from __future__ import annotations
 
-from patchstream.indexing.run import merged_hashes
-from patchstream.stores.overlays import Layer, View, logical_key, split_workspace
+from patchstream.stores.overlays import Layer, View, logical_key, merged_hashes, split_workspace
 
 OVERLAY, BASE = "t|app|main~w", "t|app|main"
 VIEW = View("t", "app", "main~w", (Layer(OVERLAY, frozenset({"a.py", "gone.py"})),

@@ -9,7 +9,6 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.schemas.events import _NAME_PATTERN, PatchEvent, check_name
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.overlays import merged_hashes
 from patchstream.streams.producer import EventPublisher
 
 log = logging.getLogger("patchstream.index")
@@ -109,24 +109,6 @@ class Progress:
     def close(self) -> None:
         for bar in self.bars:
             bar.close()
-
-
-def merged_hashes(
-    hashes: Callable[[str, str, str], dict[str, str]],
-    versions: Callable[[str, str, str], dict[str, int]],
-    tenant: str,
-    repo: str,
-    chain: list[str],
-) -> dict[str, str]:
-    """Path -> content hash of every live file a read of ``chain[0]`` sees: the base's,
-    then each overlay's over it (a path an overlay holds, live or deleted, replaces the
-    base's)."""
-    merged: dict[str, str] = {}
-    for ref in reversed(chain):
-        held = versions(tenant, repo, ref).keys() if len(chain) > 1 else ()
-        merged = {p: h for p, h in merged.items() if p not in held}
-        merged.update(hashes(tenant, repo, ref))
-    return merged
 
 
 async def index_directory(

@@ -16,6 +16,7 @@ from patchstream.query.read_tokens import PendingWrite
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
+from patchstream.stores.overlays import merged_hashes
 from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
 
 _CODE_KINDS = ("function", "class", "interface")
@@ -177,16 +178,24 @@ class QueryService:
         return copy.deepcopy(value)
 
     def _compute_freshness(self, tenant: str, repo: str, ref: str) -> dict[str, object]:
-        graph = self.graph.repo_version(tenant, repo, ref)
+        # An overlay is as fresh as its newest layer and holds what its reads see.
+        chain = self.graph.overlay_chain(tenant, repo, ref)
+        layers = [self.graph.repo_version(tenant, repo, name) for name in chain]
+        applied = [v.last_applied_at.timestamp() for v in layers if v.last_applied_at]
+        visible = (
+            len(
+                merged_hashes(self.graph.file_hashes, self.graph.file_versions, tenant, repo, chain)
+            )
+            if len(chain) > 1
+            else layers[0].files
+        )
         files, vector_last = self.vectors.last_applied(tenant, repo)
         now = time.time()
         return {
             "graph": {
-                "files": graph.files,
-                "last_version": graph.max_version,
-                "last_applied_at": graph.last_applied_at.timestamp()
-                if graph.last_applied_at
-                else None,
+                "files": visible,
+                "last_version": max(v.max_version for v in layers),
+                "last_applied_at": max(applied) if applied else None,
             },
             "vector": {"files": files, "last_applied_at": vector_last},
             "as_of": now,

@@ -10,6 +10,7 @@ reader sees.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 WORKSPACE_MARK = "~"
@@ -88,3 +89,21 @@ def split_workspace(ref: str) -> tuple[str, str | None]:
     """``main~agent-42`` -> (``main``, ``agent-42``); ``main`` -> (``main``, None)."""
     base, mark, workspace = ref.partition(WORKSPACE_MARK)
     return base, (workspace if mark else None)
+
+
+def merged_hashes(
+    hashes: Callable[[str, str, str], dict[str, str]],
+    versions: Callable[[str, str, str], dict[str, int]],
+    tenant: str,
+    repo: str,
+    chain: list[str],
+) -> dict[str, str]:
+    """Path -> content hash of every live file a read of ``chain[0]`` sees: the base's,
+    then each overlay's over it (a path an overlay holds, live or deleted, replaces the
+    base's)."""
+    merged: dict[str, str] = {}
+    for ref in reversed(chain):
+        held = versions(tenant, repo, ref).keys() if len(chain) > 1 else ()
+        merged = {p: h for p, h in merged.items() if p not in held}
+        merged.update(hashes(tenant, repo, ref))
+    return merged

@@ -17,20 +17,17 @@ callers' walks through subclasses, interfaces and Go's structural interfaces.
 from __future__ import annotations
 
 import abc
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from patchstream.stores.graph.base import Neighbor, StoredSymbol
-from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.graph.statements import UPSERT_OVERLAY
-from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, split_workspace
+from patchstream.stores.graph.overlay_registry import OverlayRegistry
+from patchstream.stores.overlays import View
 
 Props = dict[str, Any]
 Pair = tuple[str, str, Props]  # (from uid, to uid, to props)
 _CALLS = ("CALLS", "INSTANTIATES")
 _INHERITING = ("class", "interface")
-_OVERLAY_CACHE_S = 5.0  # how long "is this branch an overlay, and of what" is remembered
 
 
 def _module_member(props: Props) -> bool:
@@ -58,119 +55,11 @@ def symbol_from_props(props: Props) -> StoredSymbol:
     )
 
 
-class ViewReads(abc.ABC):
+class ViewReads(OverlayRegistry):
     max_walk_rows: int
 
     @abc.abstractmethod
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]: ...
-
-    # -- which layers -----------------------------------------------------------------------
-
-    def overlay_base(self, tenant: str, repo: str, ref: str) -> str | None:
-        """The ref ``ref`` is an overlay of: the part before ``~`` for a workspace, else the
-        base a branch overlay was declared with (None for a plain branch)."""
-        base, workspace = split_workspace(ref)
-        if workspace is not None:
-            return base
-        cache: dict[tuple[str, str, str], tuple[float, str | None]]
-        cache = self.__dict__.setdefault("_overlay_bases", {})
-        now = time.monotonic()
-        hit = cache.get((tenant, repo, ref))
-        # A branch becomes an overlay with its first write: "not one" is re-read soon.
-        if hit is not None and now - hit[0] < (_OVERLAY_CACHE_S if hit[1] else 1.0):
-            return hit[1]
-        rows = self._read(
-            tenant,
-            "MATCH (o:Overlay {uid: $uid}) RETURN o.base",
-            {"uid": scope_of(tenant, repo, ref)},
-        )
-        found = str(rows[0][0]) if rows and rows[0][0] else None
-        if len(cache) > 4096:
-            cache.clear()
-        cache[(tenant, repo, ref)] = (now, found)
-        return found
-
-    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]:
-        """``ref``, its base, the base's base... (one entry for a plain branch)."""
-        chain = [ref]
-        while len(chain) < MAX_LAYERS:
-            base = self.overlay_base(tenant, repo, chain[-1])
-            if base is None or base in chain:
-                break
-            chain.append(base)
-        return chain
-
-    def view(self, tenant: str, repo: str, ref: str) -> View | None:
-        """The layers a read of ``ref`` sees, or None when ``ref`` is a plain branch."""
-        if not tenant:
-            return None
-        chain = self.overlay_chain(tenant, repo, ref)
-        if len(chain) == 1:
-            return None
-        layers = [Layer(scope_of(tenant, repo, name), self._held_paths(tenant, repo, name))
-                  for name in chain[:-1]]  # fmt: skip
-        layers.append(Layer(scope_of(tenant, repo, chain[-1]), frozenset()))
-        return View(tenant, repo, ref, tuple(layers))
-
-    def _held_paths(self, tenant: str, repo: str, ref: str) -> frozenset[str]:
-        rows = self._read(
-            tenant,
-            "MATCH (f:Fence {scope: $scope}) RETURN f.path",
-            {"scope": scope_of(tenant, repo, ref)},
-        )
-        return frozenset(str(r[0]) for r in rows)
-
-    # -- the registry ---------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def _write(self, tenant: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> None: ...
-
-    def declare_overlay(self, tenant: str, repo: str, ref: str, base: str, kind: str) -> None:
-        """Register ``ref`` as an overlay of ``base`` (a workspace's first write does this
-        itself). Re-declaring moves nothing but the base."""
-        if split_workspace(base)[1] is not None and kind == "branch":
-            raise ValueError("a branch overlay's base is a branch, not a workspace")
-        props = {"tenant": tenant, "repo": repo, "ref": ref, "base": base, "kind": kind}
-        params = {"uid": scope_of(tenant, repo, ref), "now": time.time(), "props": props}
-        self._write(tenant, [(UPSERT_OVERLAY, params)])
-        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
-
-    def overlays(self, tenant: str, repo: str | None = None) -> list[OverlayInfo]:
-        """Every overlay of the tenant (or of one repository), with its size."""
-        if not tenant:
-            return []
-        rows = self._read(
-            tenant,
-            "MATCH (o:Overlay) WHERE o.tenant = $tenant AND ($repo IS NULL OR o.repo = $repo) "
-            "OPTIONAL MATCH (f:Fence {scope: o.uid}) "
-            "RETURN o.uid, o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
-            "o.closed_at, "
-            "sum(CASE WHEN f.deleted = false THEN 1 ELSE 0 END), "
-            "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END) ORDER BY o.repo, o.ref",
-            {"tenant": tenant, "repo": repo},
-        )
-        found = []
-        for uid, repo_name, ref, base, kind, created, last, closed, files, deleted in rows:
-            symbols = self._read(
-                tenant,
-                "MATCH (f:Fence {scope: $scope}) MATCH (s:Symbol {file_uid: f.uid}) "
-                "RETURN count(s)",
-                {"scope": uid},
-            )
-            found.append(OverlayInfo(
-                repo_name, ref, base, kind, float(created or 0.0),
-                None if last is None else float(last), int(files), int(deleted),
-                int(symbols[0][0]) if symbols else 0, None if closed is None else float(closed),
-            ))  # fmt: skip
-        return found
-
-    def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
-        """Remove the registration (the caller drops the overlay's rows with ``delete_ref``)."""
-        self._write(
-            tenant,
-            [("MATCH (o:Overlay {uid: $uid}) DELETE o", {"uid": scope_of(tenant, repo, ref)})],
-        )
-        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
 
     # -- symbols --------------------------------------------------------------------------
 
@@ -213,18 +102,6 @@ class ViewReads(abc.ABC):
     # Each primitive answers for a whole frontier in one or two queries and says which
     # member each row came from: (from uid, to uid, to props).
 
-    def _local(self, view: View, uids: list[str], types: str, inbound: bool) -> list[Pair]:
-        if not uids:
-            return []
-        step = f"(t)<-[r:{types}]-(n:Symbol)" if inbound else f"(t)-[r:{types}]->(n:Symbol)"
-        rows = self._read(
-            view.tenant,
-            f"UNWIND $uids AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
-            "WHERE r.via IS NULL RETURN DISTINCT t.uid, n.uid, properties(n)",
-            {"uids": uids},
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
-
     def _referrers(self, view: View, targets: list[Props], types: tuple[str, ...]) -> list[Pair]:
         """Symbols (any layer) whose references of ``types`` want one of the targets' keys."""
         keys: dict[str, set[str]] = {}
@@ -243,28 +120,39 @@ class ViewReads(abc.ABC):
         )
         return [(t, r[1], r[2]) for r in rows for t in keys[r[0]] if t != r[1]]
 
-    def _referred(self, view: View, sources: list[str], types: tuple[str, ...]) -> list[Pair]:
-        """What the sources' references of ``types`` find in the view."""
+    def _referred(
+        self, view: View, sources: list[str], types: tuple[str, ...], local: str | None = None
+    ) -> list[Pair]:
+        """What the sources' references of ``types`` find in the view; with ``local`` (edge
+        types), the sources' edges inside their files too, in the same first round trip."""
         if not sources:
             return []
-        wants = self._read(
-            view.tenant,
+        query = (
             "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) WITH s "
-            "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type IN $types RETURN DISTINCT s.uid, w.uid",
-            {"uids": sources, "types": list(types)},
+            "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type IN $types "
+            "RETURN DISTINCT 'key' AS how, s.uid AS src, w.uid AS dst, null AS props"
         )
+        if local:
+            query += (
+                " UNION ALL UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) WITH s "
+                f"MATCH (s)-[r:{local}]->(n:Symbol) WHERE r.via IS NULL "
+                "RETURN DISTINCT 'local' AS how, s.uid AS src, n.uid AS dst, properties(n) AS props"
+            )
+        rows = self._read(view.tenant, query, {"uids": sources, "types": list(types)})
+        pairs: list[Pair] = [(r[1], r[2], r[3]) for r in rows if r[0] == "local"]
+        wants = [(r[1], r[2]) for r in rows if r[0] == "key"]
         by_key: dict[str, set[str]] = {}
         for src, key in wants:
             for candidate in view.keys(key):
                 by_key.setdefault(candidate, set()).add(src)
         if not by_key:
-            return []
+            return pairs
         rows = self._read(
             view.tenant,
             "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) RETURN key, t.uid, properties(t)",
             {"keys": sorted(by_key)},
         )
-        return [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
+        return pairs + [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
 
     def _inbound(self, view: View, targets: list[Props], types: tuple[str, ...]) -> list[Pair]:
         """``_local`` inbound and ``_referrers`` in one round trip (UNION ALL)."""
@@ -307,8 +195,7 @@ class ViewReads(abc.ABC):
             pairs = self._inbound(view, frontier, types)
         else:
             cross = tuple(t for t in types if t != "OVERRIDES")
-            pairs = self._local(view, uids, "|".join(types), False)
-            pairs += self._referred(view, uids, cross)
+            pairs = self._referred(view, uids, cross, local="|".join(types))
         if inbound and "OVERRIDES" in types:
             pairs += self._overriders(view, frontier)
         return self._seen(view, pairs)
@@ -357,8 +244,7 @@ class ViewReads(abc.ABC):
             members = [props for _, props in frontier.values()]
             uids = list(frontier)
             if up:
-                pairs = self._local(view, uids, "INHERITS_FROM", False)
-                pairs += self._referred(view, uids, ("INHERITS_FROM",))
+                pairs = self._referred(view, uids, ("INHERITS_FROM",), local="INHERITS_FROM")
             elif cross_only:
                 pairs = self._referrers(view, members, ("INHERITS_FROM",))
             else:

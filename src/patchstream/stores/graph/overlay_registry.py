@@ -1,0 +1,132 @@
+"""Which refs are overlays, and of what: a mixin of ``CypherGraphStore``.
+
+A workspace ``main~agent-42`` is an overlay of ``main`` by its name; a branch is one when an
+``Overlay`` node says so (a write with ``base_ref``, ``index --base`` or ``POST
+/v1/overlays`` creates it). ``view`` turns a ref into the layers a read sees.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.graph.statements import UPSERT_OVERLAY
+from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, split_workspace
+
+_OVERLAY_CACHE_S = 5.0  # how long "is this branch an overlay, and of what" is remembered
+
+
+class OverlayRegistry(abc.ABC):
+    @abc.abstractmethod
+    def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]: ...
+
+    # -- which layers -----------------------------------------------------------------------
+
+    def overlay_base(self, tenant: str, repo: str, ref: str) -> str | None:
+        """The ref ``ref`` is an overlay of: the part before ``~`` for a workspace, else the
+        base a branch overlay was declared with (None for a plain branch)."""
+        base, workspace = split_workspace(ref)
+        if workspace is not None:
+            return base
+        cache: dict[tuple[str, str, str], tuple[float, str | None]]
+        cache = self.__dict__.setdefault("_overlay_bases", {})
+        now = time.monotonic()
+        hit = cache.get((tenant, repo, ref))
+        # A branch becomes an overlay with its first write: "not one" is re-read soon.
+        if hit is not None and now - hit[0] < (_OVERLAY_CACHE_S if hit[1] else 1.0):
+            return hit[1]
+        rows = self._read(
+            tenant,
+            "MATCH (o:Overlay {uid: $uid}) RETURN o.base",
+            {"uid": scope_of(tenant, repo, ref)},
+        )
+        found = str(rows[0][0]) if rows and rows[0][0] else None
+        if len(cache) > 4096:
+            cache.clear()
+        cache[(tenant, repo, ref)] = (now, found)
+        return found
+
+    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]:
+        """``ref``, its base, the base's base... (one entry for a plain branch)."""
+        chain = [ref]
+        while len(chain) < MAX_LAYERS:
+            base = self.overlay_base(tenant, repo, chain[-1])
+            if base is None or base in chain:
+                break
+            chain.append(base)
+        return chain
+
+    def view(self, tenant: str, repo: str, ref: str) -> View | None:
+        """The layers a read of ``ref`` sees, or None when ``ref`` is a plain branch."""
+        if not tenant:
+            return None
+        chain = self.overlay_chain(tenant, repo, ref)
+        if len(chain) == 1:
+            return None
+        layers = [Layer(scope_of(tenant, repo, name), self._held_paths(tenant, repo, name))
+                  for name in chain[:-1]]  # fmt: skip
+        layers.append(Layer(scope_of(tenant, repo, chain[-1]), frozenset()))
+        return View(tenant, repo, ref, tuple(layers))
+
+    def _held_paths(self, tenant: str, repo: str, ref: str) -> frozenset[str]:
+        rows = self._read(
+            tenant,
+            "MATCH (f:Fence {scope: $scope}) RETURN f.path",
+            {"scope": scope_of(tenant, repo, ref)},
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    # -- the registry ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _write(self, tenant: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> None: ...
+
+    def declare_overlay(self, tenant: str, repo: str, ref: str, base: str, kind: str) -> None:
+        """Register ``ref`` as an overlay of ``base`` (a workspace's first write does this
+        itself). Re-declaring moves nothing but the base."""
+        if split_workspace(base)[1] is not None and kind == "branch":
+            raise ValueError("a branch overlay's base is a branch, not a workspace")
+        props = {"tenant": tenant, "repo": repo, "ref": ref, "base": base, "kind": kind}
+        params = {"uid": scope_of(tenant, repo, ref), "now": time.time(), "props": props}
+        self._write(tenant, [(UPSERT_OVERLAY, params)])
+        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
+
+    def overlays(self, tenant: str, repo: str | None = None) -> list[OverlayInfo]:
+        """Every overlay of the tenant (or of one repository), with its size."""
+        if not tenant:
+            return []
+        rows = self._read(
+            tenant,
+            "MATCH (o:Overlay) WHERE o.tenant = $tenant AND ($repo IS NULL OR o.repo = $repo) "
+            "OPTIONAL MATCH (f:Fence {scope: o.uid}) "
+            "RETURN o.uid, o.repo, o.ref, o.base, o.kind, o.created_at, o.last_write_at, "
+            "o.closed_at, "
+            "sum(CASE WHEN f.deleted = false THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN f.deleted = true THEN 1 ELSE 0 END) ORDER BY o.repo, o.ref",
+            {"tenant": tenant, "repo": repo},
+        )
+        found = []
+        for uid, repo_name, ref, base, kind, created, last, closed, files, deleted in rows:
+            symbols = self._read(
+                tenant,
+                "MATCH (f:Fence {scope: $scope}) MATCH (s:Symbol {file_uid: f.uid}) "
+                "RETURN count(s)",
+                {"scope": uid},
+            )
+            found.append(OverlayInfo(
+                repo_name, ref, base, kind, float(created or 0.0),
+                None if last is None else float(last), int(files), int(deleted),
+                int(symbols[0][0]) if symbols else 0, None if closed is None else float(closed),
+            ))  # fmt: skip
+        return found
+
+    def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
+        """Remove the registration (the caller drops the overlay's rows with ``delete_ref``)."""
+        self._write(
+            tenant,
+            [("MATCH (o:Overlay {uid: $uid}) DELETE o", {"uid": scope_of(tenant, repo, ref)})],
+        )
+        self.__dict__.get("_overlay_bases", {}).pop((tenant, repo, ref), None)
