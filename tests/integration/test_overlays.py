@@ -102,6 +102,7 @@ def _ids_and_names(graph: CypherGraphStore, *tenants: str) -> tuple[set[str], se
 @example(base={0: 0, 1: 0, 3: 1}, ops=[(1, 1)], seed=2)
 @example(base={0: 0, 1: 0, 2: 0, 3: 2}, ops=[(0, -1), (2, 1)], seed=3)
 @example(base={0: 0, 1: 0, 2: 0, 3: 0}, ops=[(1, -2), (2, -2)], seed=5)
+@example(base={1: 0, 2: 0}, ops=[(0, 1)], seed=6)
 def test_an_overlay_reads_as_a_clean_index_of_its_merge(
     graph: CypherGraphStore, base: dict[int, int], ops: list[tuple[int, int]], seed: int
 ) -> None:

@@ -30,6 +30,12 @@ class FanOutGraph:
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
         return RepoVersion(1, 1, None)
 
+    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]:
+        return [ref]  # no overlays here
+
+    def view(self, tenant: str, repo: str, ref: str) -> None:
+        return None
+
     def file_sources(self, tenant: str, files: list[Any]) -> dict[Any, str]:
         self.sources_asked = len(files)
         return {}

@@ -30,8 +30,11 @@ _CALLS = ("CALLS", "INSTANTIATES")
 _INHERITING = ("class", "interface")
 
 
-def _module_member(props: Props) -> bool:
-    return str(props.get("parent_id") or "::<module>").endswith("::<module>")
+def _owned(members: list[Props]) -> list[Props]:
+    """The members whose owner can matter: not a module's (a module neither inherits nor is
+    inherited from), save in Go, whose structural check reads any owner."""
+    return [m for m in members if m.get("language") == "go"
+            or not str(m.get("parent_id") or "::<module>").endswith("::<module>")]  # fmt: skip
 
 
 def symbol_from_props(props: Props) -> StoredSymbol:
@@ -154,8 +157,13 @@ class ViewReads(OverlayRegistry):
         )
         return pairs + [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
 
-    def _inbound(self, view: View, targets: list[Props], types: tuple[str, ...]) -> list[Pair]:
-        """``_local`` inbound and ``_referrers`` in one round trip (UNION ALL)."""
+    def _inbound(
+        self, view: View, targets: list[Props], types: tuple[str, ...],
+        parents: dict[str, Props] | None = None,
+    ) -> list[Pair]:  # fmt: skip
+        """Edges into the targets inside their files and references to them from any file,
+        in one round trip (UNION ALL); with ``parents``, the targets' owners are filled in
+        on the way (see ``_parents``)."""
         keys: dict[str, set[str]] = {}
         for target in targets:
             if target.get("rkey"):
@@ -172,50 +180,44 @@ class ViewReads(OverlayRegistry):
             "UNION ALL "
             "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
             "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $cross "
-            "RETURN DISTINCT 'key' AS how, key AS src, n.uid AS dst, properties(n) AS props",
+            "RETURN DISTINCT 'key' AS how, key AS src, n.uid AS dst, properties(n) AS props "
+            "UNION ALL "
+            "UNWIND $owned AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+            "MATCH (t)<-[:DEFINES]-(p:Symbol) "
+            "RETURN 'parent' AS how, t.uid AS src, p.uid AS dst, properties(p) AS props",
             {"uids": uids, "keys": sorted(keys),
-             "cross": [t for t in types if t != "OVERRIDES"]},
+             "cross": [t for t in types if t != "OVERRIDES"],
+             "owned": [] if parents is None else [t["uid"] for t in _owned(targets)]},
         )  # fmt: skip
         pairs: list[Pair] = []
         for how, src, dst, props in rows:
             if how == "local":
                 pairs.append((src, dst, props))
-            else:
+            elif how == "key":
                 pairs += [(t, dst, props) for t in keys[src] if t != dst]
+            elif parents is not None:
+                parents[src] = props
         return pairs
 
     def _seen(self, view: View, pairs: Iterable[Pair]) -> list[Pair]:
         return [p for p in pairs if view.visible(p[2]["scope"], p[2]["path"])]
 
     def _hop(
-        self, view: View, frontier: list[Props], types: tuple[str, ...], inbound: bool
-    ) -> list[Pair]:
+        self, view: View, frontier: list[Props], types: tuple[str, ...], inbound: bool,
+        parents: dict[str, Props] | None = None,
+    ) -> list[Pair]:  # fmt: skip
         uids = [p["uid"] for p in frontier]
         if inbound:
-            pairs = self._inbound(view, frontier, types)
+            owners: dict[str, Props] = {} if parents is None else parents
+            pairs = self._inbound(view, frontier, types, owners)
+            if "OVERRIDES" in types:
+                pairs += self._overriders(view, frontier, owners)
         else:
             cross = tuple(t for t in types if t != "OVERRIDES")
             pairs = self._referred(view, uids, cross, local="|".join(types))
-        if inbound and "OVERRIDES" in types:
-            pairs += self._overriders(view, frontier)
         return self._seen(view, pairs)
 
     # -- inheritance ----------------------------------------------------------------------
-
-    def _parents(self, view: View, members: list[Props]) -> dict[str, Props]:
-        """member uid -> the symbol that defines it (same file: always visible with it).
-        A member of a module (most functions) is skipped without a query: a module neither
-        inherits nor is inherited from (Go, whose structural check reads any owner, aside)."""
-        members = [m for m in members if m.get("language") == "go" or not _module_member(m)]
-        if not members:
-            return {}
-        rows = self._read(
-            view.tenant,
-            "UNWIND $uids AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(p:Symbol) "
-            "RETURN t.uid, properties(p)",
-            {"uids": [m["uid"] for m in members]},
-        )
-        return {r[0]: r[1] for r in rows}
 
     def _children(self, view: View, parents: Iterable[Props]) -> dict[str, list[Props]]:
         uids = sorted({p["uid"] for p in parents})
@@ -232,8 +234,8 @@ class ViewReads(OverlayRegistry):
             out.setdefault(parent, []).append(child)
         return out
 
-    def _lineage(self, view: View, classes: list[Props], up: bool, levels: int,
-                 cross_only: bool = False) -> dict[str, dict[str, Props]]:  # fmt: skip
+    def _lineage(self, view: View, classes: list[Props], up: bool, levels: int
+                 ) -> dict[str, dict[str, Props]]:  # fmt: skip
         """class uid -> the classes it inherits from (``up``) or that inherit from it, up to
         ``levels`` levels, for every class at once."""
         reach: dict[str, dict[str, Props]] = {c["uid"]: {} for c in classes}
@@ -245,8 +247,6 @@ class ViewReads(OverlayRegistry):
             uids = list(frontier)
             if up:
                 pairs = self._referred(view, uids, ("INHERITS_FROM",), local="INHERITS_FROM")
-            elif cross_only:
-                pairs = self._referrers(view, members, ("INHERITS_FROM",))
             else:
                 pairs = self._inbound(view, members, ("INHERITS_FROM",))
             following: dict[str, tuple[set[str], Props]] = {}
@@ -258,27 +258,46 @@ class ViewReads(OverlayRegistry):
             frontier = following
         return reach
 
-    def _overriders(self, view: View, methods: list[Props]) -> list[Pair]:
+    def _overriders(self, view: View, methods: list[Props], parents: dict[str, Props]
+                    ) -> list[Pair]:  # fmt: skip
         """Cross-file overrides: a method of a class (another file) that inherits directly
-        from the method's class and has its name."""
-        parents = self._parents(view, [m for m in methods if m.get("kind") == "function"])
-        owners = {p["uid"]: p for p in parents.values() if p.get("kind") in _INHERITING}
-        heirs = self._lineage(view, list(owners.values()), up=False, levels=1, cross_only=True)
-        kids = self._children(view, [h for found in heirs.values() for h in found.values()])
-        pairs: list[Pair] = []
+        from the method's class and has its name, found in one query from the owners' keys."""
+        keys: dict[str, set[str]] = {}  # a key of an owning class -> its uid
         for method in methods:
             owner = parents.get(method["uid"])
-            for heir in heirs.get(owner["uid"], {}).values() if owner else ():
-                if heir["file_uid"] == owner["file_uid"]:  # type: ignore[index]
-                    continue
-                pairs += [(method["uid"], c["uid"], c) for c in kids.get(heir["uid"], [])
-                          if c["name"] == method["name"] and c["kind"] == "function"]  # fmt: skip
+            if method.get("kind") == "function" and owner and owner.get("kind") in _INHERITING:
+                for key in view.keys(owner["rkey"]) if owner.get("rkey") else ():
+                    keys.setdefault(key, set()).add(owner["uid"])
+        if not keys:
+            return []
+        rows = self._read(
+            view.tenant,
+            "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
+            "MATCH (w)<-[r:REFERS]-(c:Symbol) WHERE r.type = 'INHERITS_FROM' WITH key, c "
+            "MATCH (c)-[:DEFINES]->(m:Symbol) WHERE m.name IN $names AND m.kind = 'function' "
+            "RETURN DISTINCT key, properties(c), m.uid, properties(m)",
+            {"keys": sorted(keys), "names": sorted({m["name"] for m in methods})},
+        )
+        by_owner: dict[str, list[Props]] = {}
+        for method in methods:
+            owner = parents.get(method["uid"])
+            if owner is not None:
+                by_owner.setdefault(owner["uid"], []).append(method)
+        pairs: list[Pair] = []
+        for key, heir, uid, props in rows:
+            if not view.visible(heir["scope"], heir["path"]):
+                continue
+            for owner_uid in keys[key] - {heir["uid"]}:
+                pairs += [(m["uid"], uid, props) for m in by_owner.get(owner_uid, [])
+                          if m["name"] == props["name"]
+                          and parents[m["uid"]]["file_uid"] != heir["file_uid"]]  # fmt: skip
         return pairs
 
-    def _inherited_callers(self, view: View, frontier: list[Props]) -> list[Pair]:
+    def _inherited_callers(self, view: View, frontier: list[Props], parents: dict[str, Props]
+                           ) -> list[Pair]:  # fmt: skip
         """The view's versions of the plain walks through subclasses, interfaces and Go's
-        structural interfaces (``statements.CALLERS_THROUGH_*``), for the whole frontier."""
-        parents = self._parents(view, frontier)
+        structural interfaces (``statements.CALLERS_THROUGH_*``), for the whole frontier
+        (``parents``: the owners ``_hop`` read on its way)."""
         owners = list({p["uid"]: p for p in parents.values()}.values())
         if not owners:
             return []
@@ -357,9 +376,10 @@ class ViewReads(OverlayRegistry):
         for level in range(1, depth + 1):
             if not frontier or len(found) >= self.max_walk_rows:
                 break
-            pairs = self._hop(view, frontier, types, inbound)
+            parents: dict[str, Props] = {}
+            pairs = self._hop(view, frontier, types, inbound, parents)
             if inherited:
-                pairs += self._inherited_callers(view, frontier)
+                pairs += self._inherited_callers(view, frontier, parents)
             frontier = []
             for _src, uid, props in pairs:
                 if uid in seen or len(found) >= self.max_walk_rows:
