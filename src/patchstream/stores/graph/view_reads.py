@@ -30,6 +30,22 @@ _CALLS = ("CALLS", "INSTANTIATES")
 _INHERITING = ("class", "interface")
 
 
+# Cross-file overrides of the ``$methods``, in the view: a class of another file that
+# wants one of the layers' keys of the method's class as its base, and defines a function of
+# the method's name. A key is the layer's scope plus what follows the owner's own scope.
+_OVERRIDERS = (
+    "UNWIND $methods AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+    "MATCH (t)<-[:DEFINES]-(p:Symbol) WHERE p.kind IN ['class', 'interface'] "
+    "AND p.rkey IS NOT NULL WITH t, p, substring(p.rkey, size(p.scope) + 1) AS logical "
+    "UNWIND $scopes AS scope WITH t, p, scope + '|' + logical AS key "
+    "MATCH (w:Want {uid: key}) WITH t, p, w "
+    "MATCH (w)<-[r:REFERS]-(c:Symbol) WHERE r.type = 'INHERITS_FROM' "
+    "AND c.file_uid <> p.file_uid AND c.uid <> p.uid WITH t, c "
+    "MATCH (c)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name AND m.kind = 'function' "
+    "RETURN DISTINCT 'override' AS how, t.uid AS src, m.uid AS dst, properties(m) AS props"
+)
+
+
 def _owned(members: list[Props]) -> list[Props]:
     """The members whose owner can matter: not a module's (a module neither inherits nor is
     inherited from), save in Go, whose structural check reads any owner."""
@@ -184,14 +200,18 @@ class ViewReads(OverlayRegistry):
             "UNION ALL "
             "UNWIND $owned AS uid MATCH (t:Symbol {uid: uid}) WITH t "
             "MATCH (t)<-[:DEFINES]-(p:Symbol) "
-            "RETURN 'parent' AS how, t.uid AS src, p.uid AS dst, properties(p) AS props",
+            "RETURN 'parent' AS how, t.uid AS src, p.uid AS dst, properties(p) AS props "
+            "UNION ALL " + _OVERRIDERS,
             {"uids": uids, "keys": sorted(keys),
              "cross": [t for t in types if t != "OVERRIDES"],
-             "owned": [] if parents is None else [t["uid"] for t in _owned(targets)]},
+             "owned": [] if parents is None else [t["uid"] for t in _owned(targets)],
+             "methods": [t["uid"] for t in _owned(targets) if t.get("kind") == "function"]
+             if "OVERRIDES" in types else [],
+             "scopes": view.scopes},
         )  # fmt: skip
         pairs: list[Pair] = []
         for how, src, dst, props in rows:
-            if how == "local":
+            if how in ("local", "override"):
                 pairs.append((src, dst, props))
             elif how == "key":
                 pairs += [(t, dst, props) for t in keys[src] if t != dst]
@@ -208,10 +228,7 @@ class ViewReads(OverlayRegistry):
     ) -> list[Pair]:  # fmt: skip
         uids = [p["uid"] for p in frontier]
         if inbound:
-            owners: dict[str, Props] = {} if parents is None else parents
-            pairs = self._inbound(view, frontier, types, owners)
-            if "OVERRIDES" in types:
-                pairs += self._overriders(view, frontier, owners)
+            pairs = self._inbound(view, frontier, types, parents)
         else:
             cross = tuple(t for t in types if t != "OVERRIDES")
             pairs = self._referred(view, uids, cross, local="|".join(types))
@@ -257,41 +274,6 @@ class ViewReads(OverlayRegistry):
                         following.setdefault(uid, (set(), props))[0].add(origin)
             frontier = following
         return reach
-
-    def _overriders(self, view: View, methods: list[Props], parents: dict[str, Props]
-                    ) -> list[Pair]:  # fmt: skip
-        """Cross-file overrides: a method of a class (another file) that inherits directly
-        from the method's class and has its name, found in one query from the owners' keys."""
-        keys: dict[str, set[str]] = {}  # a key of an owning class -> its uid
-        for method in methods:
-            owner = parents.get(method["uid"])
-            if method.get("kind") == "function" and owner and owner.get("kind") in _INHERITING:
-                for key in view.keys(owner["rkey"]) if owner.get("rkey") else ():
-                    keys.setdefault(key, set()).add(owner["uid"])
-        if not keys:
-            return []
-        rows = self._read(
-            view.tenant,
-            "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
-            "MATCH (w)<-[r:REFERS]-(c:Symbol) WHERE r.type = 'INHERITS_FROM' WITH key, c "
-            "MATCH (c)-[:DEFINES]->(m:Symbol) WHERE m.name IN $names AND m.kind = 'function' "
-            "RETURN DISTINCT key, properties(c), m.uid, properties(m)",
-            {"keys": sorted(keys), "names": sorted({m["name"] for m in methods})},
-        )
-        by_owner: dict[str, list[Props]] = {}
-        for method in methods:
-            owner = parents.get(method["uid"])
-            if owner is not None:
-                by_owner.setdefault(owner["uid"], []).append(method)
-        pairs: list[Pair] = []
-        for key, heir, uid, props in rows:
-            if not view.visible(heir["scope"], heir["path"]):
-                continue
-            for owner_uid in keys[key] - {heir["uid"]}:
-                pairs += [(m["uid"], uid, props) for m in by_owner.get(owner_uid, [])
-                          if m["name"] == props["name"]
-                          and parents[m["uid"]]["file_uid"] != heir["file_uid"]]  # fmt: skip
-        return pairs
 
     def _inherited_callers(self, view: View, frontier: list[Props], parents: dict[str, Props]
                            ) -> list[Pair]:  # fmt: skip
