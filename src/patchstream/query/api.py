@@ -150,6 +150,7 @@ def create_api(
         if state["service"].memory is not None:
             state["service"].memory.on_decision = lambda o: metrics.memory_decisions.labels(o).inc()
         state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
+        metrics.overlays_held([])  # the gauges exist from the start; each sweep refreshes them
         tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run()),
                  asyncio.create_task(janitor.run())]  # fmt: skip
         yield

@@ -189,10 +189,10 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         if not tenant:
             return []
         depth = max(1, min(int(depth), MAX_DEPTH))
-        view = self.view(tenant, _repo_of(symbol_id), ref)
+        view, starts = self.view_with(tenant, _repo_of(symbol_id), ref, symbol_id)
         if view is not None:
             return self.view_walk(view, symbol_id, depth, tuple(types.split("|")), inbound,
-                                  inherited)  # fmt: skip
+                                  inherited, starts)  # fmt: skip
         step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
         start = f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}"
         seen = {start}

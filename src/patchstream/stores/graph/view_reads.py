@@ -344,15 +344,17 @@ class ViewReads(OverlayRegistry):
 
     def view_walk(
         self, view: View, symbol_id: str, depth: int, types: tuple[str, ...], inbound: bool,
-        inherited: bool = False,
+        inherited: bool = False, start: list[Props] | None = None,
     ) -> list[Neighbor]:  # fmt: skip
-        """Breadth first like ``CypherGraphStore._walk``, over the view."""
-        start = self._read(
-            view.tenant,
-            "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) RETURN s.uid, properties(s)",
-            {"uids": [f"{scope}|{symbol_id}" for scope in view.scopes]},
-        )
-        frontier = [p for _, p in self._visible(view, start)][:1]
+        """Breadth first like ``CypherGraphStore._walk``, over the view; ``start``: the
+        symbol's rows in the layers when ``view_with`` read them already."""
+        if start is None:
+            start = [r[1] for r in self._read(
+                view.tenant,
+                "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) RETURN s.uid, properties(s)",
+                {"uids": [f"{scope}|{symbol_id}" for scope in view.scopes]},
+            )]  # fmt: skip
+        frontier = [p for _, p in self._visible(view, [[p["uid"], p] for p in start])][:1]
         seen = {p["uid"] for p in frontier}
         found: list[Neighbor] = []
         for level in range(1, depth + 1):
