@@ -244,6 +244,17 @@ def test_bad_signatures_and_bodies_are_refused(gateway_stack: Supervisor, origin
     assert lab.status_code == 401
 
 
+def _waited(stack: Supervisor, token: str) -> dict[str, object]:
+    """The query service's answer to /v1/wait for a write's read token."""
+    response = httpx.get(
+        f"{stack.settings.query.url}/v1/wait",
+        params={"read_token": token, "timeout": 60},
+        headers={"Authorization": "Bearer agent-key"},
+        timeout=70,
+    )
+    return dict(response.json())
+
+
 def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin: Path) -> None:
     url = gateway_stack.settings.gateway.url
     with PatchClient(url, "agent-key") as client:
@@ -251,24 +262,12 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
                                     session_id="s-1")  # fmt: skip
         with pytest.raises(Exception, match="401"):
             PatchClient(url, "bad-key").write_file("shop", "x.py", "x = 1\n")
-    waited = httpx.get(
-        f"{gateway_stack.settings.query.url}/v1/wait",
-        params={"read_token": receipt["read_token"], "timeout": 60},
-        headers={"Authorization": "Bearer agent-key"},
-        timeout=70,
-    ).json()
-    assert waited["applied"] is True
+    assert _waited(gateway_stack, receipt["read_token"])["applied"] is True
     # Into an agent workspace: the overlay holds the write, main never sees it.
     code = "def in_workspace():\n    return 5\n"
     with PatchClient(url, "agent-key") as client:
         receipt = client.write_file("shop", "agent/ws_only.py", code, workspace="agent-1")
-    waited = httpx.get(
-        f"{gateway_stack.settings.query.url}/v1/wait",
-        params={"read_token": receipt["read_token"], "timeout": 60},
-        headers={"Authorization": "Bearer agent-key"},
-        timeout=70,
-    ).json()
-    assert waited["applied"] is True
+    assert _waited(gateway_stack, receipt["read_token"])["applied"] is True
     assert _paths(gateway_stack, "main~agent-1") == {"agent/ws_only.py"}
     assert "agent/ws_only.py" not in _paths(gateway_stack)
     # Claude Code's PostToolUse hook, as Claude Code runs it.

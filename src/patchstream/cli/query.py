@@ -9,6 +9,7 @@ from urllib.parse import quote
 import click
 
 from patchstream.query.client import QueryClient, QueryServiceError
+from patchstream.schemas.events import view_ref
 from patchstream.settings import get_settings
 
 
@@ -20,11 +21,6 @@ def call(method: str, path: str, **kwargs: Any) -> Any:
         raise click.ClickException(str(exc)) from exc
     finally:
         client.close()
-
-
-def view_ref(ref: str, workspace: str | None) -> str:
-    """The ref a read names: the branch, or its agent workspace ``ref~workspace``."""
-    return ref if workspace is None else f"{ref}~{workspace}"
 
 
 @click.group()

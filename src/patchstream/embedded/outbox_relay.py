@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
+from patchstream.schemas.events import view_ref
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -32,7 +33,7 @@ def split_applied(
     an index run's hundreds are read with two queries for the branch."""
     by_branch: dict[tuple[str, str, str], list[OutboxEntry]] = defaultdict(list)
     for entry in entries:
-        branch = entry.ref if entry.workspace is None else f"{entry.ref}~{entry.workspace}"
+        branch = view_ref(entry.ref, entry.workspace)
         by_branch[(entry.tenant, entry.repo, branch)].append(entry)
     done: set[int] = set()
     for (tenant, repo, branch), group in by_branch.items():

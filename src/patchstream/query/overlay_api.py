@@ -17,7 +17,7 @@ from typing import Annotated, Any, Self
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field, model_validator
 
-from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name
+from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name, view_ref
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.overlays import OverlayInfo, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -56,6 +56,9 @@ class OverlayService:
         not an overlay (a plain branch is never dropped here)."""
         if self.show(tenant, repo, ref) is None:
             return None
+        return self._drop(tenant, repo, ref)
+
+    def _drop(self, tenant: str, repo: str, ref: str) -> int:
         self.vectors.delete_ref(tenant, repo, ref)
         removed = self.graph.delete_ref(tenant, repo, ref)
         self.graph.forget_overlay(tenant, repo, ref)
@@ -74,7 +77,7 @@ class OverlayService:
             idle = overlay.kind == "workspace" and now - last > self.ttl_s
             closed = overlay.closed_at is not None and now - overlay.closed_at > self.grace_s
             if idle or closed:
-                self.drop(tenant, overlay.repo, overlay.ref)
+                self._drop(tenant, overlay.repo, overlay.ref)  # listed just now: no re-check
                 dropped.append(f"{overlay.repo}@{overlay.ref}")
             else:
                 kept.append(overlay)
@@ -122,7 +125,7 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
 
     @router.post("/v1/overlays", status_code=201)
     def declare(body: DeclareIn, tenant: Tenant) -> dict[str, Any]:
-        ref = body.ref if body.workspace is None else f"{body.ref}~{body.workspace}"
+        ref = view_ref(body.ref, body.workspace)
         try:
             found = overlays().declare(tenant, body.repo, ref, body.base or body.ref)
         except ValueError as exc:

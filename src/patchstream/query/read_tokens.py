@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from patchstream.errors import ContractError
 from patchstream.http_security import safe_json
-from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.events import PatchEvent, view_ref
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,6 @@ class PendingWrite:
     version: int
 
 
-def _view_ref(event: PatchEvent) -> str:
-    return event.ref if event.workspace is None else f"{event.ref}~{event.workspace}"
-
-
 def make_read_token(events: Iterable[PatchEvent]) -> str:
     events = list(events)
     if not events:
@@ -37,8 +33,10 @@ def make_read_token(events: Iterable[PatchEvent]) -> str:
     if len(tenants) != 1:
         raise ContractError("a read token covers one tenant")
     # A workspace's write is read back through its overlay (``main~agent-42``).
-    writes = [[e.repo, _view_ref(e), e.path, e.version] for e in events]
-    writes += [[e.repo, _view_ref(e), e.old_path, e.version] for e in events if e.old_path]
+    writes = [[e.repo, view_ref(e.ref, e.workspace), e.path, e.version] for e in events]
+    writes += [
+        [e.repo, view_ref(e.ref, e.workspace), e.old_path, e.version] for e in events if e.old_path
+    ]
     payload = json.dumps({"t": tenants.pop(), "w": writes}, separators=(",", ":"))
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 

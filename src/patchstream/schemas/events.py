@@ -157,7 +157,11 @@ def check_name(value: str) -> str:
     return value
 
 
+def view_ref(ref: str, workspace: str | None) -> str:
+    """The ref reads name: the branch, or its agent workspace overlay ``ref~workspace``."""
+    return ref if workspace is None else f"{ref}~{workspace}"
+
+
 def file_key(tenant: str, repo: str, ref: str, path: str, workspace: str | None = None) -> str:
     """``tenant/repo/ref/path``; a workspace overlay is ``ref~workspace``."""
-    scope = ref if workspace is None else f"{ref}~{workspace}"
-    return f"{tenant}/{repo}/{scope}/{path}"
+    return f"{tenant}/{repo}/{view_ref(ref, workspace)}/{path}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
 _MAX_PARTS = 8
@@ -16,8 +17,7 @@ _MAX_PARTS = 8
 
 def scope_of(tenant: str, repo: str, ref: str, workspace: str | None = None) -> str:
     """Names one branch (or workspace overlay) of one repository of one tenant."""
-    branch = ref if workspace is None else f"{ref}~{workspace}"
-    return f"{tenant}|{repo}|{branch}"
+    return f"{tenant}|{repo}|{view_ref(ref, workspace)}"
 
 
 def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Edge, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
@@ -231,7 +232,7 @@ def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:
     """The registration an overlay's write refreshes: a workspace's (over its ref) or a
     branch's (over ``base_ref``); a delete that closes the overlay marks it for the janitor."""
     if delta.workspace is not None:
-        name, base, kind = f"{delta.ref}~{delta.workspace}", delta.ref, "workspace"
+        name, base, kind = view_ref(delta.ref, delta.workspace), delta.ref, "workspace"
     elif delta.base_ref is not None and delta.base_ref != delta.ref:
         name, base, kind = delta.ref, delta.base_ref, "branch"
     else:

@@ -20,6 +20,7 @@ import abc
 from collections.abc import Iterable
 from typing import Any
 
+from patchstream.schemas.events import view_ref
 from patchstream.stores.graph.base import Neighbor, StoredSymbol
 from patchstream.stores.graph.overlay_registry import OverlayRegistry
 from patchstream.stores.overlays import View
@@ -60,9 +61,7 @@ def symbol_from_props(props: Props) -> StoredSymbol:
         name=props["name"],
         qualified_name=props["qualified_name"],
         repo=props["repo"],
-        ref=props["ref"]
-        if props.get("workspace") is None
-        else f"{props['ref']}~{props['workspace']}",
+        ref=view_ref(props["ref"], props.get("workspace")),
         path=props["path"],
         start_line=int(props["start_line"]),
         end_line=int(props["end_line"]),
