@@ -309,6 +309,15 @@ def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> N
         # Hostile refs are refused before any store is asked; a plain branch is never dropped.
         for bad in ("main~a~b", "main~../x", "main~\x00", "~main", "main~"):
             assert client.get(f"/v1/symbols/{tax}/callers", params={"ref": bad}).status_code == 422
+        for body_in in (
+            {"repo": "billing", "ref": "main", "workspace": "../x"},
+            {"repo": "billing", "ref": "main", "workspace": "w\x00"},
+            {"repo": "billing", "ref": "--upload-pack=x", "base": "main"},
+            {"repo": "billing", "ref": "main"},  # neither a workspace nor a base
+            {"repo": "billing", "ref": "f", "workspace": "w", "base": "main"},  # both
+            {"repo": "billing", "ref": "main", "base": "main"},  # a cycle
+        ):
+            assert client.post("/v1/overlays", json=body_in).status_code == 422, body_in
         assert client.delete("/v1/overlays", params={"repo": "billing", "ref": "main"}
                              ).status_code == 404  # fmt: skip
         dropped = client.delete("/v1/overlays", params={"repo": "billing", "ref": view}).json()
