@@ -43,7 +43,28 @@ _OVERRIDERS = (
     "MATCH (w)<-[r:REFERS]-(c:Symbol) WHERE r.type = 'INHERITS_FROM' "
     "AND c.file_uid <> p.file_uid AND c.uid <> p.uid WITH t, c "
     "MATCH (c)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name AND m.kind = 'function' "
-    "RETURN DISTINCT 'override' AS how, t.uid AS src, m.uid AS dst, properties(m) AS props"
+    "WITH m, collect(DISTINCT t.uid) AS srcs "
+    "RETURN 'override' AS how, srcs, m.uid AS dst, properties(m) AS props"
+)
+
+
+# The other parts of ``_inbound``: edges into the targets inside their files, references
+# to the targets' keys from any layer, and the targets' owners.
+_LOCAL_INTO = (
+    "UNWIND $uids AS uid MATCH (t:Symbol {{uid: uid}}) WITH t "
+    "MATCH (t)<-[r:{types}]-(n:Symbol) WHERE r.via IS NULL WITH n, collect(DISTINCT t.uid) AS srcs "
+    "RETURN 'local' AS how, srcs, n.uid AS dst, properties(n) AS props"
+)
+_KEY_REFERRERS = (
+    "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
+    "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $cross "
+    "WITH n, collect(DISTINCT key) AS srcs "
+    "RETURN 'key' AS how, srcs, n.uid AS dst, properties(n) AS props"
+)
+_OWNERS = (
+    "UNWIND $owned AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+    "MATCH (t)<-[:DEFINES]-(p:Symbol) WITH p, collect(t.uid) AS srcs "
+    "RETURN 'parent' AS how, srcs, p.uid AS dst, properties(p) AS props"
 )
 
 
@@ -177,8 +198,10 @@ class ViewReads(OverlayRegistry):
         parents: dict[str, Props] | None = None,
     ) -> list[Pair]:  # fmt: skip
         """Edges into the targets inside their files and references to them from any file,
-        in one round trip (UNION ALL); with ``parents``, the targets' owners are filled in
-        on the way (see ``_parents``)."""
+        in one round trip (UNION ALL of the parts that apply); with ``parents``, the
+        targets' owners are filled in on the way (see ``_parents``). Each part returns a
+        found node once with the list of targets it came from: a hub's properties cross
+        the wire once, not once per edge (that was most of a wide frontier's time)."""
         keys: dict[str, set[str]] = {}
         for target in targets:
             if target.get("rkey"):
@@ -187,35 +210,31 @@ class ViewReads(OverlayRegistry):
         uids = [t["uid"] for t in targets]
         if not uids:
             return []
+        cross = [t for t in types if t != "OVERRIDES"]
+        owned = [] if parents is None else [t["uid"] for t in _owned(targets)]
+        methods = [t["uid"] for t in _owned(targets) if t.get("kind") == "function"]
+        parts = [_LOCAL_INTO.format(types="|".join(types))]
+        if keys and cross:
+            parts.append(_KEY_REFERRERS)
+        if owned:
+            parts.append(_OWNERS)
+        if methods and "OVERRIDES" in types:
+            parts.append(_OVERRIDERS)
         rows = self._read(
             view.tenant,
-            "UNWIND $uids AS uid MATCH (t:Symbol {uid: uid}) WITH t "
-            f"MATCH (t)<-[r:{'|'.join(types)}]-(n:Symbol) WHERE r.via IS NULL "
-            "RETURN DISTINCT 'local' AS how, t.uid AS src, n.uid AS dst, properties(n) AS props "
-            "UNION ALL "
-            "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
-            "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $cross "
-            "RETURN DISTINCT 'key' AS how, key AS src, n.uid AS dst, properties(n) AS props "
-            "UNION ALL "
-            "UNWIND $owned AS uid MATCH (t:Symbol {uid: uid}) WITH t "
-            "MATCH (t)<-[:DEFINES]-(p:Symbol) "
-            "RETURN 'parent' AS how, t.uid AS src, p.uid AS dst, properties(p) AS props "
-            "UNION ALL " + _OVERRIDERS,
-            {"uids": uids, "keys": sorted(keys),
-             "cross": [t for t in types if t != "OVERRIDES"],
-             "owned": [] if parents is None else [t["uid"] for t in _owned(targets)],
-             "methods": [t["uid"] for t in _owned(targets) if t.get("kind") == "function"]
-             if "OVERRIDES" in types else [],
-             "scopes": view.scopes},
+            " UNION ALL ".join(parts),
+            {"uids": uids, "keys": sorted(keys), "cross": cross, "owned": owned,
+             "methods": methods, "scopes": view.scopes},
         )  # fmt: skip
         pairs: list[Pair] = []
-        for how, src, dst, props in rows:
-            if how in ("local", "override"):
-                pairs.append((src, dst, props))
-            elif how == "key":
-                pairs += [(t, dst, props) for t in keys[src] if t != dst]
-            elif parents is not None:
-                parents[src] = props
+        for how, sources, dst, props in rows:
+            if how == "key":
+                sources = [t for key in sources for t in keys[key]]
+            if how == "parent":
+                assert parents is not None
+                parents.update(dict.fromkeys(sources, props))
+                continue
+            pairs += [(src, dst, props) for src in dict.fromkeys(sources) if src != dst]
         return pairs
 
     def _seen(self, view: View, pairs: Iterable[Pair]) -> list[Pair]:
@@ -235,19 +254,23 @@ class ViewReads(OverlayRegistry):
 
     # -- inheritance ----------------------------------------------------------------------
 
-    def _children(self, view: View, parents: Iterable[Props]) -> dict[str, list[Props]]:
+    def _children(self, view: View, parents: Iterable[Props], names: Iterable[str]
+                  ) -> dict[str, list[Props]]:  # fmt: skip
+        """parent uid -> the symbols it defines; only those named in ``names`` come whole
+        (the walks need the other children's names alone, and a big class's members are
+        most of a wide walk's bytes)."""
         uids = sorted({p["uid"] for p in parents})
         if not uids:
             return {}
         rows = self._read(
             view.tenant,
             "UNWIND $uids AS uid MATCH (p:Symbol {uid: uid})-[:DEFINES]->(c:Symbol) "
-            "RETURN p.uid, properties(c)",
-            {"uids": uids},
+            "RETURN p.uid, c.name, CASE WHEN c.name IN $names THEN properties(c) END",
+            {"uids": uids, "names": sorted(set(names))},
         )
         out: dict[str, list[Props]] = {}
-        for parent, child in rows:
-            out.setdefault(parent, []).append(child)
+        for parent, name, child in rows:
+            out.setdefault(parent, []).append(child or {"name": name})
         return out
 
     def _lineage(self, view: View, classes: list[Props], up: bool, levels: int
@@ -293,6 +316,7 @@ class ViewReads(OverlayRegistry):
         kids = self._children(
             view,
             [*go_owners, *interfaces, *(s for found in below.values() for s in found.values())],
+            (t["name"] for t in frontier),
         )
         go = self._go_interface_methods(view, [t for t in frontier if t.get("language") == "go"])
         wanting: list[Props] = []
@@ -359,9 +383,10 @@ class ViewReads(OverlayRegistry):
         for level in range(1, depth + 1):
             if not frontier or len(found) >= self.max_walk_rows:
                 break
-            parents: dict[str, Props] = {}
+            # The owners are read on the way only for a walk through inheritance.
+            parents: dict[str, Props] | None = {} if inherited else None
             pairs = self._hop(view, frontier, types, inbound, parents)
-            if inherited:
+            if parents is not None:
                 pairs += self._inherited_callers(view, frontier, parents)
             frontier = []
             for _src, uid, props in pairs:
