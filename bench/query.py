@@ -31,6 +31,7 @@ from _common import (
     stack_settings,
     update_readme_row,
 )
+from _stages import stage_profile
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.stores.factory import open_graph_store
@@ -49,6 +50,12 @@ def timed(call: object, *args: object, **kwargs: object) -> float:
     response = call(*args, **kwargs)  # type: ignore[operator]
     response.raise_for_status()
     return (time.perf_counter() - started) * 1000
+
+
+def _search_state(client: httpx.Client) -> str:
+    """Who answers the query service's searches: its in-process copy once it has loaded."""
+    found = client.get("/v1/freshness", params={"repo": "corpus"}).json()
+    return str(found["vector"].get("search", "milvus"))
 
 
 def main() -> None:
@@ -83,13 +90,18 @@ def main() -> None:
                 f"{summary.files_scanned / summary.seconds:.1f}, {lines / summary.seconds:.0f}, "
                 f"{summary.symbols / summary.seconds:.0f}"
             )
+            client = httpx.Client(base_url=stack.settings.query.url, timeout=60,
+                                  headers={"Authorization": "Bearer bench-key"})  # fmt: skip
+            loading = time.perf_counter()
+            while (search := _search_state(client)) == "loading":
+                time.sleep(0.5)
+            rows["search copy"] = (f"{search}, {time.perf_counter() - loading:.0f} s after the "
+                                   "index completed")  # fmt: skip
             graph = open_graph_store(stack.settings)
             functions = [s for q in ("run", "validate", "get", "send", "example", "process")
                          for s in graph.symbols_by_name("bench", q)]  # fmt: skip
             graph.close()
             ids = [s.id for s in functions] or ["corpus::none::x"]
-            client = httpx.Client(base_url=stack.settings.query.url, timeout=60,
-                                  headers={"Authorization": "Bearer bench-key"})  # fmt: skip
             timings: dict[str, list[float]] = {"search": [], "callers d2": [], "impact d3": [],
                                                "context 8k": []}  # fmt: skip
             for _ in range(10):  # warm-up
@@ -113,6 +125,9 @@ def main() -> None:
                                                   f"{percentile(values, 95):.1f}/"
                                                   f"{percentile(values, 99):.1f}")  # fmt: skip
             rows["peak RSS MiB"] = format_memory(peak_rss_mib(stack))
+            rows["stages p50 ms (bench process)"] = stage_profile(
+                stack.settings, "bench", QUERIES, min(args.requests, 100)
+            )
         finally:
             stack.stop()
     print_rows(rows)

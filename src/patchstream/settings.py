@@ -203,6 +203,18 @@ class QuerySettings(BaseModel):
     max_walk_rows: int = Field(
         default=2000, gt=0, description="symbols one callers/callees/impact walk returns at most"
     )
+    search_mirror: bool = Field(
+        default=True,
+        description="search an in-process copy of the chunk index (Milvus serves a tenant "
+        "until its copy has loaded); off: every search goes to Milvus",
+    )
+    search_mirror_lag_s: float = Field(
+        default=0.5, ge=0, description="how far the copy may trail Milvus (/v1/wait syncs it)"
+    )
+    search_mirror_max_rows: int = Field(
+        default=1_000_000, gt=0,
+        description="chunk rows one tenant's copy may hold; a larger tenant searches Milvus",
+    )  # fmt: skip
     mcp_port: int = Field(default=8732, description="MCP over streamable HTTP")
     session_ttl_s: float = Field(
         default=7 * 24 * 3600, gt=0,

@@ -32,6 +32,7 @@ from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
 from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.settings import Settings
+from patchstream.stores.vector.search_mirror import SearchMirror
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
 
@@ -124,6 +125,12 @@ def _default_factory(settings: Settings) -> QueryService:
 
     graph = open_graph_store(settings)
     service = QueryService(settings, graph, open_vector_store(settings))
+    if settings.query.search_mirror:
+        service.mirror = SearchMirror(service.vectors, settings.query.search_mirror_lag_s,
+                                      max_rows=settings.query.search_mirror_max_rows)  # fmt: skip
+        keys = resolve_api_keys(settings.query.api_keys, settings.query.host, "query")
+        for tenant in sorted(set(keys.values())):
+            service.mirror.warm(tenant)  # load before the first search asks
     service.agent = AgentStateService(
         CypherAgentStateStore(graph),
         graph,
@@ -157,6 +164,8 @@ def create_api(
         for task in tasks:
             task.cancel()
         await relay.close()
+        if state["service"].mirror is not None:
+            state["service"].mirror.close()
 
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
@@ -193,6 +202,7 @@ def create_api(
                 service().vectors,
                 settings.query.workspace_ttl_s,
                 settings.query.closed_overlay_grace_s,
+                service().mirror,
             )
         return found
 

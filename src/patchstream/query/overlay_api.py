@@ -19,18 +19,22 @@ from pydantic import BaseModel, Field, model_validator
 
 from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name, view_ref
 from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import OverlayInfo, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.search_mirror import SearchMirror
 
 log = logging.getLogger("patchstream.overlays")
 
 
 class OverlayService:
     def __init__(
-        self, graph: GraphStore, vectors: MilvusVectorStore, ttl_s: float, grace_s: float = 600.0
-    ) -> None:
+        self, graph: GraphStore, vectors: MilvusVectorStore, ttl_s: float, grace_s: float = 600.0,
+        mirror: SearchMirror | None = None,
+    ) -> None:  # fmt: skip
         self.graph = graph
         self.vectors = vectors
+        self.mirror = mirror  # the query service's copy of the chunk index, if it keeps one
         self.ttl_s = ttl_s  # an agent workspace idle this long is dropped
         self.grace_s = grace_s  # a closed branch overlay is dropped this long after closing
 
@@ -60,6 +64,8 @@ class OverlayService:
 
     def _drop(self, tenant: str, repo: str, ref: str) -> int:
         self.vectors.delete_ref(tenant, repo, ref)
+        if self.mirror is not None:
+            self.mirror.forget(tenant, scope_of(tenant, repo, ref))
         removed = self.graph.delete_ref(tenant, repo, ref)
         self.graph.forget_overlay(tenant, repo, ref)
         log.info("event=overlay_dropped tenant=%s repo=%s ref=%s symbols=%d", tenant, repo, ref,

@@ -18,6 +18,7 @@ from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import merged_hashes
 from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
+from patchstream.stores.vector.search_mirror import SearchMirror
 
 _CODE_KINDS = ("function", "class", "interface")
 _FRESHNESS_ENTRIES = 1024
@@ -47,6 +48,7 @@ class QueryService:
         self.vectors = vectors
         self.agent = agent  # runs and sessions: the working-state tier of context
         self.memory = memory  # long-term memory: a small tier below the working state
+        self.mirror: SearchMirror | None = None  # searches in process, Milvus by key
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
         self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
@@ -65,6 +67,11 @@ class QueryService:
     ) -> list[SearchHit]:
         # An overlay (``main~agent-42``, or a branch declared over a base) reads as a view.
         view = self.graph.view(tenant, repo, ref) if repo and ref else None
+        if self.mirror is not None:
+            hits = self.mirror.search(tenant, query, limit=limit, repo=repo, ref=ref,
+                                      path_prefix=path_prefix, kind=kind, view=view)  # fmt: skip
+            if hits is not None:
+                return hits
         return self.vectors.search(tenant, query, limit=limit, repo=repo, ref=ref,
                                    path_prefix=path_prefix, kind=kind, view=view)  # fmt: skip
 
@@ -197,7 +204,12 @@ class QueryService:
                 "last_version": max(v.max_version for v in layers),
                 "last_applied_at": max(applied) if applied else None,
             },
-            "vector": {"files": files, "last_applied_at": vector_last},
+            "vector": {
+                "files": files,
+                "last_applied_at": vector_last,
+                # Who answers searches: the in-process copy ("ready"), or Milvus meanwhile.
+                "search": self.mirror.state(tenant) if self.mirror is not None else "milvus",
+            },
             "as_of": now,
         }
 
@@ -205,6 +217,8 @@ class QueryService:
         """Whether each tier holds ``write`` (or something newer)."""
         graph = self.graph.file_version(tenant, write.repo, write.ref, write.path)
         vector = self.vectors.file_version(tenant, write.repo, write.ref, write.path)
+        if self.mirror is not None and vector is not None and vector >= write.version:
+            self.mirror.sync(tenant)  # a reader that waited for its write searches it
         return (
             graph is not None and graph.version >= write.version,
             vector is not None and vector >= write.version,

@@ -383,6 +383,10 @@ class MilvusVectorStore:
                 found[row["file_uid"]] = (int(row["version"]), rows)
         return found
 
+    def file_rows(self, tenant: str, file_uid: str) -> dict[str, str]:
+        """pk -> fp of one file's chunk rows, by a scan (for a file its record cannot list)."""
+        return self._stored_rows(tenant, [file_uid]).get(file_uid, _FileRows()).fps
+
     def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, _FileRows]:
         found: dict[str, _FileRows] = {}
         for batch in _batches(file_uids):
@@ -557,7 +561,7 @@ class MilvusVectorStore:
         lexical = AnnSearchRequest(
             data=[query], anns_field="sparse", param={}, limit=limit * 3, expr=where
         )
-        fields = [f for f in _ROW_FIELDS if f not in ("fp",)]
+        fields = search_fields()
         try:
             result = self.client.hybrid_search(
                 self.chunks,
@@ -579,7 +583,7 @@ class MilvusVectorStore:
                 continue
             if view is None and WORKSPACE_MARK in str(entity["scope"]) and not repo:
                 continue  # a plain read without a repository: still no overlay rows
-            hits.append(_hit(entity, float(hit["distance"])))
+            hits.append(hit_from_row(entity, float(hit["distance"])))
         return hits[:wanted]
 
     def chunks_for_symbols(
@@ -591,10 +595,10 @@ class MilvusVectorStore:
         where = f"tenant == {lit(tenant)} and symbol_id in {lit_list(symbol_ids)}"
         if ref:
             where += f" and ref == {lit(ref)}"
-        fields = [f for f in _ROW_FIELDS if f != "fp"]
+        fields = search_fields()
         rows = self.client.query(self.chunks, filter=where, output_fields=fields,
                                  limit=_QUERY_LIMIT)  # fmt: skip
-        hits = [_hit(row, 0.0) for row in rows if row.get("tenant") == tenant]
+        hits = [hit_from_row(row, 0.0) for row in rows if row.get("tenant") == tenant]
         return sorted(hits, key=lambda h: (h.path, h.start_line, h.chunk_id))
 
     def last_applied(self, tenant: str, repo: str | None = None) -> tuple[int, float | None]:
@@ -631,6 +635,11 @@ class MilvusVectorStore:
         self.client.close()
 
 
+def search_fields() -> list[str]:
+    """The fields a search hit is made of."""
+    return [f for f in _ROW_FIELDS if f != "fp"]
+
+
 def _vector_key(tenant: str, content_hash: str) -> str:
     return hash_bytes(f"{tenant}|{content_hash}".encode())
 
@@ -640,7 +649,7 @@ def _listed(rows: dict[str, str]) -> list[str]:
     return [f"{pk}:{fp}" for pk, fp in sorted(rows.items())] if len(rows) <= _MAX_FILE_ROWS else []
 
 
-def _hit(entity: dict[str, Any], score: float) -> SearchHit:
+def hit_from_row(entity: dict[str, Any], score: float) -> SearchHit:
     return SearchHit(
         score=score,
         chunk_id=entity["chunk_id"],

@@ -1,0 +1,83 @@
+"""Where a search and a context request spend their time, stage by stage, measured in the
+bench's own process on the same stores the query service reads (``bench/query.py``)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from patchstream.query import service as service_module
+from patchstream.query.service import QueryService
+from patchstream.settings import Settings
+from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.vector.search_mirror import SearchMirror
+from pipeline import percentile
+
+
+def _wrap(owner: Any, name: str, into: list[float]) -> None:
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            into.append((time.perf_counter() - started) * 1000)
+
+    setattr(owner, name, timed)
+
+
+def stage_profile(settings: Settings, tenant: str, queries: list[str], requests: int) -> str:
+    """p50 ms per stage of search (the copy's) and of context 8k; the Milvus path's hybrid
+    search and the overlap of its top 10 with the copy's, in the same run."""
+    graph, vectors = open_graph_store(settings), open_vector_store(settings)
+    mirror = SearchMirror(vectors, lag_s=3600)
+    service = QueryService(settings, graph, vectors)
+    service.mirror = mirror
+    mirror.warm(tenant)
+    while mirror.state(tenant) == "loading":
+        time.sleep(0.2)
+    index = mirror._mirrors[tenant].index
+    stages: dict[str, list[float]] = {k: [] for k in (
+        "embed query", "filter mask", "dense", "bm25", "fusion", "rows by key", "milvus hybrid",
+        "context: search", "context: graph walks", "context: trust", "context: assemble",
+        "context total")}  # fmt: skip
+    _wrap(vectors.embedder, "embed", stages["embed query"])
+    _wrap(index, "mask", stages["filter mask"])
+    _wrap(index, "dense_top", stages["dense"])
+    _wrap(index, "bm25_top", stages["bm25"])
+    _wrap(mirror, "_hits", stages["rows by key"])
+    overlap: list[float] = []
+    rng = random.Random(5)
+    for _ in range(requests):
+        query = rng.choice(queries)
+        started = time.perf_counter()
+        mine = mirror.search(tenant, query, limit=10) or []
+        inner = sum(stages[k][-1] for k in ("embed query", "filter mask", "dense", "bm25",
+                                            "rows by key"))  # fmt: skip
+        stages["fusion"].append((time.perf_counter() - started) * 1000 - inner)
+        started = time.perf_counter()
+        theirs = vectors.search(tenant, query, limit=10)
+        stages["milvus hybrid"].append((time.perf_counter() - started) * 1000)
+        if theirs:
+            overlap.append(len({h.chunk_id for h in mine} & {h.chunk_id for h in theirs})
+                           / len(theirs))  # fmt: skip
+    _wrap(service, "search", stages["context: search"])
+    _wrap(service, "walk", stages["context: graph walks"])
+    _wrap(service, "_with_trust", stages["context: trust"])
+    _wrap(service_module, "assemble", stages["context: assemble"])
+    for _ in range(requests):
+        started = time.perf_counter()
+        service.context(tenant, rng.choice(queries), 8000, None, None)
+        stages["context total"].append((time.perf_counter() - started) * 1000)
+    mirror.close()
+    graph.close()
+    vectors.close()
+    walks = len(stages["context: graph walks"]) // max(1, requests)
+    parts = [f"{name} {percentile(values, 50):.1f}" for name, values in stages.items() if values]
+    return (
+        f"{'; '.join(parts)} (graph walks: {walks} per context, 8 threads); top-10 overlap "
+        f"of the copy with the Milvus path {sum(overlap) / max(1, len(overlap)):.2f}"
+    )

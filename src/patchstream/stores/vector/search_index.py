@@ -1,0 +1,248 @@
+"""An in-memory hybrid index of one tenant's chunk rows: what ``search_mirror`` keeps.
+
+Pure data structure, no I/O. It answers the same question as the chunks collection's
+``hybrid_search``: exact cosine over unit dense vectors and BM25 over the row text (Milvus's
+standard analyzer: ``\\w+`` lowercased; k1 1.5, b 0.75; IDF ``log((N - df + .5)/(df + .5)
++ 1)``), each cut to its top ``k``, fused by reciprocal rank (k = 60, ranks from 1). It
+differs in two ways on purpose: the dense side is exact (Milvus's HNSW is approximate), and
+BM25 statistics are the tenant's, not one storage segment's.
+
+Rows live in growing numpy arrays; removing one marks it dead (filters read the ``alive``
+mask) and the arrays are compacted once the dead outnumber the live.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+_TOKEN = re.compile(r"\w+")
+_K1, _B = 1.5, 0.75
+RRF_K = 60
+
+
+def tokens(text: str) -> list[str]:
+    """Milvus's standard analyzer: word characters, lowercased."""
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class IndexedRow:
+    """What the index keeps of a chunk row (the rest is read from Milvus for the winners)."""
+
+    pk: str
+    scope: str
+    kind: str
+    path: str
+    text: str
+    dense: list[float]
+
+
+class _Codes:
+    """Strings interned as small ints, so filters are integer compares over arrays."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+
+class TenantIndex:
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self.size = 0  # rows used, dead ones included
+        self.live = 0
+        self.total_length = 0.0  # tokens over live rows (BM25's average document length)
+        self.dense = np.zeros((capacity, dim), np.float32)
+        self.alive = np.zeros(capacity, bool)
+        self.scope = np.zeros(capacity, np.int32)
+        self.kind = np.zeros(capacity, np.int32)
+        self.path = np.zeros(capacity, np.int32)
+        self.length = np.zeros(capacity, np.float32)
+        self.pks: list[str] = []
+        self.rows: dict[str, int] = {}  # pk -> row
+        self.postings: dict[str, tuple[array[int], array[float]]] = {}
+        self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def add(self, row: IndexedRow) -> None:
+        """Insert or replace the row with ``row.pk``."""
+        self.remove(row.pk)
+        if self.size == len(self.alive):
+            self._grow(2 * self.size)
+        at = self.size
+        self.size += 1
+        self.pks.append(row.pk)
+        self.rows[row.pk] = at
+        vector = np.asarray(row.dense, np.float32)
+        norm = float(np.linalg.norm(vector))
+        self.dense[at] = vector / norm if norm > 0 else vector
+        self.alive[at] = True
+        self.scope[at] = self.scopes.code(row.scope)
+        self.kind[at] = self.kinds.code(row.kind)
+        self.path[at] = self.paths.code(row.path)
+        counts = Counter(tokens(row.text))
+        length = float(sum(counts.values()))
+        self.length[at] = length
+        self.total_length += length
+        self.live += 1
+        for token, tf in counts.items():
+            posting = self.postings.get(token)
+            if posting is None:
+                posting = self.postings[token] = (array("i"), array("f"))
+            posting[0].append(at)
+            posting[1].append(float(tf))
+
+    def remove(self, pk: str) -> None:
+        at = self.rows.pop(pk, None)
+        if at is None:
+            return
+        self.alive[at] = False
+        self.live -= 1
+        self.total_length -= float(self.length[at])
+        if self.size - self.live > max(4096, self.live):
+            self._compact()
+
+    _ARRAYS = ("dense", "alive", "scope", "kind", "path", "length")
+
+    def _grow(self, capacity: int) -> None:
+        for name in self._ARRAYS:
+            values = getattr(self, name)
+            grown = np.zeros((capacity, *values.shape[1:]), values.dtype)
+            grown[: len(values)] = values
+            setattr(self, name, grown)
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.size])
+        remap = np.full(self.size, -1, np.int64)
+        remap[keep] = np.arange(len(keep))
+        for name in self._ARRAYS:
+            values = getattr(self, name)
+            moved = np.zeros_like(values)
+            moved[: len(keep)] = values[keep]
+            setattr(self, name, moved)
+        self.pks = [self.pks[i] for i in keep.tolist()]
+        self.rows = {pk: i for i, pk in enumerate(self.pks)}
+        self.size = len(keep)
+        postings = {}
+        for token, (rows, tfs) in self.postings.items():
+            old = np.frombuffer(rows, np.int32).astype(np.int64)
+            new = remap[old]
+            kept = new >= 0
+            if kept.any():
+                postings[token] = (
+                    array("i", new[kept].astype(np.int32).tobytes()),
+                    array("f", np.frombuffer(tfs, np.float32)[kept].tobytes()),
+                )
+        self.postings = postings
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def mask(
+        self,
+        scopes: Iterable[str] | None = None,
+        kind: str | None = None,
+        path_prefix: str | None = None,
+        hidden: Iterable[tuple[str, Iterable[str]]] = (),
+    ) -> npt.NDArray[np.bool_]:
+        """Live rows of ``scopes`` (all when None), of ``kind``, under ``path_prefix``,
+        less the rows of a scope at the paths ``hidden`` names for it (a view's shadows)."""
+        n = self.size
+        keep = self.alive[:n].copy()
+        if scopes is not None:
+            codes = [self.scopes.ids[s] for s in scopes if s in self.scopes.ids]
+            keep &= np.isin(self.scope[:n], codes)
+        if kind is not None:
+            keep &= self.kind[:n] == self.kinds.ids.get(kind, -1)
+        if path_prefix is not None:
+            codes = [i for i, p in enumerate(self.paths.names) if p.startswith(path_prefix)]
+            keep &= np.isin(self.path[:n], codes)
+        for scope, paths in hidden:
+            if scope not in self.scopes.ids:
+                continue
+            codes = [self.paths.ids[p] for p in paths if p in self.paths.ids]
+            if codes:
+                layer = self.scope[:n] == self.scopes.ids[scope]
+                keep &= ~(layer & np.isin(self.path[:n], codes))
+        return keep
+
+    def dense_top(self, query: list[float], keep: npt.NDArray[np.bool_], k: int) -> list[int]:
+        """Rows by cosine similarity to ``query``, best first (at most ``k``)."""
+        if k <= 0 or not keep.any():
+            return []
+        vector = np.asarray(query, np.float32)
+        scores = self.dense[: self.size] @ vector
+        scores[~keep] = -np.inf
+        return _top(scores, min(k, int(keep.sum())))
+
+    def bm25_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """BM25 score of every row for ``query`` (0 where no query token occurs; dead rows
+        neither score nor count in the statistics)."""
+        n, live = self.size, self.live
+        scores = np.zeros(n, np.float32)
+        if live == 0:
+            return scores
+        average = self.total_length / live if self.total_length > 0 else 1.0
+        for token, weight in Counter(tokens(query)).items():
+            posting = self.postings.get(token)
+            if posting is None:
+                continue
+            rows = np.frombuffer(posting[0], np.int32).copy()
+            tfs = np.frombuffer(posting[1], np.float32).copy()
+            live_rows = self.alive[rows]
+            rows, tfs = rows[live_rows], tfs[live_rows]
+            df = len(rows)
+            if df == 0:
+                continue
+            idf = math.log((live - df + 0.5) / (df + 0.5) + 1.0)
+            lengths = self.length[rows]
+            part = tfs * (_K1 + 1.0) / (tfs + _K1 * (1.0 - _B + _B * lengths / average))
+            scores[rows] += np.float32(idf * weight) * part
+        return scores
+
+    def bm25_top(self, query: str, keep: npt.NDArray[np.bool_], k: int) -> list[int]:
+        """Rows by BM25 score for ``query``, best first (at most ``k``, each scoring > 0)."""
+        if k <= 0:
+            return []
+        scores = self.bm25_scores(query)
+        scores[~keep] = 0.0
+        positive = int((scores > 0).sum())
+        return _top(scores, min(k, positive)) if positive else []
+
+    def search(
+        self, query: str, vector: list[float], keep: npt.NDArray[np.bool_], limit: int
+    ) -> list[tuple[str, float]]:
+        """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
+        by reciprocal rank, cut to ``limit`` (what the Milvus path asks ``hybrid_search``)."""
+        fused: dict[int, float] = {}
+        for ranked in (self.dense_top(vector, keep, 3 * limit),
+                       self.bm25_top(query, keep, 3 * limit)):  # fmt: skip
+            for rank, row in enumerate(ranked, start=1):
+                fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
+        best = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
+        return [(self.pks[row], score) for row, score in best]
+
+
+def _top(scores: npt.NDArray[np.float32], k: int) -> list[int]:
+    if k <= 0:
+        return []
+    if k < len(scores):
+        candidates = np.argpartition(-scores, k - 1)[:k]
+    else:
+        candidates = np.arange(len(scores))
+    ordered = candidates[np.argsort(-scores[candidates], kind="stable")]
+    return [int(i) for i in ordered]

@@ -1,0 +1,151 @@
+"""The query service's in-process copy of the chunk index, against a real Milvus Lite:
+it loads, follows writes, edits, deletions and ref drops, keeps tenants apart, reads views
+like the Milvus path, and hands a tenant back to Milvus when it cannot serve it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.overlays import Layer, View
+from patchstream.stores.vector import milvus
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.search_mirror import SearchMirror
+from tests.integration.deltas import delete, upsert
+
+LOADER = """\
+def parse_config(path):
+    \"\"\"Read the configuration file.\"\"\"
+    with open(path) as handle:
+        return handle.read()
+
+
+class Loader:
+    def load(self, name):
+        return parse_config(name)
+"""
+BILLING = "def compute_invoice_total(lines):\n    return sum(l.amount for l in lines)\n"
+
+
+def _until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def mirror(vectors: MilvusVectorStore) -> Iterator[SearchMirror]:
+    found = SearchMirror(vectors, lag_s=0.2)
+    yield found
+    found.close()
+
+
+def _ready(mirror: SearchMirror, tenant: str) -> None:
+    mirror.warm(tenant)
+    _until(lambda: mirror.state(tenant) == "ready")
+
+
+def _symbols(hits: list[milvus.SearchHit] | None) -> list[str]:
+    assert hits is not None, "the mirror did not serve the search"
+    return [h.symbol_id for h in hits]
+
+
+def test_loads_then_answers_like_milvus_and_follows_edits_and_deletes(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    assert mirror.search(tenant, "parse_config") is None  # not loaded yet: Milvus serves
+    _ready(mirror, tenant)
+    for query in ("parse_config configuration file", "compute_invoice_total amount"):
+        mine = mirror.search(tenant, query, limit=3)
+        theirs = vectors.search(tenant, query, limit=3)
+        assert _symbols(mine)[0] == theirs[0].symbol_id
+        assert mine and mine[0].text == theirs[0].text and mine[0].version == 1
+    # An edit: after a sync (what /v1/wait does) the new text is found, the old is gone.
+    edited = BILLING.replace("compute_invoice_total", "compute_credit_note")
+    vectors.apply([upsert(tenant, "billing.py", edited, 2)])
+    mirror.sync(tenant)
+    assert mirror.state(tenant) == "ready"
+    assert _symbols(mirror.search(tenant, "compute_credit_note", limit=1)) == [
+        "app::billing.py::compute_credit_note"
+    ]
+    stale = mirror.search(tenant, "compute_invoice_total", limit=10)
+    assert "app::billing.py::compute_invoice_total" not in _symbols(stale)
+    # Without a sync call the background follower catches up within its lag.
+    vectors.apply([delete(tenant, "billing.py", 3)])
+    _until(lambda: all(h.path != "billing.py" for h in mirror.search(tenant, "compute") or []))
+    assert all(h.path == "cfg/loader.py" for h in mirror.search(tenant, "compute", limit=10) or [])
+
+
+def test_tenants_stay_apart_and_filters_match_the_milvus_path(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    other = tenant + "q"
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "cfg/loader.py", LOADER, 1, repo="lib")])  # fmt: skip
+    vectors.apply([upsert(other, "secret.py", "def canary_zebra_7431():\n    return 1\n", 1)])
+    _ready(mirror, tenant)
+    _ready(mirror, other)
+    leaked = mirror.search(tenant, "canary_zebra_7431", limit=10)
+    assert leaked is not None and all("canary" not in h.text for h in leaked)
+    assert _symbols(mirror.search(other, "canary_zebra_7431", limit=1)) == [
+        "app::secret.py::canary_zebra_7431"
+    ]
+    assert mirror.search("", "anything") == []
+    for how in ({"repo": "lib"}, {"repo": "app", "ref": "main"}, {"ref": "main"},
+                {"path_prefix": "cfg/", "kind": "class"}, {"path_prefix": "nope/"}):  # fmt: skip
+        mine = {(h.repo, h.chunk_id) for h in mirror.search(tenant, "load config", 20, **how) or []}
+        theirs = {(h.repo, h.chunk_id) for h in vectors.search(tenant, "load config", 20, **how)}
+        assert mine == theirs, how
+
+
+def test_a_view_hides_the_base_copy_and_a_dropped_ref_is_forgotten(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    renamed = LOADER.replace("parse_config", "read_settings")
+    vectors.apply([upsert(tenant, "cfg/loader.py", renamed, 2, workspace="w1")])
+    _ready(mirror, tenant)
+    base, top = scope_of(tenant, "app", "main"), scope_of(tenant, "app", "main", "w1")
+    view = View(tenant, "app", "main~w1", (Layer(top, frozenset({"cfg/loader.py"})),
+                                           Layer(base, frozenset())))  # fmt: skip
+    seen = mirror.search(tenant, "parse_config read_settings", 20, repo="app", ref="main~w1",
+                         view=view)  # fmt: skip
+    assert seen and {h.ref for h in seen if h.path == "cfg/loader.py"} == {"main~w1"}
+    assert "app::cfg/loader.py::read_settings" in _symbols(seen)
+    assert any(h.path == "billing.py" and h.ref == "main" for h in seen)
+    plain = mirror.search(tenant, "parse_config read_settings", 20, repo="app", ref="main")
+    assert {h.ref for h in plain or []} == {"main"}  # the base never sees the workspace
+    vectors.delete_ref(tenant, "app", "main~w1")
+    mirror.forget(tenant, top)
+    assert mirror.search(tenant, "read_settings", 20, repo="app", ref="main~w1") == []
+
+
+def test_a_big_file_and_a_tenant_over_the_cap(
+    vectors: MilvusVectorStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(milvus, "_MAX_FILE_ROWS", 2)  # records list no rows: read by scan
+    many = "\n\n".join(f"def f{i}():\n    return 'marker_{i}'\n" for i in range(6))
+    vectors.apply([upsert(tenant, "many.py", many, 1)])
+    mirror = SearchMirror(vectors, lag_s=0.2)
+    try:
+        _ready(mirror, tenant)
+        assert "app::many.py::f4" in _symbols(mirror.search(tenant, "marker_4", limit=3))
+        vectors.apply([upsert(tenant, "many.py", many.replace("marker_4", "gone"), 2)])
+        mirror.sync(tenant)
+        assert "app::many.py::f4" not in _symbols(mirror.search(tenant, "marker_4", limit=3))
+    finally:
+        mirror.close()
+    capped = SearchMirror(vectors, lag_s=0.2, max_rows=3)
+    try:
+        capped.warm(tenant)
+        _until(lambda: capped.state(tenant).startswith("off"))
+        assert capped.search(tenant, "marker_1") is None  # Milvus serves this tenant
+    finally:
+        capped.close()

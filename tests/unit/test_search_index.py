@@ -1,0 +1,103 @@
+"""The in-memory hybrid index the query service searches (``stores.vector.search_index``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from patchstream.stores.vector.search_index import RRF_K, IndexedRow, TenantIndex, tokens
+
+
+def _row(pk: str, text: str, dense: list[float], scope: str = "t|r|main", kind: str = "function",
+         path: str = "a.py") -> IndexedRow:  # fmt: skip
+    return IndexedRow(pk, scope, kind, path, text, dense)
+
+
+def _index(*rows: IndexedRow) -> TenantIndex:
+    index = TenantIndex(dim=3, capacity=2)  # small: the arrays grow on the way
+    for row in rows:
+        index.add(row)
+    return index
+
+
+def test_tokens_follow_the_standard_analyzer() -> None:
+    assert tokens("def parse_Config(path): return Path(path)") == [
+        "def", "parse_config", "path", "return", "path", "path"
+    ]  # fmt: skip
+
+
+def test_bm25_scores_are_the_formula_over_the_live_rows() -> None:
+    index = _index(_row("a", "alpha beta beta", [1, 0, 0]), _row("b", "gamma", [0, 1, 0]),
+                   _row("c", "beta gamma delta epsilon", [0, 0, 1]))  # fmt: skip
+    keep = index.mask()
+    assert index.bm25_top("beta", keep, 10) == [index.rows["a"], index.rows["c"]]
+    # By hand: N = 3, df = 2, average length 8/3; a holds beta twice in 3 tokens.
+    idf = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1.0)
+    expected_a = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / (8 / 3)))
+    expected_c = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / (8 / 3)))
+    scores = index.bm25_scores("beta")
+    assert math.isclose(scores[index.rows["a"]], expected_a, rel_tol=1e-5)
+    assert math.isclose(scores[index.rows["c"]], expected_c, rel_tol=1e-5)
+    assert scores[index.rows["b"]] == 0.0
+    assert index.bm25_top("nothing here", keep, 10) == []
+    # A removed row leaves the statistics: beta is now in one row of two.
+    index.remove("c")
+    idf = math.log((2 - 1 + 0.5) / (1 + 0.5) + 1.0)
+    again = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / 2))
+    assert math.isclose(index.bm25_scores("beta")[index.rows["a"]], again, rel_tol=1e-5)
+
+
+def test_dense_ranks_by_cosine_and_normalizes_what_it_stores() -> None:
+    index = _index(_row("x", "", [10, 0, 0]), _row("y", "", [1, 1, 0]), _row("z", "", [0, 0, 3]))
+    assert [index.pks[i] for i in index.dense_top([1, 0, 0], index.mask(), 2)] == ["x", "y"]
+    assert np.allclose(np.linalg.norm(index.dense[: index.size], axis=1), 1.0)
+
+
+def test_fusion_is_reciprocal_rank_with_the_milvus_constant() -> None:
+    index = _index(_row("x", "parse config", [1, 0, 0]), _row("y", "unrelated words", [0, 1, 0]))
+    fused = index.search("parse", [0, 1, 0], index.mask(), limit=2)
+    # x: first by BM25, second by dense; y: first by dense only.
+    assert dict(fused) == {"x": 1 / (RRF_K + 1) + 1 / (RRF_K + 2), "y": 1 / (RRF_K + 1)}
+    assert [pk for pk, _ in fused] == ["x", "y"]
+
+
+def test_filters_scope_kind_path_and_a_views_shadows() -> None:
+    index = _index(
+        _row("base-a", "needle", [1, 0, 0], scope="t|r|main", path="src/a.py"),
+        _row("base-b", "needle", [1, 0, 0], scope="t|r|main", path="src/b.py", kind="class"),
+        _row("ws-a", "needle", [1, 0, 0], scope="t|r|main~w", path="src/a.py"),
+        _row("doc", "needle", [1, 0, 0], scope="t|r|main", path="docs/x.md", kind="section"),
+    )
+
+    def found(**how: object) -> set[str]:
+        keep = index.mask(**how)  # type: ignore[arg-type]
+        return {pk for pk, _ in index.search("needle", [1, 0, 0], keep, 10)}
+
+    assert found() == {"base-a", "base-b", "ws-a", "doc"}
+    assert found(scopes=["t|r|main"]) == {"base-a", "base-b", "doc"}
+    assert found(scopes=["t|r|other"]) == set()
+    assert found(kind="class") == {"base-b"}
+    assert found(path_prefix="src/") == {"base-a", "base-b", "ws-a"}
+    # The workspace holds src/a.py: the base's copy is hidden in the view.
+    view = found(scopes=["t|r|main~w", "t|r|main"], hidden=[("t|r|main", ["src/a.py"])])
+    assert view == {"ws-a", "base-b", "doc"}
+
+
+def test_replace_remove_and_compaction_keep_answers_exact() -> None:
+    index = TenantIndex(dim=3)
+    for i in range(9000):
+        index.add(_row(f"r{i}", f"word{i % 50} common", [1.0, float(i % 7), 0.5]))
+    index.add(_row("r7", "replaced needle", [0, 0, 1]))  # same key: the old row is gone
+    assert index.live == 9000
+    assert [pk for pk, _ in index.search("needle", [0, 0, 1], index.mask(), 1)] == ["r7"]
+    for i in range(9000):
+        if i % 3:
+            index.remove(f"r{i}")
+    assert index.live == 3000 and index.size < 9001  # compacted: the dead outnumbered the live
+    assert all(pk in index.rows for pk in ("r0", "r8997")) and "r7" not in index.rows
+    hits = index.search("word3", [1, 3, 0.5], index.mask(), 100)
+    assert len(hits) == 100 and all(int(pk[1:]) % 3 == 0 for pk, _ in hits)  # survivors only
+    lexical = [index.pks[i] for i in index.bm25_top("word3", index.mask(), 1000)]
+    assert len(lexical) == 60 and all(int(pk[1:]) % 150 == 3 for pk in lexical)
+    assert index.bm25_top("needle", index.mask(), 10) == []
