@@ -42,6 +42,65 @@ def test_tokens_used_never_exceeds_the_budget(budget: int, seed: int) -> None:
     assert used <= budget
 
 
+def _reference_assemble(candidates: list[Candidate], budget: int) -> list[tuple[object, ...]]:
+    """The assembler's definition, written the slow way (every selected block copied and
+    re-counted per candidate): the linear one must choose exactly the same."""
+    from dataclasses import replace
+
+    from patchstream.query.context import _block, _merged
+
+    selected: list = []  # type: ignore[type-arg]
+    seen: set[str] = set()
+    for candidate in candidates:
+        if candidate.key and candidate.key in seen:
+            continue
+        if candidate.source == "signature" and any(
+            candidate.symbol_id in b.symbol_ids for b in selected if b.source != "signature"
+        ):
+            continue
+        trial = [replace(b) for b in selected]
+        new = _block(candidate)
+        for index, held in enumerate(trial):
+            merged = _merged(held, new)
+            if merged is not None:
+                trial[index] = merged
+                break
+        else:
+            trial.append(new)
+        if sum(COUNTER.count(b.render()) for b in trial) > budget:
+            continue
+        selected = trial
+        if candidate.key:
+            seen.add(candidate.key)
+    while selected and COUNTER.count("".join(b.render() for b in selected)) > budget:
+        selected.pop()
+    return [(b.path, b.start_line, b.end_line, b.text, tuple(b.symbol_ids)) for b in selected]
+
+
+def _mixed(seed: int) -> list[Candidate]:
+    """Code and signatures of a few files, overlapping, repeated and touching."""
+    rng = random.Random(seed)
+    found = _candidates(seed)
+    for i in range(30):
+        target = rng.choice(found)
+        found.insert(rng.randrange(len(found) + 1), Candidate(
+            kind="caller-signature", repo="r", ref="main", path=target.path,
+            start_line=target.start_line, end_line=target.start_line,
+            text=f"def g{i}()", symbol_id=rng.choice([target.symbol_id, f"r::x::{i}"]),
+            source="signature", key=f"sig{rng.randint(0, 20)}",
+        ))  # fmt: skip
+    return found
+
+
+@settings(max_examples=60, deadline=None)
+@given(budget=st.integers(32, 8000), seed=st.integers(0, 10_000))
+def test_the_linear_assembler_chooses_what_the_definition_chooses(budget: int, seed: int) -> None:
+    candidates = _mixed(seed)
+    blocks, _ = assemble(candidates, budget, COUNTER)
+    chosen = [(b.path, b.start_line, b.end_line, b.text, tuple(b.symbol_ids)) for b in blocks]
+    assert chosen == _reference_assemble(candidates, budget)
+
+
 def test_overlapping_blocks_of_a_file_are_merged_not_repeated() -> None:
     cls = _code("a.py", 1, 20, "class A:\n    x = 1")
     method = _code("a.py", 3, 5, "    def m(self):\n        return 1")

@@ -88,36 +88,41 @@ def _block(candidate: Candidate) -> Block:
     )
 
 
-def _merge_into(blocks: list[Block], new: Block) -> bool:
-    """Merge ``new`` into a selected block of the same file it overlaps or touches."""
-    for index, held in enumerate(blocks):
-        same_file = (held.repo, held.ref, held.path) == (new.repo, new.ref, new.path)
-        if not same_file or held.source != new.source:
-            continue
-        if new.start_line > held.end_line + 1 or held.start_line > new.end_line + 1:
-            continue
-        if new.text in held.text:
-            held.symbol_ids = sorted({*held.symbol_ids, *new.symbol_ids})
-            return True
-        first, second = (held, new) if held.start_line <= new.start_line else (new, held)
-        blocks[index] = replace(
-            held,
-            start_line=min(held.start_line, new.start_line),
-            end_line=max(held.end_line, new.end_line),
-            text=f"{first.text}\n{second.text}",
-            symbol_ids=sorted({*held.symbol_ids, *new.symbol_ids}),
-            flags=sorted({*held.flags, *new.flags}),
-            trust="agent-written" if "agent-written" in (held.trust, new.trust) else held.trust,
-        )
-        return True
-    return False
+def _merged(held: Block, new: Block) -> Block | None:
+    """``held`` with ``new`` merged in, when they are of the same file and source and their
+    lines overlap or touch; else None."""
+    same_file = (held.repo, held.ref, held.path) == (new.repo, new.ref, new.path)
+    if not same_file or held.source != new.source:
+        return None
+    if new.start_line > held.end_line + 1 or held.start_line > new.end_line + 1:
+        return None
+    if new.text in held.text:
+        return replace(held, symbol_ids=sorted({*held.symbol_ids, *new.symbol_ids}))
+    first, second = (held, new) if held.start_line <= new.start_line else (new, held)
+    return replace(
+        held,
+        start_line=min(held.start_line, new.start_line),
+        end_line=max(held.end_line, new.end_line),
+        text=f"{first.text}\n{second.text}",
+        symbol_ids=sorted({*held.symbol_ids, *new.symbol_ids}),
+        flags=sorted({*held.flags, *new.flags}),
+        trust="agent-written" if "agent-written" in (held.trust, new.trust) else held.trust,
+    )
 
 
 def assemble(
     candidates: list[Candidate], budget: int, counter: TokenCounter
 ) -> tuple[list[Block], int]:
-    """Fill ``budget`` tokens with candidates in order; returns blocks and tokens used."""
+    """Fill ``budget`` tokens with candidates in order; returns blocks and tokens used.
+
+    A candidate merges into the first selected block of its file and source that it
+    overlaps or touches, else it is appended; it is taken when the running total of block
+    tokens stays within the budget. Only the block it changes is re-counted, so assembly is
+    linear in the candidates, not quadratic."""
     selected: list[Block] = []
+    costs: list[int] = []  # tokens of each selected block, rendered
+    by_file: dict[tuple[str, str, str, str], list[int]] = {}  # -> indexes into selected
+    code_symbols: set[str] = set()  # symbols whose code (not signature) is selected
     seen: set[str] = set()
     used = 0
     memo: dict[str, int] = {}
@@ -131,27 +136,36 @@ def assemble(
     for candidate in candidates:
         if candidate.key and candidate.key in seen:
             continue
-        if (
-            candidate.source == "signature"
-            and candidate.symbol_id
-            and any(
-                candidate.symbol_id in b.symbol_ids for b in selected if b.source != "signature"
-            )
-        ):
+        if candidate.source == "signature" and candidate.symbol_id in code_symbols:
             continue  # its code is already in the context
-        trial = [replace(b) for b in selected]
-        if not _merge_into(trial, _block(candidate)):
-            trial.append(_block(candidate))
-        cost = sum(tokens(b) for b in trial)
-        if cost > budget:
+        new = _block(candidate)
+        where = (new.repo, new.ref, new.path, new.source)
+        target, block = None, new
+        for index in by_file.get(where, []):
+            merged = _merged(selected[index], new)
+            if merged is not None:
+                target, block = index, merged
+                break
+        cost = tokens(block)
+        total = used + cost - (costs[target] if target is not None else 0)
+        if total > budget:
             continue
-        selected, used = trial, cost
+        if target is None:
+            by_file.setdefault(where, []).append(len(selected))
+            selected.append(block)
+            costs.append(cost)
+        else:
+            selected[target], costs[target] = block, cost
+        used = total
+        if block.source != "signature":
+            code_symbols.update(block.symbol_ids)
         if candidate.key:
             seen.add(candidate.key)
     # The sum of parts can differ from the whole by a token at a seam: check the whole.
     while selected and counter.count("".join(b.render() for b in selected)) > budget:
         selected.pop()
-    for block in selected:
-        block.tokens = tokens(block)
+        costs.pop()
+    for block, cost in zip(selected, costs, strict=True):
+        block.tokens = cost
     used = counter.count("".join(b.render() for b in selected)) if selected else 0
     return selected, used

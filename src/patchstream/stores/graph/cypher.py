@@ -203,16 +203,15 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             if not frontier or room <= 0:
                 break
             params = {"frontier": frontier, "tenant": tenant, "cap": room + len(seen)}
-            rows = self._read(
-                tenant,
+            query = (
                 f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
-                "WHERE n.tenant = $tenant RETURN DISTINCT n.uid, properties(n) LIMIT $cap",
-                params,
+                "WHERE n.tenant = $tenant RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
             )
-            if inherited:
-                for through in (CALLERS_THROUGH_SUBCLASSES, CALLERS_THROUGH_INTERFACES,
-                                CALLERS_THROUGH_GO_INTERFACES):  # fmt: skip
-                    rows = [*rows, *self._read(tenant, through, params)]
+            if inherited:  # the walks through inheritance, in the same round trip
+                query = " UNION ALL ".join((query, CALLERS_THROUGH_SUBCLASSES,
+                                            CALLERS_THROUGH_INTERFACES,
+                                            CALLERS_THROUGH_GO_INTERFACES))  # fmt: skip
+            rows = self._read(tenant, query, params)
             frontier = []
             for uid, props in rows:
                 if uid in seen or len(found) >= self.max_walk_rows:

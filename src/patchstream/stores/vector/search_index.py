@@ -17,7 +17,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +42,7 @@ class IndexedRow:
     kind: str
     path: str
     text: str
-    dense: list[float]
+    dense: Sequence[float] | npt.NDArray[np.float32]
 
 
 class _Codes:

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus import (
     MilvusVectorStore,
@@ -248,28 +250,30 @@ class SearchMirror:
                 mirror.index = TenantIndex(self.store.embedder.dim)
                 mirror.files.clear()
             return
-        fetched: list[IndexedRow] = []
-        for start in range(0, len(fetch), _GET_BATCH):
-            for row in self.store.client.get(
-                self.store.chunks, ids=fetch[start : start + _GET_BATCH], output_fields=_ROW_FIELDS
-            ):
-                fetched.append(IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]),
-                                          str(row["path"]), str(row["text"]),
-                                          [float(x) for x in row["dense"]]))  # fmt: skip
         with mirror.search_lock:
-            index = mirror.index
             for file_uid in gone:
                 for pk in mirror.files.pop(file_uid):
-                    index.remove(pk)
+                    mirror.index.remove(pk)
             for file_uid, rows in wanted.items():
                 for pk in set(mirror.files.get(file_uid, {})) - set(rows):
-                    index.remove(pk)
+                    mirror.index.remove(pk)
                 if rows:
                     mirror.files[file_uid] = rows
                 else:
                     mirror.files.pop(file_uid, None)
-            for row in fetched:
-                index.add(row)
+        # Batch by batch: a load never holds more than one batch of rows as Python objects.
+        for start in range(0, len(fetch), _GET_BATCH):
+            batch = [
+                IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
+                           str(row["text"]), np.asarray(row["dense"], np.float32))
+                for row in self.store.client.get(
+                    self.store.chunks, ids=fetch[start : start + _GET_BATCH],
+                    output_fields=_ROW_FIELDS,
+                )
+            ]  # fmt: skip
+            with mirror.search_lock:
+                for row in batch:
+                    mirror.index.add(row)
 
 
 def _scopes(
