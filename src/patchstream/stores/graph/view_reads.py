@@ -68,6 +68,38 @@ _OWNERS = (
 )
 
 
+# A class's bases and subclasses, for ``_lineages``: a prefix naming the classes ``s``, then
+# the keys their bases want, their bases in their own file, and their subclasses in any
+# layer (local edges, and references to the classes' keys in every layer, built as
+# ``_OVERRIDERS`` builds them).
+_GIVEN_UP = "UNWIND $up AS uid MATCH (s:Symbol {uid: uid}) WITH s "
+_GIVEN_DOWN = "UNWIND $down AS uid MATCH (s:Symbol {uid: uid}) WITH s "
+_BASES_WANTED = (
+    "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type = 'INHERITS_FROM' "
+    "WITH w, collect(DISTINCT s.uid) AS srcs RETURN 'wanted' AS how, srcs, w.uid AS dst, "
+    "null AS props"
+)
+_BASES_LOCAL = (
+    "MATCH (s)-[r:INHERITS_FROM]->(n:Symbol) WHERE r.via IS NULL "
+    "WITH n, collect(DISTINCT s.uid) AS srcs "
+    "RETURN 'base' AS how, srcs, n.uid AS dst, properties(n) AS props"
+)
+_SUBCLASSES_LOCAL = (
+    "MATCH (s)<-[r:INHERITS_FROM]-(n:Symbol) WHERE r.via IS NULL "
+    "WITH n, collect(DISTINCT s.uid) AS srcs "
+    "RETURN 'subclass' AS how, srcs, n.uid AS dst, properties(n) AS props"
+)
+_SUBCLASSES_BY_KEY = (
+    "WITH s WHERE s.rkey IS NOT NULL UNWIND $scopes AS scope "
+    "WITH s, scope + '|' + substring(s.rkey, size(s.scope) + 1) AS key "
+    "MATCH (w:Want {uid: key})<-[r:REFERS]-(n:Symbol) WHERE r.type = 'INHERITS_FROM' "
+    "WITH n, collect(DISTINCT s.uid) AS srcs "
+    "RETURN 'subclass' AS how, srcs, n.uid AS dst, properties(n) AS props"
+)
+_UP = (_BASES_WANTED, _BASES_LOCAL)
+_DOWN = (_SUBCLASSES_LOCAL, _SUBCLASSES_BY_KEY)
+
+
 def _owned(members: list[Props]) -> list[Props]:
     """The members whose owner can matter: not a module's (a module neither inherits nor is
     inherited from), save in Go, whose structural check reads any owner."""
@@ -199,7 +231,7 @@ class ViewReads(OverlayRegistry):
     ) -> list[Pair]:  # fmt: skip
         """Edges into the targets inside their files and references to them from any file,
         in one round trip (UNION ALL of the parts that apply); with ``parents``, the
-        targets' owners are filled in on the way (see ``_parents``). Each part returns a
+        targets' owners are filled in on the way. Each part returns a
         found node once with the list of targets it came from: a hub's properties cross
         the wire once, not once per edge (that was most of a wide frontier's time)."""
         keys: dict[str, set[str]] = {}
@@ -273,29 +305,50 @@ class ViewReads(OverlayRegistry):
             out.setdefault(parent, []).append(child or {"name": name})
         return out
 
-    def _lineage(self, view: View, classes: list[Props], up: bool, levels: int
-                 ) -> dict[str, dict[str, Props]]:  # fmt: skip
-        """class uid -> the classes it inherits from (``up``) or that inherit from it, up to
-        ``levels`` levels, for every class at once."""
-        reach: dict[str, dict[str, Props]] = {c["uid"]: {} for c in classes}
-        frontier = {c["uid"]: ({c["uid"]}, c) for c in classes}  # uid -> (origins, props)
+    def _lineages(
+        self, view: View, classes: list[Props], levels: int
+    ) -> tuple[dict[str, dict[str, Props]], dict[str, dict[str, Props]]]:
+        """(below, above): class uid -> the classes that inherit from it, and the classes it
+        inherits from, up to ``levels`` levels, for every class at once. Each level is one
+        round trip for both directions (plus one to resolve the keys the bases want);
+        folding the first level into the hop's query was measured slower (a UNION runs its
+        parts one after the other, and the owners would be matched twice)."""
+        reach: dict[bool, dict[str, dict[str, Props]]] = {
+            up: {c["uid"]: {} for c in classes} for up in (True, False)
+        }
+        # direction -> uid -> (the classes it was reached from, its props)
+        frontiers = {up: {c["uid"]: ({c["uid"]}, c) for c in classes} for up in (True, False)}
         for _ in range(levels):
-            if not frontier:
+            up, down = frontiers[True], frontiers[False]
+            if not up and not down:
                 break
-            members = [props for _, props in frontier.values()]
-            uids = list(frontier)
-            if up:
-                pairs = self._referred(view, uids, ("INHERITS_FROM",), local="INHERITS_FROM")
-            else:
-                pairs = self._inbound(view, members, ("INHERITS_FROM",))
-            following: dict[str, tuple[set[str], Props]] = {}
-            for src, uid, props in self._seen(view, pairs):
-                for origin in frontier[src][0]:
-                    if uid not in reach[origin]:
-                        reach[origin][uid] = props
-                        following.setdefault(uid, (set(), props))[0].add(origin)
-            frontier = following
-        return reach
+            parts = [_GIVEN_UP + p for p in _UP if up] + [_GIVEN_DOWN + p for p in _DOWN if down]
+            params = {"up": list(up), "down": list(down), "scopes": view.scopes}
+            rows = self._read(view.tenant, " UNION ALL ".join(parts), params)
+            pairs: dict[bool, list[Pair]] = {True: [], False: []}
+            wants: dict[str, set[str]] = {}
+            for how, sources, dst, props in rows:
+                if how == "wanted":
+                    for candidate in view.keys(dst):
+                        wants.setdefault(candidate, set()).update(sources)
+                else:
+                    pairs[how == "base"] += [(src, dst, props) for src in sources]
+            if wants:
+                pairs[True] += [(src, uid, props) for key, uid, props in self._read(
+                    view.tenant,
+                    "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) "
+                    "RETURN key, t.uid, properties(t)",
+                    {"keys": sorted(wants)},
+                ) for src in wants[key]]  # fmt: skip
+            for direction in (True, False):
+                following: dict[str, tuple[set[str], Props]] = {}
+                for src, uid, props in self._seen(view, pairs[direction]):
+                    for origin in frontiers[direction].get(src, ((), None))[0]:
+                        if uid != src and uid not in reach[direction][origin]:
+                            reach[direction][origin][uid] = props
+                            following.setdefault(uid, (set(), props))[0].add(origin)
+                frontiers[direction] = following
+        return reach[False], reach[True]
 
     def _inherited_callers(self, view: View, frontier: list[Props], parents: dict[str, Props]
                            ) -> list[Pair]:  # fmt: skip
@@ -307,8 +360,7 @@ class ViewReads(OverlayRegistry):
             return []
         # Only classes and interfaces take part in inheritance (a module never does).
         classes = [o for o in owners if o.get("kind") in _INHERITING]
-        below = self._lineage(view, classes, up=False, levels=3)
-        above = self._lineage(view, classes, up=True, levels=3)
+        below, above = self._lineages(view, classes, 3)
         interfaces = [a for found in above.values() for a in found.values()
                       if a.get("kind") == "interface"]  # fmt: skip
         go_owners = [parents[t["uid"]] for t in frontier
