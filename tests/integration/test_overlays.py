@@ -75,6 +75,12 @@ def _answers(
         for walk, depth in (("callers", 2), ("callees", 2), ("impact", 3)):
             neighbors = getattr(graph, walk)(tenant, sid, depth, ref)
             out[f"{walk} {sid}"] = sorted((n.symbol.id, n.depth) for n in neighbors)
+    # Walks read together (what context does) answer as each symbol's own walk.
+    for walk, depth in (("callers", 2), ("callees", 2), ("impact", 3)):
+        together = graph.walks(tenant, walk, sorted(ids), depth, ref)
+        for sid in sorted(ids):
+            got = sorted((n.symbol.id, n.depth) for n in together[sid])
+            assert got == out[f"{walk} {sid}"], (walk, sid, ref)
     for name in sorted(names):
         out[f"name {name}"] = sorted(s.id for s in graph.symbols_by_name(tenant, name, "app", ref))
     return out

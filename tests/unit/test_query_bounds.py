@@ -27,6 +27,9 @@ class FanOutGraph:
     callees = callers
     impact = callers
 
+    def walks(self, tenant: str, kind: str, ids: list[str], *args: Any) -> dict[str, Any]:
+        return {sid: self.callers() for sid in ids}
+
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
         return RepoVersion(1, 1, None)
 

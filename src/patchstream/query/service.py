@@ -102,14 +102,20 @@ class QueryService:
         entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
         for hit in entries:
             candidates.append(_from_hit("entry-code", hit))
-        walks = [(hit, direction) for hit in entries for direction in ("callers", "callees")]
-        # Independent graph reads: run them side by side.
+        # Callers and callees of every entry point: one multi-start walk per direction and
+        # ref, the two side by side (each symbol's answer is still its own walk's).
+        jobs: dict[tuple[str, str], list[str]] = {}
+        for hit in entries:
+            for direction in ("callers", "callees"):
+                jobs.setdefault((direction, ref or hit.ref), []).append(hit.symbol_id)
         results = self._pool.map(
-            lambda job: self.walk(tenant, job[1], job[0].symbol_id, 2, ref or job[0].ref), walks
+            lambda job: self.graph.walks(tenant, job[0][0], job[1], 2, job[0][1]), jobs.items()
         )
-        for (_hit, direction), neighbors in zip(walks, results, strict=True):
-            for neighbor in neighbors:
-                candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
+        reached = dict(zip(jobs, results, strict=True))
+        for hit in entries:
+            for direction in ("callers", "callees"):
+                for neighbor in reached[(direction, ref or hit.ref)].get(hit.symbol_id, []):
+                    candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
         rest = [h for h in hits if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source != "code"):

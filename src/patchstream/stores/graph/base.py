@@ -160,6 +160,14 @@ class GraphStore(abc.ABC):
     ) -> list[Neighbor]:
         """Every transitive caller (and overrider) up to ``depth``: what a change breaks."""
 
+    def walks(
+        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main"
+    ) -> dict[str, list[Neighbor]]:
+        """``callers``, ``callees`` or ``impact`` of each symbol (a store may read them
+        together; the answer is each one's own walk)."""
+        walk = {"callers": self.callers, "callees": self.callees, "impact": self.impact}[kind]
+        return {sid: walk(tenant, sid, depth, ref) for sid in symbol_ids}
+
     @abc.abstractmethod
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]: ...
 

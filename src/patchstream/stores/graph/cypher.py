@@ -43,7 +43,8 @@ from patchstream.stores.graph.statements import (
     Statement,
     chunked,
 )
-from patchstream.stores.graph.view_reads import ViewReads, symbol_from_props
+from patchstream.stores.graph.view_reads import ViewReads, neighbors, symbol_from_props
+from patchstream.stores.graph.walks import Walks
 
 __all__ = ["INDEXES", "CypherGraphStore", "Statement"]
 
@@ -173,70 +174,72 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         )
         return [symbol_from_props(r[0]) for r in rows]
 
-    def _walk(
-        self,
-        tenant: str,
-        symbol_id: str,
-        depth: int,
-        ref: str,
-        types: str,
-        inbound: bool,
-        inherited: bool = False,
-    ) -> list[Neighbor]:
-        """Breadth first, one query per level over DISTINCT nodes, at most ``max_walk_rows``
-        symbols: a fan-out graph costs rows, never paths (a path pattern ``*1..5`` over a hub
-        enumerates every path and ran 36 s at depth 5 on one 35 KB file)."""
+    def _walks(
+        self, tenant: str, symbol_ids: Sequence[str], depth: int, ref: str, types: str,
+        inbound: bool, inherited: bool = False,
+    ) -> dict[str, list[Neighbor]]:  # fmt: skip
+        """Breadth first from each symbol, one query per level for all of them over
+        DISTINCT nodes, at most ``max_walk_rows`` symbols each: a fan-out graph costs rows,
+        never paths (a path pattern ``*1..5`` over a hub enumerates every path and ran 36 s
+        at depth 5 on one 35 KB file)."""
+        found: dict[str, list[Neighbor]] = {sid: [] for sid in symbol_ids}
         if not tenant:
-            return []
+            return found
         depth = max(1, min(int(depth), MAX_DEPTH))
-        view, starts = self.view_with(tenant, _repo_of(symbol_id), ref, symbol_id)
-        if view is not None:
-            return self.view_walk(view, symbol_id, depth, tuple(types.split("|")), inbound,
-                                  inherited, starts)  # fmt: skip
+        by_repo: dict[str, list[str]] = {}
+        for sid in found:
+            by_repo.setdefault(_repo_of(sid), []).append(sid)
         step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
-        start = f"{scope_of(tenant, _repo_of(symbol_id), ref)}|{symbol_id}"
-        seen = {start}
-        frontier = [start]
-        found: list[Neighbor] = []
-        for level in range(1, depth + 1):
-            room = self.max_walk_rows - len(found)
-            if not frontier or room <= 0:
-                break
-            params = {"frontier": frontier, "tenant": tenant, "cap": room + len(seen)}
-            query = (
-                f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
-                "WHERE n.tenant = $tenant RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
-            )
-            if inherited:  # the walks through inheritance, in the same round trip
-                query = " UNION ALL ".join((query, CALLERS_THROUGH_SUBCLASSES,
-                                            CALLERS_THROUGH_INTERFACES,
-                                            CALLERS_THROUGH_GO_INTERFACES))  # fmt: skip
-            rows = self._read(tenant, query, params)
-            frontier = []
-            for uid, props in rows:
-                if uid in seen or len(found) >= self.max_walk_rows:
-                    continue
-                seen.add(uid)
-                frontier.append(uid)
-                found.append(Neighbor(symbol_from_props(props), level))
-        return sorted(found, key=lambda n: (n.depth, n.symbol.id))
+        query = (
+            f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
+            "WHERE n.tenant = $tenant WITH n, collect(DISTINCT t.uid) AS srcs "
+            "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+        )
+        if inherited:  # the walks through inheritance, in the same round trip
+            query = " UNION ALL ".join((query, CALLERS_THROUGH_SUBCLASSES,
+                                        CALLERS_THROUGH_INTERFACES,
+                                        CALLERS_THROUGH_GO_INTERFACES))  # fmt: skip
+        for repo, ids in by_repo.items():
+            view, starts = self.view_with(tenant, repo, ref, ids)
+            if view is not None:
+                walks = self.view_walks(view, ids, depth, tuple(types.split("|")), inbound,
+                                        inherited, starts)  # fmt: skip
+            else:
+                scope = scope_of(tenant, repo, ref)
+                walks = Walks({sid: {"uid": f"{scope}|{sid}"} for sid in ids}, self.max_walk_rows)
+                for level in range(1, depth + 1):
+                    frontier = [p["uid"] for p in walks.frontier()]
+                    if not frontier:
+                        break
+                    params = {"frontier": frontier, "tenant": tenant, "cap": walks.room()}
+                    rows = self._read(tenant, query, params)
+                    walks.advance(((src, uid, props) for srcs, uid, props in rows
+                                   for src in srcs), level)  # fmt: skip
+            for sid, reached in walks.found().items():
+                found[sid] = neighbors(reached)
+        return found
+
+    def walks(
+        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main"
+    ) -> dict[str, list[Neighbor]]:
+        """``callers``, ``callees`` or ``impact`` of each symbol, read together."""
+        types, limit, inbound, inherited = _WALKS[kind]
+        return self._walks(tenant, symbol_ids, min(depth, limit), ref, types, inbound, inherited)
 
     def callers(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
     ) -> list[Neighbor]:
-        return self._walk(
-            tenant, symbol_id, min(depth, 2), ref, "CALLS|INSTANTIATES", True, inherited=True
-        )
+        return self.walks(tenant, "callers", [symbol_id], depth, ref)[symbol_id]
 
     def callees(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
     ) -> list[Neighbor]:
-        return self._walk(tenant, symbol_id, min(depth, 2), ref, "CALLS|INSTANTIATES", False)
+        return self.walks(tenant, "callees", [symbol_id], depth, ref)[symbol_id]
 
     def impact(
         self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main"
     ) -> list[Neighbor]:
-        return self._walk(tenant, symbol_id, depth, ref, "CALLS|INSTANTIATES|OVERRIDES", True)
+        return self.walks(tenant, "impact", [symbol_id], depth, ref)[symbol_id]
 
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]:
         if not tenant:
@@ -333,6 +336,14 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             tenant, "MATCH (w:Want) WHERE w.uid STARTS WITH $p RETURN count(w)", {"p": f"{tenant}|"}
         )
         return int(rows[0][0]) if rows else 0
+
+
+# walk -> (edge types, deepest depth, inbound, through inheritance)
+_WALKS = {
+    "callers": ("CALLS|INSTANTIATES", 2, True, True),
+    "callees": ("CALLS|INSTANTIATES", 2, False, False),
+    "impact": ("CALLS|INSTANTIATES|OVERRIDES", MAX_DEPTH, True, False),
+}
 
 
 def _repo_of(symbol_id: str) -> str:

@@ -64,10 +64,10 @@ class OverlayRegistry(abc.ABC):
         return self.view_with(tenant, repo, ref)[0]
 
     def view_with(
-        self, tenant: str, repo: str, ref: str, symbol_id: str | None = None
+        self, tenant: str, repo: str, ref: str, symbol_ids: Sequence[str] = ()
     ) -> tuple[View | None, list[dict[str, Any]]]:
-        """The view and, in the same round trip, the rows of ``symbol_id`` in its layers
-        (a walk's start: one query fewer per walk)."""
+        """The view and, in the same round trip, the rows of ``symbol_ids`` in its layers
+        (walks' starts: one query fewer per walk)."""
         if not tenant:
             return None, []
         chain = self.overlay_chain(tenant, repo, ref)
@@ -81,7 +81,7 @@ class OverlayRegistry(abc.ABC):
             "UNION ALL UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) "
             "RETURN 'start' AS how, s.scope AS scope, s.path AS path, properties(s) AS props",
             {"upper": scopes[:-1],
-             "uids": [f"{scope}|{symbol_id}" for scope in scopes] if symbol_id else []},
+             "uids": [f"{scope}|{sid}" for sid in symbol_ids for scope in scopes]},
         )  # fmt: skip
         held: dict[str, set[str]] = {scope: set() for scope in scopes}
         starts = []

@@ -165,10 +165,11 @@ CALLERS_THROUGH_SUBCLASSES = (
     "<-[:INHERITS_FROM*1..3]-(s:Symbol) "
     "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
     "WITH t, s WHERE own IS NULL AND s.rkey IS NOT NULL "
-    "WITH s.rkey + '.' + t.name AS key MATCH (w:Want {uid: key}) WITH w "
+    "WITH t, s.rkey + '.' + t.name AS key MATCH (w:Want {uid: key}) WITH t, w "
     "MATCH (w)<-[r:REFERS]-(n:Symbol) "
     "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
-    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
 # A call on an interface (``p.price()`` with ``p: Priced``) may run any implementation:
@@ -178,9 +179,10 @@ CALLERS_THROUGH_INTERFACES = (
     "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t "
     "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] WITH t, c "
     "MATCH (c)-[:INHERITS_FROM*1..3]->(i:Symbol) WHERE i.kind = 'interface' WITH t, i "
-    "MATCH (i)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name WITH m "
+    "MATCH (i)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name WITH t, m "
     "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
-    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
 # Go interfaces are structural: ``s.Put()`` with ``s Store`` may run the ``Put`` of every type
@@ -194,6 +196,7 @@ CALLERS_THROUGH_GO_INTERFACES = (
     "MATCH (i)-[:DEFINES]->(wanted:Symbol) WITH t, c, m, collect(DISTINCT wanted.name) AS needed "
     "MATCH (c)-[:DEFINES]->(own:Symbol) WITH t, m, needed, collect(DISTINCT own.name) AS has "
     "WITH t, m, [name IN needed WHERE NOT name IN has] AS missing WHERE size(missing) = 0 "
-    "WITH m MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
-    "RETURN DISTINCT n.uid, properties(n) LIMIT $cap"
+    "WITH t, m MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
+    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )

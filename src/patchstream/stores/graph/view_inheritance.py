@@ -154,25 +154,31 @@ class ViewInheritance(abc.ABC):
         )
         go = self._go_interface_methods(view, [t for t in frontier if t.get("language") == "go"])
         wanting: list[Props] = []
-        methods: list[Props] = []
+        methods: dict[str, tuple[Props, set[str]]] = {}  # uid -> (method, targets)
         for target in frontier:
             owner = parents.get(target["uid"])
             if owner is None:
                 continue
             name = target["name"]
+            # A subclass's key for the name, on behalf of the target (the pair's source).
             wanting += [
-                {**sub, "uid": sub["uid"], "rkey": f"{sub['rkey']}.{name}"}
+                {**sub, "uid": target["uid"], "rkey": f"{sub['rkey']}.{name}"}
                 for sub in below.get(owner["uid"], {}).values()
                 if sub.get("rkey") and not any(c["name"] == name for c in kids.get(sub["uid"], []))
             ]
             ancestors = above.get(owner["uid"], {}).values()
-            methods += [c for i in ancestors if i.get("kind") == "interface"
-                        for c in kids.get(i["uid"], []) if c["name"] == name]  # fmt: skip
+            mine = [c for i in ancestors if i.get("kind") == "interface"
+                    for c in kids.get(i["uid"], []) if c["name"] == name]  # fmt: skip
             has = {c["name"] for c in kids.get(owner["uid"], [])}
-            methods += [m for m, needed in go.get(name, []) if needed <= has]
+            mine += [m for m, needed in go.get(name, []) if needed <= has]
+            for method in mine:
+                methods.setdefault(method["uid"], (method, set()))[1].add(target["uid"])
         pairs = self._referrers(view, wanting, _CALLS)
-        unique = list({m["uid"]: m for m in methods}.values())
-        pairs += self._inbound(view, unique, ("CALLS",))
+        # Callers of an interface method count for each target that implements it.
+        pairs += [(target, dst, props)
+                  for src, dst, props in self._inbound(view, [m for m, _ in methods.values()],
+                                                       ("CALLS",))
+                  for target in methods[src][1]]  # fmt: skip
         return self._seen(view, pairs)
 
     def _go_interface_methods(self, view: View, targets: list[Props]

@@ -25,6 +25,7 @@ from patchstream.stores.graph.base import Neighbor, StoredSymbol
 from patchstream.stores.graph.overlay_registry import OverlayRegistry
 from patchstream.stores.graph.view_inheritance import ViewInheritance
 from patchstream.stores.graph.view_types import Pair, Props
+from patchstream.stores.graph.walks import Walks
 from patchstream.stores.overlays import View
 
 # Cross-file overrides of the ``$methods``, in the view: a class of another file that
@@ -69,6 +70,12 @@ def _owned(members: list[Props]) -> list[Props]:
     inherited from), save in Go, whose structural check reads any owner."""
     return [m for m in members if m.get("language") == "go"
             or not str(m.get("parent_id") or "::<module>").endswith("::<module>")]  # fmt: skip
+
+
+def neighbors(reached: list[tuple[int, Props]]) -> list[Neighbor]:
+    """A walk's answer: the symbols it reached, nearest first, then by id."""
+    found = [Neighbor(symbol_from_props(props), depth) for depth, props in reached]
+    return sorted(found, key=lambda n: (n.depth, n.symbol.id))
 
 
 def symbol_from_props(props: Props) -> StoredSymbol:
@@ -250,34 +257,24 @@ class ViewReads(ViewInheritance, OverlayRegistry):
 
     # -- walks ----------------------------------------------------------------------------
 
-    def view_walk(
-        self, view: View, symbol_id: str, depth: int, types: tuple[str, ...], inbound: bool,
-        inherited: bool = False, start: list[Props] | None = None,
-    ) -> list[Neighbor]:  # fmt: skip
-        """Breadth first like ``CypherGraphStore._walk``, over the view; ``start``: the
-        symbol's rows in the layers when ``view_with`` read them already."""
-        if start is None:
-            start = [r[1] for r in self._read(
-                view.tenant,
-                "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) RETURN s.uid, properties(s)",
-                {"uids": [f"{scope}|{symbol_id}" for scope in view.scopes]},
-            )]  # fmt: skip
-        frontier = [p for _, p in self._visible(view, [[p["uid"], p] for p in start])][:1]
-        seen = {p["uid"] for p in frontier}
-        found: list[Neighbor] = []
+    def view_walks(
+        self, view: View, symbol_ids: list[str], depth: int, types: tuple[str, ...],
+        inbound: bool, inherited: bool, starts: list[Props],
+    ) -> Walks:  # fmt: skip
+        """Breadth first like ``CypherGraphStore._walks``, over the view, from each symbol
+        at once; ``starts``: the symbols' rows in the layers (``view_with`` reads them)."""
+        tops: dict[str, Props] = {}
+        for _, props in self._visible(view, [[p["uid"], p] for p in starts]):
+            tops.setdefault(props["id"], props)  # the top layer's row comes first
+        walks = Walks({sid: tops[sid] for sid in symbol_ids if sid in tops}, self.max_walk_rows)
         for level in range(1, depth + 1):
-            if not frontier or len(found) >= self.max_walk_rows:
+            frontier = walks.frontier()
+            if not frontier:
                 break
             # The owners are read on the way only for a walk through inheritance.
             parents: dict[str, Props] | None = {} if inherited else None
             pairs = self._hop(view, frontier, types, inbound, parents)
             if parents is not None:
                 pairs += self._inherited_callers(view, frontier, parents)
-            frontier = []
-            for _src, uid, props in pairs:
-                if uid in seen or len(found) >= self.max_walk_rows:
-                    continue
-                seen.add(uid)
-                frontier.append(props)
-                found.append(Neighbor(symbol_from_props(props), level))
-        return sorted(found, key=lambda n: (n.depth, n.symbol.id))
+            walks.advance(pairs, level)
+        return walks

@@ -1,0 +1,59 @@
+"""Breadth-first walks from many start symbols at once, each with its own answer.
+
+Context expands every entry point's callers and callees; one walk per entry paid one round
+trip per level each. ``Walks`` keeps one walk per start (its own seen set, frontier and row
+cap, exactly as a walk of its own would) while the store reads each level for the union of
+the frontiers in one query and hands back ``(from uid, to uid, to props)`` pairs. Pure: no
+I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from patchstream.stores.graph.view_types import Pair, Props
+
+
+@dataclass
+class _Walk:
+    frontier: list[str]
+    seen: set[str]
+    found: list[tuple[int, Props]] = field(default_factory=list)
+
+
+class Walks:
+    def __init__(self, starts: dict[str, Props], cap: int) -> None:
+        """``starts``: origin key -> the start node's props (its ``uid`` at least)."""
+        self.cap = cap
+        self._walks = {key: _Walk([p["uid"]], {p["uid"]}) for key, p in starts.items()}
+        self._props: dict[str, Props] = {p["uid"]: p for p in starts.values()}
+
+    def frontier(self) -> list[Props]:
+        """The union of the frontiers that still have room, each node once."""
+        uids = dict.fromkeys(u for w in self._walks.values() if len(w.found) < self.cap
+                             for u in w.frontier)  # fmt: skip
+        return [self._props[uid] for uid in uids]
+
+    def room(self) -> int:
+        """Rows a level's query may return and still fill every walk (its ``LIMIT``)."""
+        return sum(self.cap - len(w.found) + len(w.seen) for w in self._walks.values())
+
+    def advance(self, pairs: Iterable[Pair], level: int) -> None:
+        """Take one level's pairs: each walk keeps what its own frontier reached and it has
+        not seen, in the order the store gave, up to its cap."""
+        ordered = list(pairs)
+        for _src, uid, props in ordered:
+            self._props.setdefault(uid, props)
+        for walk in self._walks.values():
+            members = set(walk.frontier)
+            walk.frontier = []
+            for src, uid, props in ordered:
+                if src not in members or uid in walk.seen or len(walk.found) >= self.cap:
+                    continue
+                walk.seen.add(uid)
+                walk.frontier.append(uid)
+                walk.found.append((level, props))
+
+    def found(self) -> dict[str, list[tuple[int, Props]]]:
+        return {key: walk.found for key, walk in self._walks.items()}
