@@ -65,7 +65,7 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
             overlap.append(len({h.chunk_id for h in mine} & {h.chunk_id for h in theirs})
                            / len(theirs))  # fmt: skip
     _wrap(service, "search", stages["context: search"])
-    _wrap(service, "walk", stages["context: graph walks"])
+    _wrap(graph, "walks", stages["context: graph walks"])
     _wrap(service, "_with_trust", stages["context: trust"])
     _wrap(service_module, "assemble", stages["context: assemble"])
     for _ in range(requests):
@@ -75,9 +75,9 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
     mirror.close()
     graph.close()
     vectors.close()
-    walks = len(stages["context: graph walks"]) // max(1, requests)
     parts = [f"{name} {percentile(values, 50):.1f}" for name, values in stages.items() if values]
     return (
-        f"{'; '.join(parts)} (graph walks: {walks} per context, 8 threads); top-10 overlap "
+        f"{'; '.join(parts)} (graph walks: callers and callees of the 5 entry points, one "
+        "multi-start walk per direction, the two side by side); top-10 overlap "
         f"of the copy with the Milvus path {sum(overlap) / max(1, len(overlap)):.2f}"
     )
