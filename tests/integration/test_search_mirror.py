@@ -15,18 +15,8 @@ from patchstream.stores.vector import milvus
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.search_mirror import SearchMirror
 from tests.integration.deltas import delete, upsert
+from tests.integration.test_vector_store import CODE as LOADER
 
-LOADER = """\
-def parse_config(path):
-    \"\"\"Read the configuration file.\"\"\"
-    with open(path) as handle:
-        return handle.read()
-
-
-class Loader:
-    def load(self, name):
-        return parse_config(name)
-"""
 BILLING = "def compute_invoice_total(lines):\n    return sum(l.amount for l in lines)\n"
 
 
