@@ -33,9 +33,6 @@ class LagProbe:
         self.topics = Topics.from_settings(kafka)
         self.ttl_s = ttl_s
         self._cache: tuple[float, dict[str, GroupLag]] | None = None
-        # One consumer per group, kept between refreshes by ``run``: creating, starting and
-        # stopping three consumers every second cost the broker and this loop each time.
-        self._consumers: dict[str, AIOKafkaConsumer] = {}
         prefix = kafka.topic_prefix
         self.groups = {
             "parse": (f"{prefix}parse", self.topics.patch_events),
@@ -45,30 +42,20 @@ class LagProbe:
 
     async def run(self) -> None:
         """Refresh in the background, so requests never wait on the bus."""
-        try:
-            while True:
-                # The bus may be down: keep the last snapshot and try again.
-                with contextlib.suppress(Exception):
-                    await self._refresh(keep=True)
-                await asyncio.sleep(self.ttl_s)
-        finally:
-            await self.close()
+        while True:
+            # The bus may be down: keep the last snapshot and try again.
+            with contextlib.suppress(Exception):
+                await self._refresh()
+            await asyncio.sleep(self.ttl_s)
 
     async def lags(self) -> dict[str, GroupLag]:
         if self._cache is not None:
             return self._cache[1]
-        # A one-off read (no ``run`` holding consumers) leaves nothing open behind it.
-        return await self._refresh(keep=bool(self._consumers))
+        return await self._refresh()
 
-    async def close(self) -> None:
-        consumers, self._consumers = list(self._consumers.values()), {}
-        for consumer in consumers:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
-
-    async def _consumer(self, group: str) -> AIOKafkaConsumer:
-        consumer = self._consumers.get(group)
-        if consumer is None:
+    async def _refresh(self) -> dict[str, GroupLag]:
+        result: dict[str, GroupLag] = {}
+        for tier, (group, topic) in self.groups.items():
             consumer = AIOKafkaConsumer(
                 bootstrap_servers=self.kafka.bootstrap,
                 group_id=group,
@@ -76,36 +63,22 @@ class LagProbe:
                 request_timeout_ms=self.kafka.request_timeout_ms,
             )
             await consumer.start()
-            self._consumers[group] = consumer
-        return consumer
-
-    async def _refresh(self, keep: bool) -> dict[str, GroupLag]:
-        try:
-            return await self._read_lags()
-        except Exception:
-            await self.close()  # the next refresh connects afresh
-            raise
-        finally:
-            if not keep:
-                await self.close()
-
-    async def _read_lags(self) -> dict[str, GroupLag]:
-        result: dict[str, GroupLag] = {}
-        for tier, (group, topic) in self.groups.items():
-            consumer = await self._consumer(group)
-            partitions = sorted(consumer.partitions_for_topic(topic) or set())
-            if not partitions:
-                await consumer._client.force_metadata_update()
+            try:
                 partitions = sorted(consumer.partitions_for_topic(topic) or set())
-            tps = [TopicPartition(topic, p) for p in partitions]
-            ends = await consumer.end_offsets(tps) if tps else {}
-            by_partition = {}
-            for tp in tps:
-                committed = await consumer.committed(tp) or 0
-                end = ends.get(tp, 0)
-                by_partition[tp.partition] = max(0, end - committed)
-                if self.metrics is not None:
-                    self.metrics.partition_offsets(group, topic, tp.partition, committed, end)
+                if not partitions:
+                    await consumer._client.force_metadata_update()
+                    partitions = sorted(consumer.partitions_for_topic(topic) or set())
+                tps = [TopicPartition(topic, p) for p in partitions]
+                ends = await consumer.end_offsets(tps) if tps else {}
+                by_partition = {}
+                for tp in tps:
+                    committed = await consumer.committed(tp) or 0
+                    end = ends.get(tp, 0)
+                    by_partition[tp.partition] = max(0, end - committed)
+                    if self.metrics is not None:
+                        self.metrics.partition_offsets(group, topic, tp.partition, committed, end)
+            finally:
+                await consumer.stop()
             result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition)
         self._cache = (time.monotonic(), result)
         return result

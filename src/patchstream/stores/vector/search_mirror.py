@@ -112,7 +112,7 @@ class SearchMirror:
         pause = 0.0
         while not self._closed.wait(pause) and not mirror.disabled:
             try:
-                self._sync(tenant, mirror, everything=not mirror.stamps)
+                self._sync(tenant, mirror, everything=not mirror.ready)
             except Exception as exc:
                 failures += 1
                 if failures == 3:
@@ -151,7 +151,10 @@ class SearchMirror:
             return
         mirror.fence = time.monotonic()
         if mirror.ready and not mirror.disabled:
-            self._sync(tenant, mirror)
+            try:
+                self._sync(tenant, mirror)
+            except Exception as exc:  # the fence holds: Milvus answers meanwhile
+                log.warning("event=search_mirror_sync_failed tenant=%s error=%s", tenant, exc)
 
     # -- search ---------------------------------------------------------------------------
 
