@@ -390,7 +390,7 @@ class MilvusVectorStore:
     def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, _FileRows]:
         found: dict[str, _FileRows] = {}
         for batch in _batches(file_uids):
-            for row in self._query_all(
+            for row in self.query_all(
                 f"tenant == {lit(tenant)} and file_uid in {lit_list(batch)}",
                 ["pk", "file_uid", "fp"],
             ):
@@ -505,10 +505,13 @@ class MilvusVectorStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def _query_all(self, where: str, fields: list[str]) -> list[dict[str, Any]]:
+    def query_all(
+        self, where: str, fields: list[str], collection: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every row of ``collection`` (the chunks by default) matching ``where``."""
         rows: list[dict[str, Any]] = []
         iterator = self.client.query_iterator(
-            self.chunks, batch_size=1000, filter=where, output_fields=fields
+            collection or self.chunks, batch_size=1000, filter=where, output_fields=fields
         )
         try:
             while batch := iterator.next():
@@ -623,7 +626,7 @@ class MilvusVectorStore:
                   "end_line", "kind", "text"]  # fmt: skip
         return {
             tuple(str(row[f]) for f in fields)
-            for row in self._query_all(f"tenant == {lit(tenant)}", fields)
+            for row in self.query_all(f"tenant == {lit(tenant)}", fields)
         }
 
     def drop(self) -> None:

@@ -233,16 +233,7 @@ class SearchMirror:
             )
             if len(records) < _RECENT:
                 return list(records)
-        records = []
-        iterator = self.store.client.query_iterator(
-            self.store.files, batch_size=1000, filter=where, output_fields=fields
-        )
-        try:
-            while batch := iterator.next():
-                records.extend(batch)
-        finally:
-            iterator.close()
-        return records
+        return self.store.query_all(where, fields, self.store.files)
 
     def _apply_records(
         self, tenant: str, mirror: _Mirror, records: list[dict[str, Any]],
