@@ -114,7 +114,8 @@ def distinct(values: list[Any]) -> list[Any]:
 
 def covers(hit_symbol: str, hit_kind: str, function: str) -> bool:
     """A hit names a wanted function, or the function that holds it (nested code has no chunk)."""
-    return hit_symbol == function or (hit_kind == "function" and function.startswith(hit_symbol + "."))
+    nested = hit_kind == "function" and function.startswith(hit_symbol + ".")
+    return hit_symbol == function or nested
 
 
 def mean(values: list[float]) -> float:
@@ -198,8 +199,9 @@ def main() -> None:
                                                           progress=False))  # fmt: skip
                     if not summary.complete:
                         raise SystemExit(f"index did not complete: {summary.as_dict()}")
+                auth = {"Authorization": "Bearer bench-key"}
                 with httpx.Client(base_url=stack.settings.query.url, timeout=120,
-                                  headers={"Authorization": "Bearer bench-key"}) as client:  # fmt: skip
+                                  headers=auth) as client:  # fmt: skip
                     for chosen in sets:
                         key = f"{chosen.name} patchstream ({embedder})"
                         rows[key] = _format(system_rows(client, chosen, chosen.name))

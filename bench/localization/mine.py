@@ -84,7 +84,8 @@ def functions_at(builder: FileStateBuilder, path: str, data: bytes) -> list[tupl
 def changed_functions(
     repo: Path, builder: FileStateBuilder, commit: str, path: str, in_snapshot: set[str]
 ) -> list[str]:
-    """Innermost functions of the parent version that the commit touched, if the snapshot has them."""
+    """Innermost functions of the parent version that the commit touched (if the snapshot
+    has them)."""
     before = git_bytes(repo, "show", f"{commit}^:{path}")
     defs = functions_at(builder, path, before)
     found: set[str] = set()
@@ -112,8 +113,10 @@ def main() -> None:
     files = [p for p in git(repo, "ls-tree", "-r", "--name-only", snapshot).splitlines()
              if is_source(p, args.root)]  # fmt: skip
     builder = FileStateBuilder()
-    symbols = {p: {q for q, _, _ in functions_at(builder, p, git_bytes(repo, "show", f"{snapshot}:{p}"))}
-               for p in files}  # fmt: skip
+    symbols = {}
+    for path in files:
+        data = git_bytes(repo, "show", f"{snapshot}:{path}")
+        symbols[path] = {q for q, _, _ in functions_at(builder, path, data)}
     later = git(repo, "log", "--no-merges", "--reverse", "--format=%H%x09%s",
                 f"{snapshot}..HEAD").splitlines()  # fmt: skip
     questions: list[dict[str, object]] = []

@@ -6,7 +6,13 @@ import math
 
 import numpy as np
 
-from patchstream.stores.vector.search_index import RRF_K, IndexedRow, TenantIndex, tokens
+from patchstream.stores.vector.search_index import (
+    RRF_K,
+    IndexedRow,
+    TenantIndex,
+    code_tokens,
+    tokens,
+)
 
 
 def _row(pk: str, text: str, dense: list[float], scope: str = "t|r|main", kind: str = "function",
@@ -27,15 +33,28 @@ def test_tokens_follow_the_standard_analyzer() -> None:
     ]  # fmt: skip
 
 
+def test_code_tokens_split_identifiers_and_strip_common_endings() -> None:
+    assert code_tokens("def update_settings(self): return CaseInsensitiveDict()") == [
+        "def", "update_sett", "updat", "sett", "self", "return",
+        "caseinsensitivedict", "case", "insensitiv", "dict",
+    ]  # fmt: skip
+    assert code_tokens("HTTPServer parsed") == ["httpserver", "http", "server", "pars"]
+    # Forms of one word meet: the question's wording finds the code's.
+    assert len(set(code_tokens("settings setting"))) == 1
+    assert len(set(code_tokens("parse parsed parses parsing"))) == 1
+    assert code_tokens("is has bus") == ["is", "has", "bus"]  # short words keep their ending
+
+
 def test_bm25_scores_are_the_formula_over_the_live_rows() -> None:
+    # Each row's path (a.py: "a", "py") counts as its text: lengths 5, 3 and 6.
     index = _index(_row("a", "alpha beta beta", [1, 0, 0]), _row("b", "gamma", [0, 1, 0]),
                    _row("c", "beta gamma delta epsilon", [0, 0, 1]))  # fmt: skip
     keep = index.mask()
     assert index.bm25_top("beta", keep, 10) == [index.rows["a"], index.rows["c"]]
-    # By hand: N = 3, df = 2, average length 8/3; a holds beta twice in 3 tokens.
+    # By hand: N = 3, df = 2, average length 14/3; a holds beta twice in 5 tokens.
     idf = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1.0)
-    expected_a = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / (8 / 3)))
-    expected_c = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / (8 / 3)))
+    expected_a = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 5 / (14 / 3)))
+    expected_c = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 6 / (14 / 3)))
     scores = index.bm25_scores("beta")
     assert math.isclose(scores[index.rows["a"]], expected_a, rel_tol=1e-5)
     assert math.isclose(scores[index.rows["c"]], expected_c, rel_tol=1e-5)
@@ -44,8 +63,44 @@ def test_bm25_scores_are_the_formula_over_the_live_rows() -> None:
     # A removed row leaves the statistics: beta is now in one row of two.
     index.remove("c")
     idf = math.log((2 - 1 + 0.5) / (1 + 0.5) + 1.0)
-    again = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / 2))
+    again = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 5 / 4))
     assert math.isclose(index.bm25_scores("beta")[index.rows["a"]], again, rel_tol=1e-5)
+
+
+def test_file_scores_are_bm25_over_each_files_rows_taken_together() -> None:
+    rows = [("p1", "parse the config file", "src/config.py"),
+            ("p2", "load config values", "src/config.py"),
+            ("p3", "render a template", "src/render.py"),
+            ("p4", "config for render", "src/render.py"),
+            ("p5", "nothing relevant", "docs/readme.md")]  # fmt: skip
+    index = _index(*(_row(pk, text, [1, 0, 0], path=path) for pk, text, path in rows))
+    # The reference: one row per file holding its rows' text and paths (path tokens per row).
+    reference = TenantIndex(dim=3)
+    for path in ("src/config.py", "src/render.py", "docs/readme.md"):
+        text = " ".join(f"{t} {p}" for _, t, p in rows if p == path)
+        reference.add(IndexedRow(path, "s", "file", "", text, [1, 0, 0]))
+    for query in ("config", "render config", "template src", "absent"):
+        got = index.file_scores(query, index.mask())
+        want = reference.bm25_scores(query)
+        for path in ("src/config.py", "src/render.py", "docs/readme.md"):
+            assert math.isclose(got[index.paths.ids[path]], want[reference.rows[path]],
+                                rel_tol=1e-5, abs_tol=1e-7)  # fmt: skip
+    # Only kept rows count: without p1 and p2, config.py scores nothing.
+    keep = index.mask()
+    keep[[index.rows["p1"], index.rows["p2"]]] = False
+    assert index.file_scores("config", keep)[index.paths.ids["src/config.py"]] == 0.0
+
+
+def test_a_chunk_of_a_file_that_matches_as_a_whole_ranks_higher() -> None:
+    index = _index(
+        _row("lone", "retry the request", [1, 0, 0], path="src/misc.py"),
+        _row("fits", "retry the request", [1, 0, 0], path="src/retry.py"),
+        _row("more", "backoff between attempts", [0, 1, 0], path="src/retry.py"),
+    )
+    plain = index.search("retry backoff", [1, 0, 0], index.mask(), 2, file_weight=0)
+    assert math.isclose(plain[0][1], plain[1][1])  # the same text: a tie without files
+    ranked = dict(index.search("retry backoff", [1, 0, 0], index.mask(), 3))
+    assert ranked["fits"] > ranked["lone"]  # retry.py also holds the backoff
 
 
 def test_dense_ranks_by_cosine_and_normalizes_what_it_stores() -> None:
@@ -56,7 +111,7 @@ def test_dense_ranks_by_cosine_and_normalizes_what_it_stores() -> None:
 
 def test_fusion_is_reciprocal_rank_with_the_milvus_constant() -> None:
     index = _index(_row("x", "parse config", [1, 0, 0]), _row("y", "unrelated words", [0, 1, 0]))
-    fused = index.search("parse", [0, 1, 0], index.mask(), limit=2)
+    fused = index.search("parse", [0, 1, 0], index.mask(), limit=2, file_weight=0)
     # x: first by BM25, second by dense; y: first by dense only.
     assert dict(fused) == {"x": 1 / (RRF_K + 1) + 1 / (RRF_K + 2), "y": 1 / (RRF_K + 1)}
     assert [pk for pk, _ in fused] == ["x", "y"]
@@ -87,7 +142,9 @@ def test_filters_scope_kind_path_and_a_views_shadows() -> None:
 def test_replace_remove_and_compaction_keep_answers_exact() -> None:
     index = TenantIndex(dim=3)
     for i in range(9000):
-        index.add(_row(f"r{i}", f"word{i % 50} common", [1.0, float(i % 7), 0.5]))
+        # Fifty letter-only words (wordaa .. wordbx): none splits into parts.
+        word = "word" + chr(97 + i % 50 // 26) + chr(97 + i % 50 % 26)
+        index.add(_row(f"r{i}", f"{word} common", [1.0, float(i % 7), 0.5]))
     index.add(_row("r7", "replaced needle", [0, 0, 1]))  # same key: the old row is gone
     assert index.live == 9000
     assert [pk for pk, _ in index.search("needle", [0, 0, 1], index.mask(), 1)] == ["r7"]
@@ -96,8 +153,8 @@ def test_replace_remove_and_compaction_keep_answers_exact() -> None:
             index.remove(f"r{i}")
     assert index.live == 3000 and index.size < 9001  # compacted: the dead outnumbered the live
     assert all(pk in index.rows for pk in ("r0", "r8997")) and "r7" not in index.rows
-    hits = index.search("word3", [1, 3, 0.5], index.mask(), 100)
+    hits = index.search("wordad", [1, 3, 0.5], index.mask(), 100)
     assert len(hits) == 100 and all(int(pk[1:]) % 3 == 0 for pk, _ in hits)  # survivors only
-    lexical = [index.pks[i] for i in index.bm25_top("word3", index.mask(), 1000)]
+    lexical = [index.pks[i] for i in index.bm25_top("wordad", index.mask(), 1000)]
     assert len(lexical) == 60 and all(int(pk[1:]) % 150 == 3 for pk in lexical)
     assert index.bm25_top("needle", index.mask(), 10) == []

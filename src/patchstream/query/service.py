@@ -12,6 +12,7 @@ from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
+from patchstream.query.file_map import file_map_candidates
 from patchstream.query.read_tokens import PendingWrite
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.settings import Settings
@@ -97,11 +98,16 @@ class QueryService:
         if session:
             candidates += self._session_candidates(tenant, session, repo)
         candidates += self._memory_candidates(tenant, query, repo)
-        hits = self.search(tenant, query, limit=self.settings.query.entry_points * 2,
+        wanted = self.settings.query
+        hits = self.search(tenant, query, limit=max(wanted.entry_points * 2, wanted.map_hits),
                            repo=repo, ref=ref)  # fmt: skip
-        entries = [h for h in hits if h.kind in _CODE_KINDS][: self.settings.query.entry_points]
+        entries = [h for h in hits if h.kind in _CODE_KINDS][: wanted.entry_points]
         for hit in entries:
             candidates.append(_from_hit("entry-code", hit))
+        # Then the next best files, a short block each: breadth before depth.
+        candidates += file_map_candidates(
+            hits, wanted.map_files, skip={(h.repo, h.ref, h.path) for h in entries}
+        )
         # Callers and callees of every entry point: one multi-start walk per direction and
         # ref, the two side by side (each symbol's answer is still its own walk's).
         jobs: dict[tuple[str, str], list[str]] = {}
