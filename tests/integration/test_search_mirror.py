@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import TypeVar
 
 import pytest
 
@@ -17,6 +19,7 @@ from patchstream.stores.vector.search_mirror import SearchMirror
 from tests.integration.deltas import delete, upsert
 from tests.integration.test_vector_store import CODE as LOADER
 
+T = TypeVar("T")
 BILLING = "def compute_invoice_total(lines):\n    return sum(l.amount for l in lines)\n"
 
 
@@ -39,6 +42,21 @@ def _ready(mirror: SearchMirror, tenant: str) -> None:
     _until(lambda: mirror.state(tenant) == "ready")
 
 
+def _without_milvus(mirror: SearchMirror, search: Callable[[], T]) -> T:
+    """Run ``search`` with Milvus's client refusing every call: the copy answers alone."""
+    client = mirror.store.client
+
+    class Refusing:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the copy called Milvus ({name}) on the read path")
+
+    mirror.store.client = Refusing()  # type: ignore[assignment]
+    try:
+        return search()
+    finally:
+        mirror.store.client = client
+
+
 def _symbols(hits: list[milvus.SearchHit] | None) -> list[str]:
     assert hits is not None, "the mirror did not serve the search"
     return [h.symbol_id for h in hits]
@@ -52,10 +70,11 @@ def test_loads_then_answers_like_milvus_and_follows_edits_and_deletes(
     assert mirror.search(tenant, "parse_config") is None  # not loaded yet: Milvus serves
     _ready(mirror, tenant)
     for query in ("parse_config configuration file", "compute_invoice_total amount"):
-        mine = mirror.search(tenant, query, limit=3)
+        mine = _without_milvus(mirror, lambda q=query: mirror.search(tenant, q, limit=3))
         theirs = vectors.search(tenant, query, limit=3)
         assert _symbols(mine)[0] == theirs[0].symbol_id
-        assert mine and mine[0].text == theirs[0].text and mine[0].version == 1
+        assert mine[0] == replace(theirs[0], score=mine[0].score)  # every field as Milvus has it
+        assert mine[0].version == 1
     # An edit: after a sync (what /v1/wait does) the new text is found, the old is gone.
     edited = BILLING.replace("compute_invoice_total", "compute_credit_note")
     vectors.apply([upsert(tenant, "billing.py", edited, 2)])

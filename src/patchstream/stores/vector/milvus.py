@@ -102,7 +102,7 @@ class VectorApplyStats:
     embed_seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     score: float
     chunk_id: str

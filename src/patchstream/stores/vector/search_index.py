@@ -83,6 +83,7 @@ class IndexedRow:
     path: str
     text: str
     dense: Sequence[float] | npt.NDArray[np.float32]
+    payload: object = None  # what a search returns for the row (the index never reads it)
 
 
 class _Codes:
@@ -113,6 +114,7 @@ class TenantIndex:
         self.path = np.zeros(capacity, np.int32)
         self.length = np.zeros(capacity, np.float32)
         self.pks: list[str] = []
+        self.payloads: list[object] = []  # by row, like pks
         self.rows: dict[str, int] = {}  # pk -> row
         self.postings: dict[str, tuple[array[int], array[float]]] = {}
         self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
@@ -127,6 +129,7 @@ class TenantIndex:
         at = self.size
         self.size += 1
         self.pks.append(row.pk)
+        self.payloads.append(row.payload)
         self.rows[row.pk] = at
         vector = np.asarray(row.dense, np.float32)
         norm = float(np.linalg.norm(vector))
@@ -177,6 +180,7 @@ class TenantIndex:
             moved[: len(keep)] = values[keep]
             setattr(self, name, moved)
         self.pks = [self.pks[i] for i in keep.tolist()]
+        self.payloads = [self.payloads[i] for i in keep.tolist()]
         self.rows = {pk: i for i, pk in enumerate(self.pks)}
         self.size = len(keep)
         postings = {}
@@ -192,6 +196,11 @@ class TenantIndex:
         self.postings = postings
 
     # -- reads ----------------------------------------------------------------------------
+
+    def payload(self, pk: str) -> object:
+        """The payload the live row ``pk`` was added with (None for an unknown key)."""
+        at = self.rows.get(pk)
+        return None if at is None else self.payloads[at]
 
     def mask(
         self,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ _RECENT = 4096  # records one incremental sync reads in one request; more go by 
 _RECORD_FIELDS = ["tenant", "file_uid", "scope", "version", "deleted", "chunk_rows",
                   "chunk_rows_complete", "applied_at"]  # fmt: skip
 _STAMP_FIELDS = ["file_uid", "version", "applied_at"]
-_ROW_FIELDS = ["pk", "scope", "kind", "path", "text", "dense"]
+_ROW_FIELDS = [*search_fields(), "dense"]
 
 
 @dataclass
@@ -185,17 +185,18 @@ class SearchMirror:
             ]  # fmt: skip
             keep = index.mask(scopes, kind, path_prefix, hidden)
             ranked = index.search(query, vector, keep, limit)
-        return self._hits(tenant, ranked)
+            return self._hits(index, ranked)
 
-    def _hits(self, tenant: str, ranked: list[tuple[str, float]]) -> list[SearchHit]:
-        if not ranked:
-            return []
-        rows = self.store.client.get(
-            self.store.chunks, ids=[pk for pk, _ in ranked], output_fields=search_fields()
-        )
-        by_pk = {row["pk"]: row for row in rows if row.get("tenant") == tenant}
-        # A row deleted since the last sync is left out, never served stale.
-        return [hit_from_row(by_pk[pk], score) for pk, score in ranked if pk in by_pk]
+    @staticmethod
+    def _hits(index: TenantIndex, ranked: list[tuple[str, float]]) -> list[SearchHit]:
+        """The winners as the copy holds them: no Milvus call on the read path (reading
+        them by key was the largest stage of a search, and waited on Milvus's CPU bursts)."""
+        found = []
+        for pk, score in ranked:
+            held = index.payload(pk)
+            if isinstance(held, SearchHit):
+                found.append(replace(held, score=score))
+        return found
 
     # -- following Milvus ----------------------------------------------------------------
 
@@ -285,7 +286,8 @@ class SearchMirror:
         for start in range(0, len(fetch), _GET_BATCH):
             batch = [
                 IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
-                           str(row["text"]), np.asarray(row["dense"], np.float32))
+                           str(row["text"]), np.asarray(row["dense"], np.float32),
+                           payload=hit_from_row(row, 0.0))
                 for row in self.store.client.get(
                     self.store.chunks, ids=fetch[start : start + _GET_BATCH],
                     output_fields=_ROW_FIELDS,
