@@ -68,7 +68,11 @@ def test_loads_then_answers_like_milvus_and_follows_edits_and_deletes(
     vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
                    upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
     assert mirror.search(tenant, "parse_config") is None  # not loaded yet: Milvus serves
+    assert mirror.last_applied(tenant, "app") is None
     _ready(mirror, tenant)
+    # Freshness from the copy's stamps, without asking Milvus: the same answer.
+    assert mirror.last_applied(tenant, "app") == vectors.last_applied(tenant, "app")
+    assert mirror.last_applied(tenant, "other-repo") == (0, None)
     for query in ("parse_config configuration file", "compute_invoice_total amount"):
         mine = _without_milvus(mirror, lambda q=query: mirror.search(tenant, q, limit=3))
         theirs = vectors.search(tenant, query, limit=3)
@@ -80,6 +84,8 @@ def test_loads_then_answers_like_milvus_and_follows_edits_and_deletes(
     vectors.apply([upsert(tenant, "billing.py", edited, 2)])
     mirror.sync(tenant)
     assert mirror.state(tenant) == "ready"
+    files, newest = mirror.last_applied(tenant, "app") or (0, None)
+    assert (files, newest) == vectors.last_applied(tenant, "app") and files == 2
     assert _symbols(mirror.search(tenant, "compute_credit_note", limit=1)) == [
         "app::billing.py::compute_credit_note"
     ]

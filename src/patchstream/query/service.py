@@ -122,7 +122,8 @@ class QueryService:
             for direction in ("callers", "callees"):
                 for neighbor in reached[(direction, ref or hit.ref)].get(hit.symbol_id, []):
                     candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
-        rest = [h for h in hits if h not in entries]
+        # The map's wider pool is for breadth only: whole chunks come from the best hits.
+        rest = [h for h in hits[: wanted.entry_points * 2] if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source != "code"):
             candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
@@ -208,7 +209,8 @@ class QueryService:
             if len(chain) > 1
             else layers[0].files
         )
-        files, vector_last = self.vectors.last_applied(tenant, repo)
+        held = self.mirror.last_applied(tenant, repo) if self.mirror is not None else None
+        files, vector_last = held if held is not None else self.vectors.last_applied(tenant, repo)
         now = time.time()
         return {
             "graph": {
