@@ -182,7 +182,8 @@ def main() -> None:
         roots = {s.name: s.extract(Path(tmp) / "sets" / s.name) for s in sets}
         for chosen in sets:
             snapshot = chosen.meta["snapshot"][:10]
-            rows[f"{chosen.name} corpus"] = (f"{chosen.meta['url']} at {snapshot}, "
+            licence = chosen.meta["licence"]
+            rows[f"{chosen.name} corpus"] = (f"{chosen.name} ({licence}) at {snapshot}, "
                                              f"{len(chosen.sources)} files, "
                                              f"{len(chosen.questions)} questions")  # fmt: skip
             rows[f"{chosen.name} BM25 over files"] = _format(baseline_rows(chosen, counter))
