@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness clean
+.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,7 @@ schemas: install
 	$(VENV)/bin/patchstream schemas
 
 ## bench: every bench on real code; updates the README table and prints it
-bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness
+bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness bench-context
 	$(PY) bench/report.py
 
 bench-parse: install
@@ -84,6 +84,10 @@ bench-faults: install
 
 bench-correctness: install
 	$(PY) bench/correctness.py --update-readme
+
+## bench-context: file recall of search and context on the localization sets (both embedders)
+bench-context: install
+	$(PY) bench/context_quality.py --update-readme
 
 bench-query: install
 	$(PY) bench/query.py --corpus medium --update-readme
