@@ -204,3 +204,25 @@ def test_quarantine_and_approval(memory: MemoryService, tenant: str) -> None:
     outcomes = [d["outcome"] for d in memory.decisions(tenant, 10)]
     assert "quarantined" in outcomes and "approved" in outcomes
     memory.purge(tenant)
+
+
+def test_a_tenant_without_active_memories_never_asks_the_index(
+    memory: MemoryService, tenant: str
+) -> None:
+    index = memory.index
+
+    class Refusing:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the index was asked ({name}) for a tenant with no memory")
+
+    memory.index = Refusing()  # type: ignore[assignment]
+    assert memory.search(tenant, "who owns billing") == []  # context asks at every request
+    memory.index = index
+    _propose(memory, tenant, "billing is owned by alice", key="owner")
+    memory.index = Refusing()  # type: ignore[assignment]
+    with pytest.raises(AssertionError, match="the index was asked"):
+        memory.search(tenant, "who owns billing")  # one active memory: the index is searched
+    memory.index = index
+    assert [r.memory.content for r in memory.search(tenant, "who owns billing")] == [
+        "billing is owned by alice"
+    ]

@@ -206,6 +206,10 @@ class MemoryService:
     ) -> list[Recalled]:
         """Relevant active memories the caller may see, fresh ones (or flagged stale ones)."""
         found: list[Recalled] = []
+        # Context asks at every request; most tenants hold no memory, and one graph lookup
+        # spares them a hybrid search in Milvus (which waits whenever Milvus is busy).
+        if not self.store.find(tenant, "Memory", {"state": "active"}, 1):
+            return found
         for memory_id in self.index.search(tenant, query, user, limit * 4):
             held = self.store.get(tenant, "Memory", memory_id)
             if held is None:
