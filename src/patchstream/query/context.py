@@ -1,7 +1,7 @@
 """Token-budgeted context assembly: pure logic over candidate blocks.
 
-Candidates come in priority order (session changes, entry code, caller and callee
-signatures, semantic chunks, prose). Each is rendered with a provenance header; blocks of
+Candidates come in priority order (session changes, entry code, the file map, caller and
+callee signatures, semantic chunks, prose). Each is rendered with a provenance header; blocks of
 the same file whose lines overlap or touch are merged into one, never repeated; the budget
 is never exceeded, counted on the final text with the configured encoding.
 """
@@ -23,7 +23,7 @@ class Candidate:
     """One piece of context and where it came from."""
 
     kind: (
-        str  # session-change | entry-code | caller-signature | callee-signature | semantic | prose
+        str  # session-change | entry-code | file-map | caller-/callee-signature | semantic | prose
     )
     repo: str
     ref: str
@@ -33,7 +33,7 @@ class Candidate:
     text: str
     symbol_id: str | None = None
     version: int | None = None
-    source: str = "code"  # code | signature | doc
+    source: str = "code"  # code | signature | map | doc
     trust: str = "repository"  # repository | agent-written
     key: str = ""  # identical keys are the same content
 
