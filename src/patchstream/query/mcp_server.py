@@ -50,7 +50,8 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         ref: str = "main",
     ) -> dict[str, Any]:
         """Token-budgeted context for a task: the session's working state first, then entry
-        code, callers/callees signatures, docs. ``ref``: a branch or ``main~<workspace>``."""
+        code, a map of the next best files (a line per matching symbol), callers/callees
+        signatures, docs. ``ref``: a branch or ``main~<workspace>``."""
         body = {
             "query": query,
             "budget_tokens": budget_tokens,
