@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import math
-import re
 import sys
 import tarfile
 import tempfile
@@ -38,11 +37,11 @@ from _common import machine, print_rows, stack_settings, update_readme_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.parsing.tokens import TokenCounter
+from patchstream.stores.vector.search_index import tokens
 
 SETS_DIR = Path(__file__).resolve().parent / "localization"
 BUDGETS = (2000, 4000, 8000)
 BASELINE_BUDGETS = (*BUDGETS, 32000)
-WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -82,14 +81,14 @@ class FileBM25:
 
     def __init__(self, sources: dict[str, str], k1: float = 1.5, b: float = 0.75) -> None:
         self.paths = list(sources)
-        self.terms = [Counter(WORD.findall(text.lower())) for text in sources.values()]
+        self.terms = [Counter(tokens(text)) for text in sources.values()]
         self.lengths = [sum(t.values()) for t in self.terms]
         self.average = sum(self.lengths) / max(1, len(self.lengths))
         self.df: Counter[str] = Counter(w for t in self.terms for w in t)
         self.k1, self.b = k1, b
 
     def rank(self, query: str) -> list[str]:
-        words = set(WORD.findall(query.lower()))
+        words = set(tokens(query))
         n = len(self.paths)
         scores = []
         for path, terms, length in zip(self.paths, self.terms, self.lengths, strict=True):

@@ -75,7 +75,7 @@ def _stem(word: str) -> str:
 
 @dataclass(frozen=True)
 class IndexedRow:
-    """What the index keeps of a chunk row (the rest is read from Milvus for the winners)."""
+    """What the index keeps of a chunk row: what it ranks by, and the payload it returns."""
 
     pk: str
     scope: str
@@ -258,10 +258,7 @@ class TenantIndex:
             df = len(rows)
             if df == 0:
                 continue
-            idf = math.log((live - df + 0.5) / (df + 0.5) + 1.0)
-            lengths = self.length[rows]
-            part = tfs * (_K1 + 1.0) / (tfs + _K1 * (1.0 - _B + _B * lengths / average))
-            scores[rows] += np.float32(idf * weight) * part
+            scores[rows] += weight * _bm25(tfs, self.length[rows], average, live, df)
         return scores
 
     def bm25_top(self, query: str, keep: npt.NDArray[np.bool_], k: int) -> list[int]:
@@ -295,14 +292,10 @@ class TenantIndex:
             if not kept.any():
                 continue
             counts = np.frombuffer(posting[1], np.float32)[kept]
-            tfs = np.bincount(paths[rows[kept]], weights=counts, minlength=files)
-            tfs = tfs.astype(np.float32)
+            summed = np.bincount(paths[rows[kept]], weights=counts, minlength=files)
+            tfs = summed.astype(np.float32)
             held = np.flatnonzero(tfs)
-            df = len(held)
-            idf = math.log((count - df + 0.5) / (df + 0.5) + 1.0)
-            tf = tfs[held]
-            norm = _K1 * (1.0 - _B + _B * lengths[held] / average)
-            scores[held] += np.float32(idf * weight) * tf * (_K1 + 1.0) / (tf + norm)
+            scores[held] += weight * _bm25(tfs[held], lengths[held], average, count, len(held))
         return scores
 
     def search(
@@ -331,6 +324,20 @@ class TenantIndex:
                     fused[row] += file_weight / (RRF_K + int(ranks[code]))
         best = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in best]
+
+
+def _bm25(
+    tfs: npt.NDArray[np.float32],
+    lengths: npt.NDArray[np.float32],
+    average: float,
+    n: int,
+    df: int,
+) -> npt.NDArray[np.float32]:
+    """One query term's BM25 contribution for documents with term counts ``tfs`` and
+    ``lengths``, the term being in ``df`` of ``n`` documents."""
+    idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+    norm = _K1 * (1.0 - _B + _B * lengths / average)
+    return (np.float32(idf) * tfs * (_K1 + 1.0) / (tfs + norm)).astype(np.float32)
 
 
 def _top(scores: npt.NDArray[np.float32], k: int) -> list[int]:

@@ -3,9 +3,9 @@
 Why: Milvus Lite 3.x is pure Python, and each search request walks every row of the tenant's
 partition in Python (version dedup, tombstones, filter masks) before it asks its index. A
 hybrid search is two such requests: 160 ms at 43k chunks, over 500 ms at 156k, whatever the
-filter. The mirror answers from numpy arrays (``search_index``) and reads only the winners'
-rows from Milvus, by primary key. Milvus stays the system of record; a tenant's searches go
-to Milvus until its mirror has loaded, and whenever the mirror is off or over its size cap.
+filter. The mirror answers from numpy arrays (``search_index``) and returns the winners'
+fields it holds, without a Milvus call. Milvus stays the system of record; a tenant's searches
+go to Milvus until its mirror has loaded, and whenever the mirror is off or over its size cap.
 
 How it follows Milvus: the files collection holds one record per file listing the ``pk:fp``
 of its chunk rows, and a record is written after its rows. A sync reads the records applied
