@@ -209,6 +209,12 @@ class QuerySettings(BaseModel):
     max_walk_rows: int = Field(
         default=2000, gt=0, description="symbols one callers/callees/impact walk returns at most"
     )
+    context_walk_rows: int = Field(
+        default=50,
+        gt=0,
+        description="callers (and callees) context reads per entry point, nearest first: "
+        "their signatures are a few dozen tokens each, so more could not fit a budget anyway",
+    )
     search_mirror: bool = Field(
         default=True,
         description="search an in-process copy of the chunk index (Milvus serves a tenant "

@@ -232,6 +232,11 @@ def test_impact_on_a_fan_out_graph_is_level_by_level_and_capped(
     finally:
         graph.max_walk_rows = previous
     assert len(capped) == 10
+    # A walk's own limit (what context asks for) reads nearest first, each start its own.
+    limited = graph.walks(tenant, "impact", [target, "app::pkg/hub.py::f57"], 5, limit=3)
+    assert len(limited[target]) == 3 and all(n.depth == 1 for n in limited[target])
+    assert [n.symbol.name for n in limited["app::pkg/hub.py::f57"]] == ["f58", "f59"]
+    assert len(graph.walks(tenant, "impact", [target], 5, limit=5000)[target]) == 59
 
 
 def test_first_writes_of_new_graphs_under_concurrent_readers_never_hang(

@@ -81,6 +81,12 @@ def _answers(
         for sid in sorted(ids):
             got = sorted((n.symbol.id, n.depth) for n in together[sid])
             assert got == out[f"{walk} {sid}"], (walk, sid, ref)
+        # A limit keeps each walk's nearest symbols, the same in a view as on a plain ref.
+        limited = graph.walks(tenant, walk, sorted(ids), depth, ref, limit=2)
+        for sid in sorted(ids):
+            depths = [n.depth for n in limited[sid]]
+            assert len(depths) == min(2, len(together[sid]))
+            assert depths == sorted(depths)
     for name in sorted(names):
         out[f"name {name}"] = sorted(s.id for s in graph.symbols_by_name(tenant, name, "app", ref))
     return out

@@ -27,8 +27,13 @@ class FanOutGraph:
     callees = callers
     impact = callers
 
-    def walks(self, tenant: str, kind: str, ids: list[str], *args: Any) -> dict[str, Any]:
-        return {sid: self.callers() for sid in ids}
+    limits: list[int | None]
+
+    def walks(
+        self, tenant: str, kind: str, ids: list[str], *args: Any, limit: int | None = None
+    ) -> dict[str, Any]:
+        self.limits = [*getattr(self, "limits", []), limit]
+        return {sid: self.callers()[:limit] for sid in ids}
 
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion:
         return RepoVersion(1, 1, None)
@@ -62,11 +67,19 @@ def _service(**query: Any) -> QueryService:
 
 
 def test_a_fan_out_graph_gives_the_assembler_at_most_the_candidate_cap() -> None:
-    service = _service(max_context_candidates=50)
+    service = _service(max_context_candidates=50, context_walk_rows=5000)
     result = service.context("acme", "target", budget=100_000)
     assert result.blocks  # the answer is still assembled
     # 6,000 neighbour signatures were offered; at most 50 candidates went on.
     assert sum(len(b.symbol_ids) for b in result.blocks) <= 50
+
+
+def test_context_asks_the_graph_for_the_walk_rows_it_can_use() -> None:
+    service = _service(context_walk_rows=7)
+    result = service.context("acme", "target", budget=100_000)
+    assert service.graph.limits == [7, 7]  # type: ignore[attr-defined]
+    signatures = [b for b in result.blocks if b.kind.endswith("-signature")]
+    assert 0 < len(signatures) <= 14
 
 
 def test_the_freshness_cache_is_bounded() -> None:

@@ -25,5 +25,13 @@ def test_a_full_walk_stops_taking_rows_and_leaves_the_frontier() -> None:
     walks = Walks({"A": _p("a"), "B": _p("b")}, cap=2)
     walks.advance([("a", f"n{i}", _p(f"n{i}")) for i in range(5)] + [("b", "m", _p("m"))], 1)
     assert [len(v) for v in walks.found().values()] == [2, 1]
-    assert walks.room() == (2 - 2 + 3) + (2 - 1 + 2)
+    assert walks.room() == 2 - 1 + 2  # A is full: its rows would be dropped
     assert [p["uid"] for p in walks.frontier()] == ["m"]  # A is full: its frontier rests
+
+
+def test_parts_name_each_open_walk_with_its_own_limit() -> None:
+    walks = Walks({"A": _p("a"), "B": _p("b"), "C": _p("c")}, cap=2)
+    assert walks.parts() == [(["a"], 3), (["b"], 3), (["c"], 3)]
+    walks.advance([("a", "n0", _p("n0")), ("a", "n1", _p("n1")), ("b", "m", _p("m"))], 1)
+    # A is full; C found nothing, so it has no frontier left either.
+    assert walks.parts() == [(["m"], 2 - 1 + 2)]

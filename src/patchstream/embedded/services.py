@@ -7,9 +7,9 @@ waits until the service answers, and returns a handle that stops it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from patchstream.embedded.lifetime import with_parent_lifetime
+from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.probes import grpc_answers, kafka_answers
 from patchstream.errors import ConfigError, PatchstreamError
 
@@ -116,13 +117,18 @@ class Service:
         return ""
 
 
-def _spawn(name: str, argv: list[str], host: str, port: int, log_dir: Path) -> Service:
+def _spawn(
+    name: str, argv: list[str], host: str, port: int, log_dir: Path,
+    env_defaults: dict[str, str] | None = None,
+) -> Service:  # fmt: skip
+    """``env_defaults`` join the child's environment where this process's does not set them."""
     ensure_port_free(name, host, port)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
+    env = {**(env_defaults or {}), **os.environ}
     process = subprocess.Popen(with_parent_lifetime(argv), stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
+                               start_new_session=True, env=env)  # fmt: skip
     return Service(name, host, port, process, log_path, log)
 
 
@@ -188,23 +194,23 @@ def start_falkordb(
     return service
 
 
-def milvus_lite_command() -> str:
-    found = shutil.which("milvus-lite") or str(Path(sys.executable).parent / "milvus-lite")
-    if not Path(found).exists():
+def milvus_lite_command() -> list[str]:
+    """``milvus-lite`` through ``embedded.milvus_server``, which keeps its memory in check."""
+    if importlib.util.find_spec("milvus_lite") is None:
         raise ServiceError("milvus-lite is not installed; pip install 'milvus-lite>=3'")
-    return found
+    return [sys.executable, "-m", "patchstream.embedded.milvus_server"]
 
 
 def start_milvus_lite(data_dir: Path, port: int, host: str = "127.0.0.1", nice: int = 0) -> Service:
     """``milvus-lite server``; ``nice`` lowers its CPU priority (the graph tier goes first)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
-        milvus_lite_command(), "server",
+        *milvus_lite_command(), "server",
         "--data-dir", str(data_dir),
         "--host", host,
         "--port", str(port),
     ]  # fmt: skip
-    service = _spawn("milvus", argv, host, port, data_dir)
+    service = _spawn("milvus", argv, host, port, data_dir, env_defaults=MEMORY_ENV)
     if nice:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, service.process.pid, nice)

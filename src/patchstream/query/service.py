@@ -115,8 +115,10 @@ class QueryService:
             for direction in ("callers", "callees"):
                 jobs.setdefault((direction, ref or hit.ref), []).append(hit.symbol_id)
         results = self._pool.map(
-            lambda job: self.graph.walks(tenant, job[0][0], job[1], 2, job[0][1]), jobs.items()
-        )
+            lambda job: self.graph.walks(tenant, job[0][0], job[1], 2, job[0][1],
+                                         limit=wanted.context_walk_rows),
+            jobs.items(),
+        )  # fmt: skip
         reached = dict(zip(jobs, results, strict=True))
         for hit in entries:
             for direction in ("callers", "callees"):

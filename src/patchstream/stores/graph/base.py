@@ -161,12 +161,14 @@ class GraphStore(abc.ABC):
         """Every transitive caller (and overrider) up to ``depth``: what a change breaks."""
 
     def walks(
-        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main"
-    ) -> dict[str, list[Neighbor]]:
+        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main",
+        limit: int | None = None,
+    ) -> dict[str, list[Neighbor]]:  # fmt: skip
         """``callers``, ``callees`` or ``impact`` of each symbol (a store may read them
-        together; the answer is each one's own walk)."""
+        together; the answer is each one's own walk), nearest first, at most ``limit`` each
+        when given."""
         walk = {"callers": self.callers, "callees": self.callees, "impact": self.impact}[kind]
-        return {sid: walk(tenant, sid, depth, ref) for sid in symbol_ids}
+        return {sid: walk(tenant, sid, depth, ref)[:limit] for sid in symbol_ids}
 
     @abc.abstractmethod
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]: ...

@@ -176,7 +176,7 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
 
     def _walks(
         self, tenant: str, symbol_ids: Sequence[str], depth: int, ref: str, types: str,
-        inbound: bool, inherited: bool = False,
+        inbound: bool, inherited: bool = False, limit: int | None = None,
     ) -> dict[str, list[Neighbor]]:  # fmt: skip
         """Breadth first from each symbol, one query per level for all of them over
         DISTINCT nodes, at most ``max_walk_rows`` symbols each: a fan-out graph costs rows,
@@ -189,6 +189,7 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         by_repo: dict[str, list[str]] = {}
         for sid in found:
             by_repo.setdefault(_repo_of(sid), []).append(sid)
+        cap = min(limit or self.max_walk_rows, self.max_walk_rows)
         step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
         query = (
             f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
@@ -203,16 +204,21 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             view, starts = self.view_with(tenant, repo, ref, ids)
             if view is not None:
                 walks = self.view_walks(view, ids, depth, tuple(types.split("|")), inbound,
-                                        inherited, starts)  # fmt: skip
+                                        inherited, starts, cap)  # fmt: skip
             else:
                 scope = scope_of(tenant, repo, ref)
-                walks = Walks({sid: {"uid": f"{scope}|{sid}"} for sid in ids}, self.max_walk_rows)
+                walks = Walks({sid: {"uid": f"{scope}|{sid}"} for sid in ids}, cap)
                 for level in range(1, depth + 1):
                     frontier = [p["uid"] for p in walks.frontier()]
                     if not frontier:
                         break
-                    params = {"frontier": frontier, "tenant": tenant, "cap": walks.room()}
+                    room = walks.room()
+                    params = {"frontier": frontier, "tenant": tenant, "cap": room}
                     rows = self._read(tenant, query, params)
+                    parts = walks.parts()
+                    if len(parts) > 1 and len(rows) >= room:
+                        rows = [row for uids, cap in parts for row in self._read(
+                            tenant, query, {**params, "frontier": uids, "cap": cap})]  # fmt: skip
                     walks.advance(((src, uid, props) for srcs, uid, props in rows
                                    for src in srcs), level)  # fmt: skip
             for sid, reached in walks.found().items():
@@ -220,11 +226,14 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         return found
 
     def walks(
-        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main"
-    ) -> dict[str, list[Neighbor]]:
-        """``callers``, ``callees`` or ``impact`` of each symbol, read together."""
-        types, limit, inbound, inherited = _WALKS[kind]
-        return self._walks(tenant, symbol_ids, min(depth, limit), ref, types, inbound, inherited)
+        self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main",
+        limit: int | None = None,
+    ) -> dict[str, list[Neighbor]]:  # fmt: skip
+        """``callers``, ``callees`` or ``impact`` of each symbol, read together; at most
+        ``limit`` symbols each (nearest first), which bounds the rows read, not just kept."""
+        types, max_depth, inbound, inherited = _WALKS[kind]
+        return self._walks(tenant, symbol_ids, min(depth, max_depth), ref, types, inbound,
+                           inherited, limit)  # fmt: skip
 
     def callers(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"

@@ -259,14 +259,14 @@ class ViewReads(ViewInheritance, OverlayRegistry):
 
     def view_walks(
         self, view: View, symbol_ids: list[str], depth: int, types: tuple[str, ...],
-        inbound: bool, inherited: bool, starts: list[Props],
+        inbound: bool, inherited: bool, starts: list[Props], cap: int,
     ) -> Walks:  # fmt: skip
         """Breadth first like ``CypherGraphStore._walks``, over the view, from each symbol
         at once; ``starts``: the symbols' rows in the layers (``view_with`` reads them)."""
         tops: dict[str, Props] = {}
         for _, props in self._visible(view, [[p["uid"], p] for p in starts]):
             tops.setdefault(props["id"], props)  # the top layer's row comes first
-        walks = Walks({sid: tops[sid] for sid in symbol_ids if sid in tops}, self.max_walk_rows)
+        walks = Walks({sid: tops[sid] for sid in symbol_ids if sid in tops}, cap)
         for level in range(1, depth + 1):
             frontier = walks.frontier()
             if not frontier:

@@ -36,8 +36,16 @@ class Walks:
         return [self._props[uid] for uid in uids]
 
     def room(self) -> int:
-        """Rows a level's query may return and still fill every walk (its ``LIMIT``)."""
-        return sum(self.cap - len(w.found) + len(w.seen) for w in self._walks.values())
+        """Rows a level's query may return and still fill every walk (its ``LIMIT``): a walk
+        with nothing left to expand takes none."""
+        return sum(room for _, room in self.parts())
+
+    def parts(self) -> list[tuple[list[str], int]]:
+        """Each walk that still has room: its frontier and its own ``LIMIT``. A level read
+        for the union that reached the shared ``LIMIT`` may have given one hub's rows only;
+        read per walk, each gets what a walk of its own would."""
+        open_walks = (w for w in self._walks.values() if w.frontier and len(w.found) < self.cap)
+        return [(w.frontier, self.cap - len(w.found) + len(w.seen)) for w in open_walks]
 
     def advance(self, pairs: Iterable[Pair], level: int) -> None:
         """Take one level's pairs: each walk keeps what its own frontier reached and it has

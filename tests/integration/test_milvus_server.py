@@ -1,0 +1,61 @@
+"""The embedded Milvus Lite runs under ``embedded.milvus_server``: Arrow on the system
+allocator, two malloc arenas, and a thread that trims the heap (its memory figures in the
+README rest on these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from patchstream.embedded.milvus_server import MEMORY_ENV, malloc_trim
+from patchstream.embedded.services import Service, free_port, start_milvus_lite
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def _threads(pid: int) -> set[str]:
+    return {(task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
+def test_the_server_runs_with_the_memory_settings(milvus_service: Service) -> None:
+    pid = milvus_service.process.pid
+    env = _environ(pid)
+    for name, value in MEMORY_ENV.items():
+        assert env.get(name) == value
+    assert "patchstream.embedded.milvus_server" in Path(f"/proc/{pid}/cmdline").read_text()
+    assert "malloc-trim" in _threads(pid)
+    assert milvus_service.answers()
+
+
+def test_an_operator_setting_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    service = start_milvus_lite(tmp_path, free_port())
+    try:
+        env = _environ(service.process.pid)
+        assert env["MALLOC_ARENA_MAX"] == "4"
+        assert env["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+    finally:
+        service.stop()
+
+
+def test_malloc_trim_is_glibcs() -> None:
+    trim = malloc_trim()
+    assert trim is not None  # these machines run glibc; elsewhere the server runs without it
+    assert trim() in (0, 1)
+
+
+def test_compaction_is_bounded_by_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    from milvus_lite.engine import compaction
+
+    from patchstream.embedded.milvus_server import DATA_FILES, SEGMENT_ROWS, bound_compaction
+
+    for name in ("MAX_SEGMENT_ROWS", "MAX_DATA_FILES"):  # restored after the test
+        monkeypatch.setattr(compaction, name, getattr(compaction, name))
+    bound_compaction()
+    assert (compaction.MAX_SEGMENT_ROWS, compaction.MAX_DATA_FILES) == (SEGMENT_ROWS, DATA_FILES)
+    # The forced merge of full segments comes no sooner than with the shipped bounds.
+    assert SEGMENT_ROWS * DATA_FILES >= 100_000 * 32
