@@ -406,3 +406,17 @@ def test_go_callers_of_an_interface_method_reach_the_types_that_satisfy_it(
     assert {n.symbol.id for n in graph.callers(tenant, prefix + "Store.Put")} == {prefix + "Save"}
     assert {n.symbol.id for n in graph.callers(tenant, prefix + "Memory.Put")} == {prefix + "Save"}
     assert graph.callers(tenant, prefix + "Half.Put") == []
+
+
+def test_walks_return_properties_with_quotes_and_backslashes_intact(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    # FalkorDB's toJSON() leaves quotes inside strings unescaped (823 of scipy's 32k symbols
+    # did not parse), so walks read properties as maps: this is what they must survive.
+    source = 'def f():\n    return 1\n\n\ndef g(sep="\\\\", quote=\'"\', s="a\\"b"):\n    return f()\n'
+    delta = upsert(tenant, "pkg/quotes.py", source, 1)
+    graph.apply(delta)
+    expected = next(s for s in delta.symbols if s.name == "g")
+    assert '"' in (expected.signature or "") and "\\" in (expected.signature or "")
+    callers = graph.callers(tenant, "app::pkg/quotes.py::f", depth=2)
+    assert [n.symbol.signature for n in callers] == [expected.signature]

@@ -13,7 +13,7 @@ import pytest
 
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import Layer, View
-from patchstream.stores.vector import milvus
+from patchstream.stores.vector import milvus, milvus_rows
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.search_mirror import SearchMirror
 from tests.integration.deltas import delete, upsert
@@ -145,7 +145,7 @@ def test_a_view_hides_the_base_copy_and_a_dropped_ref_is_forgotten(
 def test_a_big_file_and_a_tenant_over_the_cap(
     vectors: MilvusVectorStore, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(milvus, "_MAX_FILE_ROWS", 2)  # records list no rows: read by scan
+    monkeypatch.setattr(milvus_rows, "MAX_FILE_ROWS", 2)  # records list no rows: read by scan
     many = "\n\n".join(f"def f{i}():\n    return 'marker_{i}'\n" for i in range(6))
     vectors.apply([upsert(tenant, "many.py", many, 1)])
     mirror = SearchMirror(vectors, lag_s=0.2)

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from patchstream.embedded.services import Service
-from patchstream.stores.vector import milvus
+from patchstream.stores.vector import milvus_rows
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from tests.integration.conftest import CountingEmbedder
 from tests.integration.deltas import delete, upsert
@@ -106,7 +106,7 @@ def test_a_file_with_too_many_rows_to_list_is_still_diffed_exactly(
     vectors: MilvusVectorStore, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Over the listing cap, a file's record holds no rows and its rows are read by scan."""
-    monkeypatch.setattr(milvus, "_MAX_FILE_ROWS", 2)
+    monkeypatch.setattr(milvus_rows, "MAX_FILE_ROWS", 2)
     many = "\n\n".join(f"def f{i}():\n    return {i}\n" for i in range(6))
     first = upsert(tenant, "many.py", many, 1)
     assert len(first.chunks) > 2

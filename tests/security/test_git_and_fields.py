@@ -26,7 +26,7 @@ from patchstream.producers.webhooks import parse_json, read_github_push, read_gi
 from patchstream.query.read_tokens import make_read_token, parse_read_token
 from patchstream.schemas.events import PatchEvent
 from patchstream.stores.graph.falkordb import FalkorGraphStore
-from patchstream.stores.vector.milvus import lit
+from patchstream.stores.vector.milvus_client import lit
 
 
 def _git(repo: Path, *args: str) -> str:

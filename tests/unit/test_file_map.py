@@ -5,7 +5,7 @@ from __future__ import annotations
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import assemble
 from patchstream.query.file_map import declaration_line, file_map_candidates
-from patchstream.stores.vector.milvus import SearchHit
+from patchstream.stores.vector.milvus_rows import SearchHit
 
 
 def _hit(path: str, name: str, text: str, kind: str = "function", start: int = 1) -> SearchHit:

@@ -9,7 +9,7 @@ from typing import Any
 from patchstream.query.service import _FRESHNESS_ENTRIES, QueryService
 from patchstream.settings import QuerySettings, Settings
 from patchstream.stores.graph.base import Neighbor, RepoVersion, StoredSymbol
-from patchstream.stores.vector.milvus import SearchHit
+from patchstream.stores.vector.milvus_rows import SearchHit
 
 
 def _symbol(i: int) -> StoredSymbol:

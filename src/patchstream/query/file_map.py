@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from patchstream.query.context import Candidate
-from patchstream.stores.vector.milvus import SearchHit
+from patchstream.stores.vector.milvus_rows import SearchHit
 
 _COMMENT_PREFIXES = ("@", "#", "//", "/*", "*", '"""', "'''")
 _MAX_LINE = 160

@@ -18,7 +18,8 @@ from patchstream.query.working_state import memory_candidate, working_state_cand
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import merged_hashes
-from patchstream.stores.vector.milvus import MilvusVectorStore, SearchHit
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_mirror import SearchMirror
 
 _CODE_KINDS = ("function", "class", "interface")

@@ -7,7 +7,8 @@ from pathlib import Path
 from patchstream.embedders.factory import create_embedder
 from patchstream.settings import Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
-from patchstream.stores.vector.milvus import DenseIndex, MilvusVectorStore
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.milvus_schema import DenseIndex
 
 
 def open_graph_store(settings: Settings) -> CypherGraphStore:

@@ -54,9 +54,6 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
     DDL, the only dialect difference between FalkorDB and Memgraph."""
 
     max_walk_rows = 2000  # symbols one callers/callees/impact walk returns at most
-    # How a walk's rows carry a node's properties: FalkorDB overrides it with one JSON string,
-    # which its Python client parses ~2x faster than a map (value by value, 0.17 ms a row).
-    walk_props = "properties(n)"
 
     @abc.abstractmethod
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
@@ -203,7 +200,6 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             query = " UNION ALL ".join((query, CALLERS_THROUGH_SUBCLASSES,
                                         CALLERS_THROUGH_INTERFACES,
                                         CALLERS_THROUGH_GO_INTERFACES))  # fmt: skip
-        query = query.replace("properties(n) AS props", f"{self.walk_props} AS props")
         for repo, ids in by_repo.items():
             view, starts = self.view_with(tenant, repo, ref, ids)
             if view is not None:
@@ -221,9 +217,9 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
                     rows = self._read(tenant, query, params)
                     parts = walks.parts()
                     if len(parts) > 1 and len(rows) >= room:
-                        rows = [row for uids, own in parts for row in self._read(
-                            tenant, query, {**params, "frontier": uids, "cap": own})]  # fmt: skip
-                    walks.advance(((src, uid, _props(props)) for srcs, uid, props in rows
+                        rows = [row for uids, cap in parts for row in self._read(
+                            tenant, query, {**params, "frontier": uids, "cap": cap})]  # fmt: skip
+                    walks.advance(((src, uid, props) for srcs, uid, props in rows
                                    for src in srcs), level)  # fmt: skip
             for sid, reached in walks.found().items():
                 found[sid] = neighbors(reached)
@@ -365,8 +361,3 @@ def _repo_of(symbol_id: str) -> str:
 
 def _fuid(delta: FileDelta) -> str:
     return f"{scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)}|{delta.path}"
-
-
-def _props(value: dict[str, Any] | str) -> dict[str, Any]:
-    """A walk row's properties: a map, or the JSON of one (``walk_props``)."""
-    return json.loads(value) if isinstance(value, str) else value

@@ -33,8 +33,6 @@ def _params_header(params: dict[str, Any]) -> str:
 class FalkorGraphStore(CypherGraphStore):
     """Graph store on FalkorDB; tenant ``t`` lives in graph ``<prefix>t``."""
 
-    walk_props = "toJSON(properties(n))"
-
     def __init__(
         self,
         host: str = "127.0.0.1",

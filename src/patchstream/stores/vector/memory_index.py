@@ -12,7 +12,8 @@ from typing import Any
 from pymilvus import AnnSearchRequest, DataType, Function, FunctionType, MilvusClient, RRFRanker
 
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.stores.vector.milvus import MilvusVectorStore, lit, lit_list
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.milvus_client import lit, lit_list
 
 
 def _pk(tenant: str, memory_id: str) -> str:

@@ -15,145 +15,44 @@ and vectors (the embedding of each content hash, per tenant).
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from pymilvus import (
-    AnnSearchRequest,
-    DataType,
-    Function,
-    FunctionType,
-    MilvusClient,
-    MilvusException,
-    MilvusUnavailableException,
-    RRFRanker,
-)
-from pymilvus.client.types import Status
+from pymilvus import AnnSearchRequest, MilvusClient, MilvusException, RRFRanker
 
 from patchstream.embedders.base import Embedder
-from patchstream.errors import ContractError, StoreError, StoreRefused, StoreUnavailable
+from patchstream.errors import StoreRefused
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
+from patchstream.stores.vector.milvus_client import DeadlinedClient, lit, lit_list, milvus_error
+from patchstream.stores.vector.milvus_rows import (
+    FileRows,
+    SearchHit,
+    VectorApplyStats,
+    batches,
+    chunk_row,
+    file_uid,
+    hit_from_row,
+    listed_rows,
+    row_fp,
+    rows_listable,
+    search_fields,
+    vector_key,
+)
+from patchstream.stores.vector.milvus_schema import (
+    LAYOUT,
+    DenseIndex,
+    create_chunks,
+    create_files,
+    create_vectors,
+)
 
-_TEXT_BYTES = 60_000
-# Collection layout version: a layout change gets new collections (re-index after upgrading).
-_LAYOUT = "v2"
-# Chunk rows a file record lists; a file with more falls back to a scan of its rows.
-_MAX_FILE_ROWS = 4096
-_IN_BATCH = 256
 _QUERY_LIMIT = 16_384
-_ROW_FIELDS = [
-    "pk", "tenant", "scope", "repo", "ref", "path", "file_uid", "chunk_id", "symbol_id",
-    "kind", "source", "language", "content_hash", "start_line", "end_line", "tokens",
-    "version", "fp", "text",
-]  # fmt: skip
-
-
-# Milvus Lite's expression parser takes printable text in double quotes with \\ and \" escaped;
-# control characters, lone surrogates and other escapes are refused rather than emitted.
-_UNSAFE_LITERAL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
-def lit(value: str) -> str:
-    """A Milvus expression string literal; ContractError for text its parser cannot take."""
-    if _UNSAFE_LITERAL.search(value):
-        raise ContractError("a filter value holds control characters or lone surrogates",
-                            code="bad_literal")  # fmt: skip
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def lit_list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(lit(v) for v in values) + "]"
-
-
-@dataclass(frozen=True)
-class DenseIndex:
-    """The dense vector index of new chunk collections. HNSW by default: on Milvus Lite,
-    AUTOINDEX searched 43k rows in 155 ms and HNSW in 32 ms (recall@10 0.94 against it)."""
-
-    kind: str = "HNSW"
-    m: int = 16
-    ef_construction: int = 128
-    ef: int = 128
-
-    def index_params(self) -> dict[str, int]:
-        return {"M": self.m, "efConstruction": self.ef_construction} if self.kind == "HNSW" else {}
-
-    def search_params(self, limit: int) -> dict[str, Any]:
-        return {"params": {"ef": max(self.ef, limit)}} if self.kind == "HNSW" else {}
-
-
-@dataclass
-class VectorApplyStats:
-    files_applied: int = 0
-    files_stale: int = 0
-    rows_written: int = 0
-    rows_deleted: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    embed_seconds: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    score: float
-    chunk_id: str
-    symbol_id: str
-    repo: str
-    ref: str
-    path: str
-    kind: str
-    source: str
-    start_line: int
-    end_line: int
-    content_hash: str
-    version: int
-    text: str
-
-
-@dataclass
-class _FileRows:
-    fps: dict[str, str] = field(default_factory=dict)  # pk -> fp
-
-
-class _Deadlined:
-    """The client with a deadline on every call that does not name its own (a Milvus that
-    stops answering fails the call instead of hanging the sink or the query service), and
-    its errors typed at the boundary: ``StoreUnavailable`` or ``StoreRefused``."""
-
-    def __init__(self, client: MilvusClient, timeout_s: float) -> None:
-        self._client = client
-        self._timeout_s = timeout_s
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if not callable(attribute) or name in ("close", "prepare_index_params"):
-            return attribute
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", self._timeout_s)
-            try:
-                try:
-                    return attribute(*args, **kwargs)
-                except MilvusException as exc:
-                    # A restarted Milvus holds every collection released: load it, once.
-                    collection = kwargs.get("collection_name", args[0] if args else None)
-                    if exc.code != _NOT_LOADED or not isinstance(collection, str):
-                        raise
-                    self._client.load_collection(collection, timeout=self._timeout_s)
-                    return attribute(*args, **kwargs)
-            except (MilvusException, grpc.RpcError) as exc:
-                raise _milvus_error(f"{name} failed", exc) from exc
-
-        return call
 
 
 class MilvusVectorStore:
@@ -168,27 +67,33 @@ class MilvusVectorStore:
         dense_index: DenseIndex | None = None,
         timeout_s: float = 30.0,
     ) -> None:
-        self.client = _Deadlined(MilvusClient(uri=uri, token=token or "", timeout=timeout_s),
+        self.client = DeadlinedClient(MilvusClient(uri=uri, token=token or "", timeout=timeout_s),
                                  timeout_s)  # fmt: skip
         self.embedder = embedder
         self.dense_index = dense_index or DenseIndex()
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
-        self.chunks = f"{collection_prefix}chunks_{_LAYOUT}_{slug}"
-        self.files = f"{collection_prefix}files_{_LAYOUT}_{slug}"
-        self.vectors = f"{collection_prefix}vectors_{_LAYOUT}_{slug}"
+        self.chunks = f"{collection_prefix}chunks_{LAYOUT}_{slug}"
+        self.files = f"{collection_prefix}files_{LAYOUT}_{slug}"
+        self.vectors = f"{collection_prefix}vectors_{LAYOUT}_{slug}"
 
     # -- schema ---------------------------------------------------------------------------
 
     def ensure_schema(self) -> None:
         try:
-            for name, create in ((self.chunks, self._create_chunks),
-                                 (self.files, self._create_files),
-                                 (self.vectors, self._create_vectors)):  # fmt: skip
+            dim = self.embedder.dim
+            for name, create in (
+                (
+                    self.chunks,
+                    lambda: create_chunks(self.client, self.chunks, dim, self.dense_index),
+                ),
+                (self.files, lambda: create_files(self.client, self.files)),
+                (self.vectors, lambda: create_vectors(self.client, self.vectors, dim)),
+            ):
                 self._create_once(name, create)
             for name in (self.chunks, self.files, self.vectors):
                 self.client.load_collection(name)
         except (MilvusException, grpc.RpcError) as exc:
-            raise _milvus_error("could not prepare collections", exc) from exc
+            raise milvus_error("could not prepare collections", exc) from exc
 
     def _create_once(self, name: str, create: Any) -> None:
         """Create a collection unless it exists. The query service and the vector sink start
@@ -205,68 +110,6 @@ class MilvusVectorStore:
                 time.sleep(0.2)
             raise
 
-    def _create_chunks(self) -> None:
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("tenant", DataType.VARCHAR, max_length=128, is_partition_key=True)
-        for name, length in (
-            ("scope", 512), ("repo", 256), ("ref", 256), ("path", 2048), ("file_uid", 2560),
-            ("chunk_id", 4096), ("symbol_id", 4096), ("kind", 32), ("source", 32),
-            ("language", 32), ("content_hash", 64), ("fp", 64),
-        ):  # fmt: skip
-            schema.add_field(name, DataType.VARCHAR, max_length=length)
-        for name in ("start_line", "end_line", "tokens", "version"):
-            schema.add_field(name, DataType.INT64)
-        schema.add_field("text", DataType.VARCHAR, max_length=65_535, enable_analyzer=True)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(
-            Function(
-                name="text_bm25",
-                input_field_names=["text"],
-                output_field_names=["sparse"],
-                function_type=FunctionType.BM25,
-            )
-        )
-        index = self.client.prepare_index_params()
-        index.add_index(field_name="dense", index_type=self.dense_index.kind,
-                        metric_type="COSINE", params=self.dense_index.index_params())  # fmt: skip
-        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        self.client.create_collection(self.chunks, schema=schema, index_params=index)
-
-    def _create_files(self) -> None:
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("tenant", DataType.VARCHAR, max_length=128, is_partition_key=True)
-        schema.add_field("file_uid", DataType.VARCHAR, max_length=2560)
-        schema.add_field("scope", DataType.VARCHAR, max_length=512)
-        schema.add_field("version", DataType.INT64)
-        schema.add_field("deleted", DataType.BOOL)
-        schema.add_field("applied_at", DataType.DOUBLE)
-        schema.add_field("path", DataType.VARCHAR, max_length=2048)
-        schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
-        schema.add_field("chunks_embedded", DataType.INT64)
-        schema.add_field("chunks_reused", DataType.INT64)
-        schema.add_field("chunk_rows", DataType.ARRAY, element_type=DataType.VARCHAR,
-                         max_capacity=_MAX_FILE_ROWS, max_length=80)  # fmt: skip
-        schema.add_field("chunk_rows_complete", DataType.BOOL)
-        # Milvus needs a vector field in every collection; this one is never searched.
-        schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
-        index = self.client.prepare_index_params()
-        index.add_index(field_name="unused", index_type="AUTOINDEX", metric_type="L2")
-        self.client.create_collection(self.files, schema=schema, index_params=index)
-
-    def _create_vectors(self) -> None:
-        """Embeddings by ``xxh3(tenant|content hash)``: read by key, never searched."""
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("tenant", DataType.VARCHAR, max_length=128)
-        schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
-        index = self.client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
-        self.client.create_collection(self.vectors, schema=schema, index_params=index)
-
     # -- writes ---------------------------------------------------------------------------
 
     def apply(self, deltas: Sequence[FileDelta]) -> VectorApplyStats:
@@ -274,7 +117,7 @@ class MilvusVectorStore:
         stats = VectorApplyStats()
         latest: dict[str, FileDelta] = {}
         for delta in deltas:
-            fuid = _file_uid(delta)
+            fuid = file_uid(delta)
             held = latest.get(fuid)
             if held is None or delta.version > held.version:
                 latest[fuid] = delta
@@ -288,32 +131,32 @@ class MilvusVectorStore:
             self.client.flush(self.chunks)
             self.client.flush(self.files)
         except (MilvusException, grpc.RpcError) as exc:
-            raise _milvus_error("write failed", exc) from exc
+            raise milvus_error("write failed", exc) from exc
         return stats
 
     def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
-        records = self._file_records(tenant, [_file_uid(d) for d in deltas])
-        fresh = [d for d in deltas if records.get(_file_uid(d), (-1, None))[0] < d.version]
+        records = self._file_records(tenant, [file_uid(d) for d in deltas])
+        fresh = [d for d in deltas if records.get(file_uid(d), (-1, None))[0] < d.version]
         stats.files_stale += len(deltas) - len(fresh)
         if not fresh:
             return
         stored = {fuid: rows for fuid, (_, rows) in records.items() if rows is not None}
-        unlisted = [_file_uid(d) for d in fresh
-                    if _file_uid(d) in records and records[_file_uid(d)][1] is None]  # fmt: skip
+        unlisted = [file_uid(d) for d in fresh
+                    if file_uid(d) in records and records[file_uid(d)][1] is None]  # fmt: skip
         stored.update(self._stored_rows(tenant, unlisted))
         to_write: list[tuple[FileDelta, Chunk, str, str]] = []  # delta, chunk, pk, fp
         to_delete: list[str] = []
         final_rows: dict[str, dict[str, str]] = {}  # file uid -> pk -> fp, after this write
         for delta in fresh:
-            held = stored.get(_file_uid(delta), _FileRows())
+            held = stored.get(file_uid(delta), FileRows())
             wanted: dict[str, tuple[Chunk, str]] = {}
             if delta.op == "upsert":
                 scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
                 for chunk in delta.chunks:
                     pk = hash_bytes(f"{scope}|{chunk.id}".encode())
-                    wanted[pk] = (chunk, _row_fp(delta, chunk))
+                    wanted[pk] = (chunk, row_fp(delta, chunk))
             to_delete.extend(sorted(held.fps.keys() - wanted.keys()))
-            final_rows[_file_uid(delta)] = {pk: fp for pk, (_, fp) in wanted.items()}
+            final_rows[file_uid(delta)] = {pk: fp for pk, (_, fp) in wanted.items()}
             for pk, (chunk, fp) in sorted(wanted.items()):
                 if held.fps.get(pk) != fp:
                     to_write.append((delta, chunk, pk, fp))
@@ -326,12 +169,12 @@ class MilvusVectorStore:
             hashes = {c.content_hash for d, c, _, _ in to_write if d is delta}
             new = (hashes & embedded_hashes) - credited
             credited |= new
-            per_file[_file_uid(delta)] = (len(new), len(hashes) - len(new))
+            per_file[file_uid(delta)] = (len(new), len(hashes) - len(new))
         rows: dict[str, dict[str, Any]] = {}
         for delta, chunk, pk, fp in to_write:
-            rows[pk] = _row(delta, chunk, pk, fp, vectors[chunk.content_hash])
+            rows[pk] = chunk_row(delta, chunk, pk, fp, vectors[chunk.content_hash])
         if to_delete:
-            for batch in _batches(to_delete):
+            for batch in batches(to_delete):
                 self.client.delete(self.chunks, filter=f"pk in {lit_list(batch)}")
         if rows:
             self.client.upsert(self.chunks, list(rows.values()))
@@ -340,19 +183,19 @@ class MilvusVectorStore:
             self.files,
             [
                 {
-                    "pk": hash_bytes(_file_uid(d).encode()),
+                    "pk": hash_bytes(file_uid(d).encode()),
                     "tenant": tenant,
-                    "file_uid": _file_uid(d),
+                    "file_uid": file_uid(d),
                     "scope": scope_of(d.tenant, d.repo, d.ref, d.workspace),
                     "version": d.version,
                     "deleted": d.op == "delete",
                     "applied_at": now,
                     "path": d.path,
                     "content_hash": d.content_hash or "",
-                    "chunks_embedded": per_file[_file_uid(d)][0],
-                    "chunks_reused": per_file[_file_uid(d)][1],
-                    "chunk_rows": _listed(final_rows[_file_uid(d)]),
-                    "chunk_rows_complete": len(final_rows[_file_uid(d)]) <= _MAX_FILE_ROWS,
+                    "chunks_embedded": per_file[file_uid(d)][0],
+                    "chunks_reused": per_file[file_uid(d)][1],
+                    "chunk_rows": listed_rows(final_rows[file_uid(d)]),
+                    "chunk_rows_complete": rows_listable(final_rows[file_uid(d)]),
                     "unused": [0.0, 0.0],
                 }
                 for d in fresh
@@ -364,11 +207,11 @@ class MilvusVectorStore:
 
     def _file_records(
         self, tenant: str, file_uids: list[str]
-    ) -> dict[str, tuple[int, _FileRows | None]]:
+    ) -> dict[str, tuple[int, FileRows | None]]:
         """File uid -> (applied version, its chunk rows; None when not listed), by key."""
-        found: dict[str, tuple[int, _FileRows | None]] = {}
+        found: dict[str, tuple[int, FileRows | None]] = {}
         keys = {hash_bytes(fuid.encode()): fuid for fuid in file_uids}
-        for batch in _batches(sorted(keys)):
+        for batch in batches(sorted(keys)):
             for row in self.client.get(
                 self.files,
                 ids=batch,
@@ -379,22 +222,22 @@ class MilvusVectorStore:
                     continue
                 rows = None
                 if row["chunk_rows_complete"]:
-                    rows = _FileRows(dict(item.split(":", 1) for item in row["chunk_rows"]))
+                    rows = FileRows(dict(item.split(":", 1) for item in row["chunk_rows"]))
                 found[row["file_uid"]] = (int(row["version"]), rows)
         return found
 
     def file_rows(self, tenant: str, file_uid: str) -> dict[str, str]:
         """pk -> fp of one file's chunk rows, by a scan (for a file its record cannot list)."""
-        return self._stored_rows(tenant, [file_uid]).get(file_uid, _FileRows()).fps
+        return self._stored_rows(tenant, [file_uid]).get(file_uid, FileRows()).fps
 
-    def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, _FileRows]:
-        found: dict[str, _FileRows] = {}
-        for batch in _batches(file_uids):
+    def _stored_rows(self, tenant: str, file_uids: list[str]) -> dict[str, FileRows]:
+        found: dict[str, FileRows] = {}
+        for batch in batches(file_uids):
             for row in self.query_all(
                 f"tenant == {lit(tenant)} and file_uid in {lit_list(batch)}",
                 ["pk", "file_uid", "fp"],
             ):
-                found.setdefault(row["file_uid"], _FileRows()).fps[row["pk"]] = row["fp"]
+                found.setdefault(row["file_uid"], FileRows()).fps[row["pk"]] = row["fp"]
         return found
 
     def _vectors(
@@ -404,8 +247,8 @@ class MilvusVectorStore:
         item: the hashes that had to be embedded)."""
         vectors: dict[str, list[float]] = {}
         hashes = sorted(texts_by_hash)
-        keys = {_vector_key(tenant, h): h for h in hashes}
-        for batch in _batches(sorted(keys)):
+        keys = {vector_key(tenant, h): h for h in hashes}
+        for batch in batches(sorted(keys)):
             fields = ["tenant", "content_hash", "dense"]
             for row in self.client.get(self.vectors, ids=batch, output_fields=fields):
                 if row["tenant"] == tenant:
@@ -420,7 +263,7 @@ class MilvusVectorStore:
             vectors.update(zip(missing, embedded, strict=True))
             self.client.upsert(
                 self.vectors,
-                [{"pk": _vector_key(tenant, h), "tenant": tenant, "content_hash": h,
+                [{"pk": vector_key(tenant, h), "tenant": tenant, "content_hash": h,
                   "dense": vectors[h]} for h in missing],
             )  # fmt: skip
         return vectors, set(missing)
@@ -442,10 +285,10 @@ class MilvusVectorStore:
         """The applied version of one file, or None."""
         if not tenant:
             return None
-        file_uid = f"{scope_of(tenant, repo, ref)}|{path}"
+        fuid = f"{scope_of(tenant, repo, ref)}|{path}"
         rows = self.client.query(
             self.files,
-            filter=f"tenant == {lit(tenant)} and file_uid == {lit(file_uid)}",
+            filter=f"tenant == {lit(tenant)} and file_uid == {lit(fuid)}",
             output_fields=["version"],
             limit=1,
         )
@@ -574,7 +417,7 @@ class MilvusVectorStore:
                 output_fields=fields,
             )
         except (MilvusException, grpc.RpcError) as exc:
-            raise _milvus_error("search failed", exc) from exc
+            raise milvus_error("search failed", exc) from exc
         hits = []
         for hit in result[0] if result else []:
             entity = hit["entity"]
@@ -636,92 +479,3 @@ class MilvusVectorStore:
 
     def close(self) -> None:
         self.client.close()
-
-
-def search_fields() -> list[str]:
-    """The fields a search hit is made of."""
-    return [f for f in _ROW_FIELDS if f != "fp"]
-
-
-def _vector_key(tenant: str, content_hash: str) -> str:
-    return hash_bytes(f"{tenant}|{content_hash}".encode())
-
-
-def _listed(rows: dict[str, str]) -> list[str]:
-    """A file's chunk rows as ``pk:fp`` items (none when there are too many to list)."""
-    return [f"{pk}:{fp}" for pk, fp in sorted(rows.items())] if len(rows) <= _MAX_FILE_ROWS else []
-
-
-def hit_from_row(entity: dict[str, Any], score: float) -> SearchHit:
-    return SearchHit(
-        score=score,
-        chunk_id=entity["chunk_id"],
-        symbol_id=entity["symbol_id"],
-        repo=entity["repo"],
-        ref=str(entity["scope"]).split("|", 2)[2] if entity.get("scope") else entity["ref"],
-        path=entity["path"],
-        kind=entity["kind"],
-        source=entity["source"],
-        start_line=int(entity["start_line"]),
-        end_line=int(entity["end_line"]),
-        content_hash=entity["content_hash"],
-        version=int(entity["version"]),
-        text=entity["text"],
-    )
-
-
-def _file_uid(delta: FileDelta) -> str:
-    return f"{scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)}|{delta.path}"
-
-
-def _row_fp(delta: FileDelta, chunk: Chunk) -> str:
-    # Not the version: a chunk that did not change keeps its row (and the version it was
-    # written at) instead of being rewritten for every edit elsewhere in the file.
-    return hash_bytes(f"{chunk.model_dump_json()}|{delta.language}".encode())
-
-
-def _row(delta: FileDelta, chunk: Chunk, pk: str, fp: str, vector: list[float]) -> dict[str, Any]:
-    text = chunk.text.encode("utf-8")[:_TEXT_BYTES].decode("utf-8", "ignore")
-    return {
-        "pk": pk,
-        "tenant": delta.tenant,
-        "scope": scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace),
-        "repo": delta.repo,
-        "ref": delta.ref,
-        "path": delta.path,
-        "file_uid": _file_uid(delta),
-        "chunk_id": chunk.id,
-        "symbol_id": chunk.symbol_id,
-        "kind": chunk.kind.value,
-        "source": prose_source(delta.path) if delta.language == PROSE_LANGUAGE else "code",
-        "language": delta.language or "",
-        "content_hash": chunk.content_hash,
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "tokens": chunk.tokens,
-        "version": delta.version,
-        "fp": fp,
-        "text": text,
-        "dense": vector,
-    }
-
-
-def _batches(values: Sequence[str]) -> Iterable[list[str]]:
-    for start in range(0, len(values), _IN_BATCH):
-        yield list(values[start : start + _IN_BATCH])
-
-
-_NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
-_UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-
-
-def _milvus_error(what: str, exc: Exception) -> StoreError:
-    """Typed at the boundary: unreachable (retry for as long as it takes) or refused."""
-    unreachable = (
-        isinstance(exc, MilvusUnavailableException)
-        or (isinstance(exc, MilvusException) and exc.code == Status.CONNECT_FAILED)
-        or (isinstance(exc, grpc.RpcError) and exc.code() in _UNREACHABLE_GRPC)
-    )
-    if unreachable:
-        return StoreUnavailable(f"Milvus {what}: not answering ({exc})", store="milvus")
-    return StoreRefused(f"Milvus {what}: {exc}")

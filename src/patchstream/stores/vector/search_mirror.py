@@ -28,13 +28,9 @@ import numpy as np
 
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.stores.overlays import WORKSPACE_MARK, View
-from patchstream.stores.vector.milvus import (
-    MilvusVectorStore,
-    SearchHit,
-    hit_from_row,
-    lit,
-    search_fields,
-)
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.stores.vector.milvus_client import lit
+from patchstream.stores.vector.milvus_rows import SearchHit, hit_from_row, search_fields
 from patchstream.stores.vector.search_index import IndexedRow, TenantIndex
 
 log = logging.getLogger(__name__)

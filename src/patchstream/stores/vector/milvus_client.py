@@ -1,0 +1,79 @@
+"""The Milvus client as the stores use it: a deadline on every call, errors typed at the
+boundary (``StoreUnavailable`` to retry, ``StoreRefused`` to dead-letter), and expression
+literals that Milvus Lite's parser cannot misread."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+from pymilvus import MilvusClient, MilvusException, MilvusUnavailableException
+from pymilvus.client.types import Status
+
+from patchstream.errors import ContractError, StoreError, StoreRefused, StoreUnavailable
+
+# Milvus Lite's expression parser takes printable text in double quotes with \\ and \" escaped;
+# control characters, lone surrogates and other escapes are refused rather than emitted.
+_UNSAFE_LITERAL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def lit(value: str) -> str:
+    """A Milvus expression string literal; ContractError for text its parser cannot take."""
+    if _UNSAFE_LITERAL.search(value):
+        raise ContractError("a filter value holds control characters or lone surrogates",
+                            code="bad_literal")  # fmt: skip
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def lit_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(lit(v) for v in values) + "]"
+
+
+class DeadlinedClient:
+    """The client with a deadline on every call that does not name its own (a Milvus that
+    stops answering fails the call instead of hanging the sink or the query service), and
+    its errors typed at the boundary: ``StoreUnavailable`` or ``StoreRefused``."""
+
+    def __init__(self, client: MilvusClient, timeout_s: float) -> None:
+        self._client = client
+        self._timeout_s = timeout_s
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute) or name in ("close", "prepare_index_params"):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._timeout_s)
+            try:
+                try:
+                    return attribute(*args, **kwargs)
+                except MilvusException as exc:
+                    # A restarted Milvus holds every collection released: load it, once.
+                    collection = kwargs.get("collection_name", args[0] if args else None)
+                    if exc.code != _NOT_LOADED or not isinstance(collection, str):
+                        raise
+                    self._client.load_collection(collection, timeout=self._timeout_s)
+                    return attribute(*args, **kwargs)
+            except (MilvusException, grpc.RpcError) as exc:
+                raise milvus_error(f"{name} failed", exc) from exc
+
+        return call
+
+
+_NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
+_UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+def milvus_error(what: str, exc: Exception) -> StoreError:
+    """Typed at the boundary: unreachable (retry for as long as it takes) or refused."""
+    unreachable = (
+        isinstance(exc, MilvusUnavailableException)
+        or (isinstance(exc, MilvusException) and exc.code == Status.CONNECT_FAILED)
+        or (isinstance(exc, grpc.RpcError) and exc.code() in _UNREACHABLE_GRPC)
+    )
+    if unreachable:
+        return StoreUnavailable(f"Milvus {what}: not answering ({exc})", store="milvus")
+    return StoreRefused(f"Milvus {what}: {exc}")
