@@ -413,7 +413,9 @@ def test_walks_return_properties_with_quotes_and_backslashes_intact(
 ) -> None:
     # FalkorDB's toJSON() leaves quotes inside strings unescaped (823 of scipy's 32k symbols
     # did not parse), so walks read properties as maps: this is what they must survive.
-    source = 'def f():\n    return 1\n\n\ndef g(sep="\\\\", quote=\'"\', s="a\\"b"):\n    return f()\n'
+    source = (
+        'def f():\n    return 1\n\n\ndef g(sep="\\\\", quote=\'"\', s="a\\"b"):\n    return f()\n'
+    )
     delta = upsert(tenant, "pkg/quotes.py", source, 1)
     graph.apply(delta)
     expected = next(s for s in delta.symbols if s.name == "g")
