@@ -215,10 +215,9 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
                     room = walks.room()
                     params = {"frontier": frontier, "tenant": tenant, "cap": room}
                     rows = self._read(tenant, query, params)
-                    parts = walks.parts()
-                    if len(parts) > 1 and len(rows) >= room:
-                        rows = [row for uids, cap in parts for row in self._read(
-                            tenant, query, {**params, "frontier": uids, "cap": cap})]  # fmt: skip
+                    if len(rows) >= room and len(parts := walks.parts()) > 1:
+                        rows = [row for uids, own in parts for row in self._read(
+                            tenant, query, {**params, "frontier": uids, "cap": own})]  # fmt: skip
                     walks.advance(((src, uid, props) for srcs, uid, props in rows
                                    for src in srcs), level)  # fmt: skip
             for sid, reached in walks.found().items():
