@@ -117,7 +117,12 @@ def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> No
     body = _push_payload(origin, "0" * 40, head)
     assert _post(gateway_stack, body, _signed(body), "d-1").status_code == 202
     wait_for(lambda: {"app.py", "util.py"} <= _paths(gateway_stack), what="first push")
-    assert any(p.startswith("_commits/") for p in _paths(gateway_stack))  # commit message prose
+    # Commit message prose is its own event (its own partition key), so it may land after
+    # the files: wait on it rather than read it once.
+    wait_for(
+        lambda: any(p.startswith("_commits/") for p in _paths(gateway_stack)),
+        what="commit message prose",
+    )
     # Rename, edit, delete and a symlink in one push.
     git(origin, "mv", "util.py", "helpers.py")
     (origin / "app.py").write_text(
