@@ -78,6 +78,15 @@ def test_callers_and_impact_match_the_hand_checked_graph(indexed: Supervisor) ->
         assert _walk(client, "billing::billing/tax.py::rate", "impact", 5) == {
             ("tax", 1), ("Invoice.total", 2), ("render", 3), ("monthly_report", 4),
         }  # fmt: skip
+        # Each caller says how sure its edge is; the minimum is a checked parameter.
+        url = f"/v1/symbols/{quote(tax, safe='/:')}/callers"
+        exact = client.get(url, params={"depth": 2, "resolution": "exact"}).json()
+        assert exact["resolution"] == "exact"
+        assert {(c["qualified_name"], c["resolution"]) for c in exact["callers"]} == {
+            ("Invoice.total", "exact"), ("render", "exact"),
+        }  # fmt: skip
+        for bad in ("certain", "exact\x00", "exact;DROP", ""):
+            assert client.get(url, params={"resolution": bad}).status_code == 422
         assert _walk(client, "billing::billing/report.py::monthly_report", "callees", 2) == {
             ("render", 1), ("Invoice", 1), ("Invoice.total", 2),
         }  # fmt: skip
@@ -376,3 +385,20 @@ def test_a_branch_indexed_over_main_stores_only_what_differs(
     assert "dropped billing@feature-x" in cli("drop", "--repo", "billing", "feature-x")
     assert "dropped billing@main~agent-cli" in cli("drop", "--repo", "billing", "main~agent-cli")
     assert "feature-x" not in cli("list")
+
+
+def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Supervisor) -> None:
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
+                                                          "api_key": "key-acme"})}  # fmt: skip
+
+    def callers(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "callers",
+                               "billing::billing/tax.py::tax", *args],
+                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    done = callers("--resolution", "exact", "--depth", "2")
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert sorted((line[0], line[1]) for line in lines) == [("1", "exact"), ("2", "exact")]
+    refused = callers("--resolution", "certain")
+    assert refused.returncode == 2 and "certain" in refused.stderr

@@ -11,6 +11,7 @@ import uuid
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -74,12 +75,14 @@ def _answers(
         out[f"symbol {sid}"] = None if found is None else (found.kind, found.path, found.start_line)
         for walk, depth in (("callers", 2), ("callees", 2), ("impact", 3)):
             neighbors = getattr(graph, walk)(tenant, sid, depth, ref)
-            out[f"{walk} {sid}"] = sorted((n.symbol.id, n.depth) for n in neighbors)
+            out[f"{walk} {sid}"] = sorted((n.symbol.id, n.depth, n.resolution) for n in neighbors)
+            certain = getattr(graph, walk)(tenant, sid, depth, ref, CallResolution.EXACT)
+            out[f"{walk} exact {sid}"] = sorted((n.symbol.id, n.depth) for n in certain)
     # Walks read together (what context does) answer as each symbol's own walk.
     for walk, depth in (("callers", 2), ("callees", 2), ("impact", 3)):
         together = graph.walks(tenant, walk, sorted(ids), depth, ref)
         for sid in sorted(ids):
-            got = sorted((n.symbol.id, n.depth) for n in together[sid])
+            got = sorted((n.symbol.id, n.depth, n.resolution) for n in together[sid])
             assert got == out[f"{walk} {sid}"], (walk, sid, ref)
         # A limit keeps each walk's nearest symbols, the same in a view as on a plain ref.
         limited = graph.walks(tenant, walk, sorted(ids), depth, ref, limit=2)

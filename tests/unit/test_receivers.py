@@ -270,3 +270,51 @@ def test_go_calls_resolve_through_receivers_fields_and_constructors() -> None:
         "NewLogger",
     }
     assert calls("Use") == {"ref:Backend.Flush@example.com/app/store", "Logger.Log"}
+
+
+def _resolutions(method: str) -> dict[str, str]:
+    state = build_state(FileStateBuilder(), "pkg/session.py", SOURCE)
+    prefix = "r::pkg/session.py::"
+    return {
+        e.dst.removeprefix(prefix): str(e.resolution)
+        for e in state.edges
+        if e.src == f"{prefix}{method}" and e.type.value in ("CALLS", "INSTANTIATES")
+    }
+
+
+def test_each_call_says_whether_a_declaration_or_a_constructor_guess_resolved_it() -> None:
+    send = _resolutions("Session.send")
+    assert send["ref:HTTPAdapter.send@pkg.adapters"] == "inferred"  # self.adapter = HTTPAdapter()
+    assert send["ref:HTTPAdapter.close@pkg.adapters"] == "exact"  # class-level `pool: HTTPAdapter`
+    assert send["ref:models.PreparedRequest.prepare@pkg"] == "inferred"  # p = models.Prepared...()
+    assert send["Base.send"] == "exact"  # super().send()
+    # Helper.go is reached through a guess (self.local = Helper()) and through the annotated
+    # ``extra: Optional[Helper]``: one edge, as sure as its surest call site.
+    assert send["Helper.go"] == "exact"
+    assert _resolutions("Sub.later") == {"Helper.go": "exact"}  # self.kept = helper: Helper
+    # Edges that are not calls carry none.
+    state = build_state(FileStateBuilder(), "pkg/session.py", SOURCE)
+    assert {e.resolution for e in state.edges if e.type.value == "DEFINES"} == {None}
+
+
+def test_a_nested_def_with_its_own_self_is_not_a_method_of_the_class_around_it() -> None:
+    source = b"""
+class Builder:
+    def __repr__(self):
+        return "b"
+
+    def add_str(self):
+        def __str__(self):
+            return self.__repr__()
+
+        def closure():
+            return self.__repr__()
+
+        return __str__, closure
+"""
+    state = build_state(FileStateBuilder(), "pkg/builder.py", source)
+    prefix = "r::pkg/builder.py::"
+    calls = {(e.src.removeprefix(prefix), e.dst.removeprefix(prefix)) for e in state.edges
+             if e.type.value == "CALLS"}  # fmt: skip
+    assert ("Builder.add_str.closure", "Builder.__repr__") in calls  # the method's own self
+    assert ("Builder.add_str.__str__", "Builder.__repr__") not in calls

@@ -10,6 +10,7 @@ import click
 
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.schemas.events import view_ref
+from patchstream.schemas.graph import CallResolution
 from patchstream.settings import get_settings
 
 
@@ -71,20 +72,30 @@ def _walk(kind: str) -> None:
     @click.option("--ref", default="main", show_default=True)
     @click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
     @click.option("--depth", default=1 if kind != "impact" else 3, show_default=True)
+    @click.option(
+        "--resolution",
+        type=click.Choice([r.value for r in CallResolution]),
+        default=CallResolution.INFERRED.value,
+        show_default=True,
+        help="Weakest call edge to follow: exact (certain), inferred (guessed types and "
+        "implementations too), name-only (also calls of a method unique by name).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
     def command(
         name_or_id: str, repo: str | None, ref: str, workspace: str | None, depth: int,
-        as_json: bool,
+        resolution: str, as_json: bool,
     ) -> None:  # fmt: skip
         symbol_id = _resolve(name_or_id, repo)
         result = call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
-                      params={"depth": depth, "ref": view_ref(ref, workspace)})  # fmt: skip
+                      params={"depth": depth, "ref": view_ref(ref, workspace),
+                              "resolution": resolution})  # fmt: skip
         if as_json:
             click.echo(json.dumps(result))
             return
         for item in result[kind]:
             where = f"{item['path']}:{item['start_line']}-{item['end_line']}"
-            click.echo(f"{item['depth']}  {where:<50} {item['signature'] or item['name']}")
+            click.echo(f"{item['depth']}  {item['resolution']:<9} {where:<50} "
+                       f"{item['signature'] or item['name']}")  # fmt: skip
 
     command.__doc__ = {
         "callers": "Who calls NAME_OR_ID (depth 1 or 2).",

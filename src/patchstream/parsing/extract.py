@@ -22,7 +22,14 @@ from patchstream.parsing.languages import get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
 from patchstream.parsing.resolution import Resolution, _Def
 from patchstream.parsing.source import Source
-from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol, SymbolKind
+from patchstream.schemas.graph import (
+    CallResolution,
+    Edge,
+    EdgeType,
+    Reference,
+    Symbol,
+    SymbolKind,
+)
 
 # When two patterns name the same identifier (``const f = () => {}`` is a function and a
 # variable; a Go interface type_spec also matches the generic type pattern) the higher wins.
@@ -192,6 +199,7 @@ class _Extractor(Resolution):
         self.by_qualified: dict[str, _Def] = {}
         self.bindings: dict[str, ImportBinding] = {}
         self.edges: set[Edge] = set()
+        self._edge_keys: dict[tuple[str, str, str], Edge] = {}
         self.def_by_node: dict[tuple[int, int, str], _Def] = {}
         self.def_by_name_node: dict[tuple[int, int], _Def] = {}
         self._init_resolution()
@@ -374,12 +382,13 @@ class _Extractor(Resolution):
                     parts = [*name_parts(receiver), *parts]
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
+                self._guessed = False
                 if "".join(written.split()).startswith("super()."):
                     target = self._super_member(parts[-1], around)
                 else:
                     target = self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
-                self._add(self._call_type(edge_type, target), src, target)
+                self._add(self._call_type(edge_type, target), src, target, self._certainty())
 
     def _deriving(self, match: dict[str, list[ts.Node]]) -> _Def | None:
         type_node = match["type"][0]
@@ -400,12 +409,31 @@ class _Extractor(Resolution):
             return EdgeType.INSTANTIATES
         return EdgeType.CALLS
 
-    def _add(self, edge_type: EdgeType, src: str, target: _Def | Reference) -> None:
+    def _add(
+        self,
+        edge_type: EdgeType,
+        src: str,
+        target: _Def | Reference,
+        resolution: CallResolution | None = None,
+    ) -> None:
         if isinstance(target, Reference):
-            self.edges.add(Edge.to_ref(edge_type, src, target))
+            edge = Edge(type=edge_type, src=src, dst=target.as_dst(), ref=target,
+                        resolution=resolution)  # fmt: skip
         elif target.kind != "impl" and (target.symbol_id != src or edge_type is EdgeType.CALLS):
             # A recursive call is a caller like any other; a class is not its own base.
-            self.edges.add(Edge(type=edge_type, src=src, dst=target.symbol_id))
+            edge = Edge(type=edge_type, src=src, dst=target.symbol_id, resolution=resolution)
+        else:
+            return
+        # One edge per (type, src, dst): the strongest resolution of its call sites.
+        known = self._edge_keys.get(edge.sort_key())
+        if known is not None:
+            if known.resolution is None or resolution is None:
+                return
+            if known.resolution.rank <= resolution.rank:
+                return
+            self.edges.discard(known)
+        self._edge_keys[edge.sort_key()] = edge
+        self.edges.add(edge)
 
     def _collect_overrides(self) -> None:
         for definition in self.defs:

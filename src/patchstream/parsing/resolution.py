@@ -15,9 +15,12 @@ import tree_sitter as ts
 from patchstream.parsing.modules import ImportBinding
 from patchstream.parsing.receivers import TypeFact, type_facts
 from patchstream.parsing.source import Source
-from patchstream.schemas.graph import Reference
+from patchstream.schemas.graph import CallResolution, Reference
 
 _SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+# Where a constructor call's type is a guess (the name may be rebound to anything later);
+# in the statically typed languages ``x := T{}`` / ``new Foo()`` fixes the type.
+_GUESSED_FROM_CALLS = frozenset({"python", "javascript"})
 
 
 @dataclass
@@ -66,6 +69,17 @@ class Resolution:
         self._aliases: dict[str, tuple[str, ...] | None] = {}
         self._alias_depth = 0
         self._typing = False
+        # Set while resolving one call when a type on its way came from a constructor call.
+        self._guessed = False
+
+    def _certainty(self) -> CallResolution:
+        """The resolution of the call just resolved (``_guessed`` is reset before each)."""
+        guessed = self._guessed and self.language in _GUESSED_FROM_CALLS
+        return CallResolution.INFERRED if guessed else CallResolution.EXACT
+
+    def _note(self, typed: _Typed | None) -> None:
+        if typed is not None and typed.parts is not None and not typed.declared:
+            self._guessed = True
 
     def _enclosing_def(self, node: ts.Node) -> _Def | None:
         raise NotImplementedError
@@ -89,8 +103,22 @@ class Resolution:
                 return current.receiver
             if current.kind in ("class", "interface", "impl"):
                 return current.qualified_name
+            if self._rebinds_self(current):
+                return None  # a nested ``def f(self)``: its own ``self``, of an unknown class
             current = current.parent
         return None
+
+    def _rebinds_self(self, function: _Def) -> bool:
+        """A Python function outside a class body whose first parameter is ``self``/``cls``
+        (a method built in a closure and attached elsewhere): ``self`` is not the class
+        around it."""
+        if self.language != "python" or function.kind != "function":
+            return False
+        if function.parent is None or function.parent.kind != "function":
+            return False
+        parameters = function.node.child_by_field_name("parameters")
+        first = parameters.named_children[0] if parameters and parameters.named_children else None
+        return first is not None and self.src.text(first) in ("self", "cls")
 
     def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference:
         """A local definition for the written name, or a reference to resolve elsewhere."""
@@ -109,9 +137,11 @@ class Resolution:
                     return member
             return Reference(name=".".join(parts))
         if len(parts) >= 2 and not self._typing:
+            guessed = self._guessed
             typed = self._typed_member(parts, around)
             if typed is not None:
                 return typed
+            self._guessed = guessed  # no type helped: what follows is a name binding
         dotted = ".".join(parts)
         if len(parts) == 1:
             for prefix in self._scopes(around):
@@ -241,6 +271,7 @@ class Resolution:
             known = self._chain_type(receiver, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
+            self._note(typed)
             known = typed.parts if typed is not None else None
             if typed is not None and typed.element and known is not None:
                 known = self._element_of_call(known, around, depth)
@@ -283,6 +314,7 @@ class Resolution:
             typed = self._variable_type(receiver[0], around)
             if typed is None or typed.parts is None or typed.element:
                 return None
+            self._note(typed)
             owner = self._resolve_type(list(typed.parts), around)
         known: tuple[str, ...] | None = None
         for attribute in receiver[1:]:
@@ -315,6 +347,7 @@ class Resolution:
             seen.add(current)
             found = self._attr_types.get(current, {}).get(attribute)
             if found is not None:
+                self._note(found)
                 return found.parts
             queue.extend(self._local_bases.get(current, ()))
         return None

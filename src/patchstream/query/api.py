@@ -31,6 +31,7 @@ from patchstream.query.overlay_api import OverlayService, overlay_router
 from patchstream.query.read_tokens import parse_read_token
 from patchstream.query.service import QueryService
 from patchstream.schemas.events import VIEW_REF_PATTERN
+from patchstream.schemas.graph import CallResolution
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_mirror import SearchMirror
 from patchstream.streams.producer import make_producer
@@ -251,11 +252,13 @@ def create_api(
             tenant: Tenant,
             depth: Annotated[int, Query(ge=1, le=max_depth)] = default_depth,
             ref: RefParam = "main",
+            resolution: CallResolution = CallResolution.INFERRED,
         ) -> dict[str, Any]:
             check_symbol_id(symbol_id)
-            found = await run(service().walk, tenant, kind, symbol_id, depth, ref)
-            return {"symbol_id": symbol_id, kind: [
-                {**asdict(n.symbol), "depth": n.depth} for n in found
+            found = await run(service().walk, tenant, kind, symbol_id, depth, ref, resolution)
+            return {"symbol_id": symbol_id, "resolution": resolution.value, kind: [
+                {**asdict(n.symbol), "depth": n.depth, "resolution": n.resolution}
+                for n in found
             ]}  # fmt: skip
 
         app.get(f"/v1/symbols/{{symbol_id:path}}/{kind}", name=kind)(walk)

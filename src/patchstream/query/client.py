@@ -55,9 +55,12 @@ class QueryClient:
 
         return str(min(symbols, key=preference)["id"])
 
-    def walk(self, kind: str, symbol_id: str, depth: int, ref: str = "main") -> Any:
+    def walk(
+        self, kind: str, symbol_id: str, depth: int, ref: str = "main",
+        resolution: str = "inferred",
+    ) -> Any:  # fmt: skip
         return self.call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
-                         params={"depth": depth, "ref": ref})  # fmt: skip
+                         params={"depth": depth, "ref": ref, "resolution": resolution})  # fmt: skip
 
     def symbol(self, symbol_id: str, ref: str = "main") -> Any:
         return self.call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}", params={"ref": ref})

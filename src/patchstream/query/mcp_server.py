@@ -97,29 +97,35 @@ def create_mcp_server(settings: Settings) -> MCPServer:
 
     @server.tool()
     def find_callers(
-        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main"
-    ) -> dict[str, Any]:
+        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main",
+        resolution: str = "inferred",
+    ) -> dict[str, Any]:  # fmt: skip
         """Who calls SYMBOL (a name or an id), up to depth 2, in ``ref`` (a branch or
-        ``main~<workspace>``)."""
+        ``main~<workspace>``). ``resolution`` is the weakest call edge followed: ``exact``
+        (certain), ``inferred`` (the default: guessed types and implementations too) or
+        ``name-only`` (also calls of a method unique by name: everything that might call
+        it); each caller says its own."""
         found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("callers", found, min(depth, 2), ref))
+        return dict(client.walk("callers", found, min(depth, 2), ref, resolution))
 
     @server.tool()
     def find_callees(
-        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main"
-    ) -> dict[str, Any]:
+        symbol: str, depth: int = 1, repo: str | None = None, ref: str = "main",
+        resolution: str = "inferred",
+    ) -> dict[str, Any]:  # fmt: skip
         """What SYMBOL calls, up to depth 2, in ``ref``."""
         found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("callees", found, min(depth, 2), ref))
+        return dict(client.walk("callees", found, min(depth, 2), ref, resolution))
 
     @server.tool()
     def impact_of_change(
-        symbol: str, depth: int = 3, repo: str | None = None, ref: str = "main"
-    ) -> dict[str, Any]:
+        symbol: str, depth: int = 3, repo: str | None = None, ref: str = "main",
+        resolution: str = "inferred",
+    ) -> dict[str, Any]:  # fmt: skip
         """Every transitive caller and overrider of SYMBOL in ``ref``: what a signature
         change breaks."""
         found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("impact", found, min(depth, 5), ref))
+        return dict(client.walk("impact", found, min(depth, 5), ref, resolution))
 
     @server.tool()
     def get_symbol(symbol: str, repo: str | None = None, ref: str = "main") -> dict[str, Any]:

@@ -15,6 +15,7 @@ from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import file_map_candidates
 from patchstream.query.read_tokens import PendingWrite
 from patchstream.query.working_state import memory_candidate, working_state_candidates
+from patchstream.schemas.graph import CallResolution
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import merged_hashes
@@ -80,10 +81,13 @@ class QueryService:
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         return self.graph.symbol(tenant, symbol_id, ref)
 
-    def walk(self, tenant: str, kind: str, symbol_id: str, depth: int, ref: str) -> list[Neighbor]:
+    def walk(
+        self, tenant: str, kind: str, symbol_id: str, depth: int, ref: str,
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
         walks = {"callers": self.graph.callers, "callees": self.graph.callees,
                  "impact": self.graph.impact}  # fmt: skip
-        return walks[kind](tenant, symbol_id, depth, ref)
+        return walks[kind](tenant, symbol_id, depth, ref, weakest)
 
     def context(
         self,

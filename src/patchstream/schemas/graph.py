@@ -28,6 +28,33 @@ class EdgeType(StrEnum):
     OVERRIDES = "OVERRIDES"
 
 
+class CallResolution(StrEnum):
+    """How sure a CALLS/INSTANTIATES edge is, strongest first.
+
+    ``exact``: the target follows from a name binding (a definition, an import, an alias) or a
+    declared type. ``inferred``: from a guess, a Python/JavaScript constructor call
+    (``x = Foo()``) or an implementation of the interface method that was called.
+    ``name-only``: no type is known; the repository has one method of that name (read at
+    query time, never stored).
+    """
+
+    EXACT = "exact"
+    INFERRED = "inferred"
+    NAME_ONLY = "name-only"
+
+    @property
+    def rank(self) -> int:
+        return _RESOLUTION_RANK[self]
+
+    @classmethod
+    def at_least(cls, weakest: CallResolution) -> list[str]:
+        """The values a walk follows when ``weakest`` is the minimum asked for."""
+        return [r.value for r in cls if r.rank <= weakest.rank]
+
+
+_RESOLUTION_RANK = {"exact": 0, "inferred": 1, "name-only": 2}
+
+
 class Reference(BaseModel):
     """A target outside the file, as written in the source, for the graph sink to resolve.
 
@@ -95,6 +122,8 @@ class Edge(BaseModel):
     src: str
     dst: str
     ref: Reference | None = None
+    # Set on CALLS and INSTANTIATES edges (exact or inferred); None on the other types.
+    resolution: CallResolution | None = None
 
     @model_validator(mode="after")
     def _dst_matches_ref(self) -> Self:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.state import FileDelta, FileState
 from patchstream.stores.overlays import OverlayInfo, View
 
@@ -45,6 +46,8 @@ class Neighbor:
 
     symbol: StoredSymbol
     depth: int
+    # The weakest hop on the way (``CallResolution``): "exact" unless a guess was needed.
+    resolution: str = "exact"
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class GraphSnapshot:
 
     symbols: set[tuple[str, ...]] = field(default_factory=set)
     edges: set[tuple[str, str, str]] = field(default_factory=set)
+    # Call edges (materialized or references) and their resolution: (src, type, dst, value).
+    resolutions: set[tuple[str, str, str, str]] = field(default_factory=set)
     fences: dict[str, tuple[int, bool]] = field(default_factory=dict)
 
 
@@ -144,31 +149,35 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def callers(
-        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
-    ) -> list[Neighbor]:
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
         """Who calls or instantiates the symbol, up to ``depth`` (1 or 2) hops."""
 
     @abc.abstractmethod
     def callees(
-        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
-    ) -> list[Neighbor]:
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
         """What the symbol calls or instantiates, up to ``depth`` (1 or 2) hops."""
 
     @abc.abstractmethod
     def impact(
-        self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main"
-    ) -> list[Neighbor]:
+        self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
         """Every transitive caller (and overrider) up to ``depth``: what a change breaks."""
 
     def walks(
         self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main",
-        limit: int | None = None,
+        limit: int | None = None, weakest: CallResolution = CallResolution.INFERRED,
     ) -> dict[str, list[Neighbor]]:  # fmt: skip
         """``callers``, ``callees`` or ``impact`` of each symbol (a store may read them
         together; the answer is each one's own walk), nearest first, at most ``limit`` each
-        when given."""
+        when given. Call edges weaker than ``weakest`` are not followed; each neighbor says
+        the weakest resolution on its way."""
         walk = {"callers": self.callers, "callees": self.callees, "impact": self.impact}[kind]
-        return {sid: walk(tenant, sid, depth, ref)[:limit] for sid in symbol_ids}
+        return {sid: walk(tenant, sid, depth, ref, weakest)[:limit] for sid in symbol_ids}
 
     @abc.abstractmethod
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]: ...

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from patchstream.schemas.graph import Edge, EdgeType, Reference, Symbol
+from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Reference, Symbol
 from patchstream.schemas.state import FileDelta, FileFlags, FileState
 from patchstream.stores.graph.base import (
     ApplyResult,
@@ -29,11 +29,15 @@ from patchstream.stores.graph.base import (
 )
 from patchstream.stores.graph.fence_reads import FenceReads
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.graph.planner import EMPTY, FenceRow, Stored, plan_apply
+from patchstream.stores.graph.planner import (
+    EMPTY,
+    EdgeRow,
+    FenceRow,
+    Stored,
+    edge_resolution,
+    plan_apply,
+)
 from patchstream.stores.graph.statements import (
-    CALLERS_THROUGH_GO_INTERFACES,
-    CALLERS_THROUGH_INTERFACES,
-    CALLERS_THROUGH_SUBCLASSES,
     INDEXES,
     MAX_DEPTH,
     READ_FENCES,
@@ -42,6 +46,7 @@ from patchstream.stores.graph.statements import (
     READ_SYMBOLS,
     Statement,
     chunked,
+    walk_level,
 )
 from patchstream.stores.graph.view_reads import ViewReads, neighbors, symbol_from_props
 from patchstream.stores.graph.walks import Walks
@@ -113,10 +118,13 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         fingerprints = {
             row[0]: (row[1], row[2]) for row in self._read(tenant, READ_SYMBOLS, params)
         }
-        local = {(r[0], r[1], r[2]) for r in self._read(tenant, READ_LOCAL_EDGES, params)}
-        refs: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-        for src, edge_type, dst, key in self._read(tenant, READ_REF_EDGES, params):
-            refs[(src, edge_type, dst)].add(key)
+        local = {
+            (src, edge_type, dst, edge_resolution(edge_type, res))
+            for src, edge_type, dst, res in self._read(tenant, READ_LOCAL_EDGES, params)
+        }
+        refs: dict[EdgeRow, set[str]] = defaultdict(set)
+        for src, edge_type, dst, res, key in self._read(tenant, READ_REF_EDGES, params):
+            refs[(src, edge_type, dst, edge_resolution(edge_type, res))].add(key)
         return Stored(fingerprints, local, dict(refs))
 
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
@@ -177,6 +185,7 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
     def _walks(
         self, tenant: str, symbol_ids: Sequence[str], depth: int, ref: str, types: str,
         inbound: bool, inherited: bool = False, limit: int | None = None,
+        weakest: CallResolution = CallResolution.INFERRED,
     ) -> dict[str, list[Neighbor]]:  # fmt: skip
         """Breadth first from each symbol, one query per level for all of them over
         DISTINCT nodes, at most ``max_walk_rows`` symbols each: a fan-out graph costs rows,
@@ -190,21 +199,13 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         for sid in found:
             by_repo.setdefault(_repo_of(sid), []).append(sid)
         cap = min(limit or self.max_walk_rows, self.max_walk_rows)
-        step = f"(t)<-[:{types}]-(n:Symbol)" if inbound else f"(t)-[:{types}]->(n:Symbol)"
-        query = (
-            f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
-            "WHERE n.tenant = $tenant WITH n, collect(DISTINCT t.uid) AS srcs "
-            "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
-        )
-        if inherited:  # the walks through inheritance, in the same round trip
-            query = " UNION ALL ".join((query, CALLERS_THROUGH_SUBCLASSES,
-                                        CALLERS_THROUGH_INTERFACES,
-                                        CALLERS_THROUGH_GO_INTERFACES))  # fmt: skip
+        query = walk_level(types, inbound, inherited, weakest)
+        allowed = CallResolution.at_least(weakest)
         for repo, ids in by_repo.items():
             view, starts = self.view_with(tenant, repo, ref, ids)
             if view is not None:
                 walks = self.view_walks(view, ids, depth, tuple(types.split("|")), inbound,
-                                        inherited, starts, cap)  # fmt: skip
+                                        inherited, starts, cap, weakest)  # fmt: skip
             else:
                 scope = scope_of(tenant, repo, ref)
                 walks = Walks({sid: {"uid": f"{scope}|{sid}"} for sid in ids}, cap)
@@ -213,41 +214,45 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
                     if not frontier:
                         break
                     room = walks.room()
-                    params = {"frontier": frontier, "tenant": tenant, "cap": room}
+                    params = {"frontier": frontier, "tenant": tenant, "cap": room,
+                              "allowed": allowed}  # fmt: skip
                     rows = self._read(tenant, query, params)
                     if len(rows) >= room and len(parts := walks.parts()) > 1:
                         rows = [row for uids, own in parts for row in self._read(
                             tenant, query, {**params, "frontier": uids, "cap": own})]  # fmt: skip
-                    walks.advance(((src, uid, props) for srcs, uid, props in rows
-                                   for src in srcs), level)  # fmt: skip
+                    walks.advance(((src, uid, props, res) for srcs, uid, props in rows
+                                   for src, res in srcs), level)  # fmt: skip
             for sid, reached in walks.found().items():
                 found[sid] = neighbors(reached)
         return found
 
     def walks(
         self, tenant: str, kind: str, symbol_ids: Sequence[str], depth: int, ref: str = "main",
-        limit: int | None = None,
+        limit: int | None = None, weakest: CallResolution = CallResolution.INFERRED,
     ) -> dict[str, list[Neighbor]]:  # fmt: skip
         """``callers``, ``callees`` or ``impact`` of each symbol, read together; at most
         ``limit`` symbols each (nearest first), which bounds the rows read, not just kept."""
         types, max_depth, inbound, inherited = _WALKS[kind]
         return self._walks(tenant, symbol_ids, min(depth, max_depth), ref, types, inbound,
-                           inherited, limit)  # fmt: skip
+                           inherited, limit, weakest)  # fmt: skip
 
     def callers(
-        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
-    ) -> list[Neighbor]:
-        return self.walks(tenant, "callers", [symbol_id], depth, ref)[symbol_id]
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
+        return self.walks(tenant, "callers", [symbol_id], depth, ref, weakest=weakest)[symbol_id]
 
     def callees(
-        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main"
-    ) -> list[Neighbor]:
-        return self.walks(tenant, "callees", [symbol_id], depth, ref)[symbol_id]
+        self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
+        return self.walks(tenant, "callees", [symbol_id], depth, ref, weakest=weakest)[symbol_id]
 
     def impact(
-        self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main"
-    ) -> list[Neighbor]:
-        return self.walks(tenant, "impact", [symbol_id], depth, ref)[symbol_id]
+        self, tenant: str, symbol_id: str, depth: int = 3, ref: str = "main",
+        weakest: CallResolution = CallResolution.INFERRED,
+    ) -> list[Neighbor]:  # fmt: skip
+        return self.walks(tenant, "impact", [symbol_id], depth, ref, weakest=weakest)[symbol_id]
 
     def file_symbols(self, tenant: str, repo: str, ref: str, path: str) -> list[StoredSymbol]:
         if not tenant:
@@ -286,10 +291,13 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             )
         ]
         stored = self._stored(tenant, fuid)
-        edges = [Edge(type=EdgeType(t), src=s, dst=d) for s, t, d in stored.local_edges]
+        edges = [Edge(type=EdgeType(t), src=s, dst=d, resolution=_resolution(res))
+                 for s, t, d, res in stored.local_edges]  # fmt: skip
         edges += [
-            Edge.to_ref(EdgeType(t), s, Reference.from_dst(d)) for s, t, d in stored.ref_edges
-        ]
+            Edge(type=EdgeType(t), src=s, dst=d, ref=Reference.from_dst(d),
+                 resolution=_resolution(res))
+            for s, t, d, res in stored.ref_edges
+        ]  # fmt: skip
         return FileState(
             tenant=tenant,
             repo=repo,
@@ -316,20 +324,24 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
             # fp is a hash over tenant-specific keys; the properties themselves are compared.
             visible = {k: v for k, v in props.items() if k != "fp"}
             snap.symbols.add((props["scope"], props["id"], json.dumps(visible, sort_keys=True)))
-        for src, edge_type, dst in self._read(
+        for src, edge_type, dst, res in self._read(
             tenant,
             "MATCH (s:Symbol)-[r]->(t:Symbol) WHERE s.tenant = $tenant "
-            "RETURN s.uid, type(r), t.uid",
+            "RETURN s.uid, type(r), t.uid, r.resolution",
             params,
         ):
             snap.edges.add((src, edge_type, dst))
-        for src, edge_type, dst in self._read(
+            if (value := edge_resolution(edge_type, res)) is not None:
+                snap.resolutions.add((src, edge_type, dst, value))
+        for src, edge_type, dst, res in self._read(
             tenant,
             "MATCH (s:Symbol)-[r:REFERS]->(w:Want) WHERE s.tenant = $tenant "
-            "RETURN s.uid, r.type, r.dst",
+            "RETURN s.uid, r.type, r.dst, r.resolution",
             params,
         ):
             snap.edges.add((src, f"REFERS:{edge_type}", dst))
+            if (value := edge_resolution(edge_type, res)) is not None:
+                snap.resolutions.add((src, f"REFERS:{edge_type}", dst, value))
         for uid, version, deleted in self._read(
             tenant,
             "MATCH (f:Fence) WHERE f.tenant = $tenant RETURN f.uid, f.version, f.deleted",
@@ -352,6 +364,10 @@ _WALKS = {
     "callees": ("CALLS|INSTANTIATES", 2, False, False),
     "impact": ("CALLS|INSTANTIATES|OVERRIDES", MAX_DEPTH, True, False),
 }
+
+
+def _resolution(value: str | None) -> CallResolution | None:
+    return CallResolution(value) if value is not None else None
 
 
 def _repo_of(symbol_id: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.schemas.events import view_ref
-from patchstream.schemas.graph import Edge, Symbol, SymbolKind
+from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
 from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
@@ -49,11 +49,29 @@ class FenceRow:
     module: str | None
 
 
+# An edge as the planner diffs it: (src id, type, dst, resolution). The resolution is part
+# of the identity, so a call that becomes certain (or a guess) is rewritten.
+EdgeRow = tuple[str, str, str, str | None]
+_CALL_TYPES = frozenset({EdgeType.CALLS.value, EdgeType.INSTANTIATES.value})
+
+
+def edge_resolution(edge_type: str, stored: str | None) -> str | None:
+    """A stored edge's resolution: call edges written before resolutions existed are exact."""
+    if edge_type not in _CALL_TYPES:
+        return None
+    return stored or CallResolution.EXACT.value
+
+
+def edge_row(edge: Edge) -> EdgeRow:
+    value = edge.resolution.value if edge.resolution is not None else None
+    return (edge.src, edge.type.value, edge.dst, edge_resolution(edge.type.value, value))
+
+
 @dataclass(frozen=True)
 class Stored:
     fingerprints: dict[str, tuple[str, str | None]]  # id -> (fp, rkey)
-    local_edges: set[tuple[str, str, str]]  # (src id, type, dst id)
-    ref_edges: dict[tuple[str, str, str], set[str]]  # (src id, type, dst) -> want keys
+    local_edges: set[EdgeRow]  # dst: a symbol id
+    ref_edges: dict[EdgeRow, set[str]]  # dst: a reference string -> want keys
 
 
 def fingerprint(symbol: Symbol, rkey: str | None) -> str:
@@ -122,21 +140,21 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             }
         )
     removed_ids = sorted(stored.fingerprints.keys() - new_symbols.keys())
-    new_local = {(e.src, e.type.value, e.dst) for e in new_edges if e.ref is None}
-    new_refs = {(e.src, e.type.value, e.dst): e for e in new_edges if e.ref is not None}
+    new_local = {edge_row(e) for e in new_edges if e.ref is None}
+    new_refs = {edge_row(e): e for e in new_edges if e.ref is not None}
     local_gone = stored.local_edges - new_local
     local_new = new_local - stored.local_edges
     refs_gone = stored.ref_edges.keys() - new_refs.keys()
     refs_new = new_refs.keys() - stored.ref_edges.keys()
 
-    for edge_type in {t for _, t, _ in refs_gone}:
-        gone_rows = [{"src": uid(s), "dst": d} for s, t, d in refs_gone if t == edge_type]
+    for edge_type in {t for _, t, _, _ in refs_gone}:
+        gone_rows = [{"src": uid(s), "dst": d} for s, t, d, _ in refs_gone if t == edge_type]
         statements.append((delete_resolved(edge_type), {"rows": gone_rows}))
     if refs_gone:
         statements.append(
             (
                 DELETE_REFERS,
-                {"rows": [{"src": uid(s), "type": t, "dst": d} for s, t, d in refs_gone]},
+                {"rows": [{"src": uid(s), "type": t, "dst": d} for s, t, d, _ in refs_gone]},
             )
         )
     for edge_type, group in _by_type(local_gone).items():
@@ -149,7 +167,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
         statements.append((add_local(edge_type), {"rows": _edge_rows(group, uid)}))
     if refs_new:
         ref_rows = []
-        for key in sorted(refs_new):
+        for key in sorted(refs_new, key=lambda e: (e[0], e[1], e[2], e[3] or "")):
             edge = new_refs[key]
             assert edge.ref is not None
             ref_rows.append(
@@ -157,7 +175,9 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
                     "src": uid(edge.src),
                     "type": edge.type.value,
                     "dst": edge.dst,
+                    "resolution": key[3],
                     "keys": reference_keys(scope, edge.ref, delta.language),
+                    "tail": name_only_tail(scope, edge),
                 }
             )
         statements.append((ADD_REFERS, {"rows": ref_rows}))
@@ -244,12 +264,23 @@ def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:
     return props
 
 
-def _by_type(edges: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:
-    grouped: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    for edge in sorted(edges):
+def name_only_tail(scope: str, edge: Edge) -> str | None:
+    """``scope|m`` for a method call no file can resolve (``recv.m()`` with ``recv`` of
+    unknown type): the key a name-only walk finds it by when ``m`` is unique in the scope."""
+    if edge.type is not EdgeType.CALLS or edge.ref is None or edge.ref.module is not None:
+        return None
+    receiver, dot, method = edge.ref.name.rpartition(".")
+    if not dot or not receiver or not method.isidentifier():
+        return None
+    return f"{scope}|{method}"
+
+
+def _by_type(edges: Iterable[EdgeRow]) -> dict[str, list[EdgeRow]]:
+    grouped: dict[str, list[EdgeRow]] = defaultdict(list)
+    for edge in sorted(edges, key=lambda e: (e[0], e[1], e[2], e[3] or "")):
         grouped[edge[1]].append(edge)
     return grouped
 
 
-def _edge_rows(edges: list[tuple[str, str, str]], uid: Any) -> list[dict[str, str]]:
-    return [{"src": uid(src), "dst": uid(dst)} for src, _, dst in edges]
+def _edge_rows(edges: list[EdgeRow], uid: Any) -> list[dict[str, str | None]]:
+    return [{"src": uid(src), "dst": uid(dst), "resolution": res} for src, _, dst, res in edges]

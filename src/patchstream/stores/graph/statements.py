@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from patchstream.schemas.graph import EdgeType
+from patchstream.schemas.graph import CallResolution, EdgeType
 
 Statement = tuple[str, dict[str, Any]]
 
@@ -34,6 +34,7 @@ INDEXES = (
     ("Symbol", "name"),
     ("Symbol", "qualified_name"),
     ("Want", "uid"),
+    ("Want", "tail"),
     ("Fence", "uid"),
     ("Fence", "scope"),
     ("Run", "uid"),
@@ -56,10 +57,11 @@ READ_FENCES = (
 READ_SYMBOLS = "MATCH (s:Symbol {file_uid: $fuid}) RETURN s.id, s.fp, s.rkey"
 READ_LOCAL_EDGES = (
     "MATCH (s:Symbol {file_uid: $fuid})-[r]->(t:Symbol) WHERE r.via IS NULL "
-    "RETURN s.id, type(r), t.id"
+    "RETURN s.id, type(r), t.id, r.resolution"
 )
 READ_REF_EDGES = (
-    "MATCH (s:Symbol {file_uid: $fuid})-[r:REFERS]->(w:Want) RETURN s.id, r.type, r.dst, w.uid"
+    "MATCH (s:Symbol {file_uid: $fuid})-[r:REFERS]->(w:Want) "
+    "RETURN s.id, r.type, r.dst, r.resolution, w.uid"
 )
 DELETE_SYMBOLS = "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) DETACH DELETE s"
 UPSERT_SYMBOLS = "UNWIND $rows AS row MERGE (s:Symbol {uid: row.uid}) SET s += row"
@@ -67,9 +69,13 @@ DELETE_REFERS = (
     "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src})-[r:REFERS]->(:Want) "
     "WHERE r.type = row.type AND r.dst = row.dst DELETE r"
 )
+# ``tail`` (``scope|m``) marks an unresolvable method call for the name-only walks; a key
+# is wanted by one reference string, so its tail never changes (coalesce keeps it when a
+# row of another edge type, without a tail, wants the same key).
 ADD_REFERS = (
     "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src}) UNWIND row.keys AS key "
-    "MERGE (w:Want {uid: key}) MERGE (s)-[:REFERS {type: row.type, dst: row.dst}]->(w)"
+    "MERGE (w:Want {uid: key}) SET w.tail = coalesce(row.tail, w.tail) "
+    "MERGE (s)-[r:REFERS {type: row.type, dst: row.dst}]->(w) SET r.resolution = row.resolution"
 )
 DROP_RESOLVED_INTO = (
     "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
@@ -104,16 +110,23 @@ DROP_ORPHAN_WANTS = (
 
 
 def delete_local(edge_type: str) -> str:
+    # A call edge written before resolutions existed reads as exact (``planner.edge_resolution``).
+    same = (
+        "AND coalesce(r.resolution, 'exact') = row.resolution "
+        if edge_type in (EdgeType.CALLS.value, EdgeType.INSTANTIATES.value)
+        else ""
+    )
     return (
         f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->"
-        f"(t:Symbol {{uid: row.dst}}) WHERE r.via IS NULL DELETE r"
+        f"(t:Symbol {{uid: row.dst}}) WHERE r.via IS NULL {same}DELETE r"
     )
 
 
 def add_local(edge_type: str) -> str:
     return (
         f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}}) "
-        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[:{edge_type}]->(t)"
+        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[r:{edge_type}]->(t) "
+        f"SET r.resolution = row.resolution"
     )
 
 
@@ -130,7 +143,7 @@ def resolve_out(edge_type: str) -> str:
     return (
         f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
         f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
-        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
+        f"MERGE (s)-[e:{edge_type} {{via: r.dst}}]->(t) ON CREATE SET e.resolution = r.resolution"
     )
 
 
@@ -139,7 +152,7 @@ def resolve_in(edge_type: str) -> str:
         f"UNWIND $keys AS key MATCH (w:Want {{uid: key}})<-[r:REFERS]-(s:Symbol) "
         f"WHERE r.type = '{edge_type}' WITH s, r, key "
         f"MATCH (t:Symbol {{rkey: key}}) WHERE t.uid <> s.uid "
-        f"MERGE (s)-[:{edge_type} {{via: r.dst}}]->(t)"
+        f"MERGE (s)-[e:{edge_type} {{via: r.dst}}]->(t) ON CREATE SET e.resolution = r.resolution"
     )
 
 
@@ -176,20 +189,21 @@ CALLERS_THROUGH_SUBCLASSES = (
     "WITH t, w WHERE own IS NULL "
     "MATCH (w)<-[r:REFERS]-(n:Symbol) "
     "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
-    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "AND coalesce(r.resolution, 'exact') IN $allowed "
+    "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
     "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
-# A call on an interface (``p.price()`` with ``p: Priced``) may run any implementation:
-# callers of ``Item.price`` include the callers of the ``price`` of every interface that
-# ``Item`` implements or extends (up to three levels up).
+# A call on an interface (``p.price()`` with ``p: Priced``) may run any implementation, an
+# inferred caller of each: callers of ``Item.price`` include the callers of the ``price`` of
+# every interface that ``Item`` implements or extends (up to three levels up).
 CALLERS_THROUGH_INTERFACES = (
     "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t "
     "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] WITH t, c "
     "MATCH (c)-[:INHERITS_FROM*1..3]->(i:Symbol) WHERE i.kind = 'interface' WITH t, i "
     "MATCH (i)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name WITH t, m "
     "MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
-    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "WITH n, collect(DISTINCT [t.uid, 'inferred']) AS srcs "
     "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
@@ -205,6 +219,55 @@ CALLERS_THROUGH_GO_INTERFACES = (
     "MATCH (c)-[:DEFINES]->(own:Symbol) WITH t, m, needed, collect(DISTINCT own.name) AS has "
     "WITH t, m, [name IN needed WHERE NOT name IN has] AS missing WHERE size(missing) = 0 "
     "WITH t, m MATCH (m)<-[:CALLS]-(n:Symbol) WHERE n.tenant = $tenant "
-    "WITH n, collect(DISTINCT t.uid) AS srcs "
+    "WITH n, collect(DISTINCT [t.uid, 'inferred']) AS srcs "
     "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
+
+# Name-only (asked for explicitly): ``recv.m()`` that no type resolves counts as a call of
+# ``m`` when the branch has exactly one function named ``m`` and it is a method. The
+# reference's ``Want`` carries ``tail = scope|m`` (``planner.name_only_tail``).
+_UNIQUE_METHOD = (
+    "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] WITH {keep}t "
+    "MATCH (o:Symbol {{name: t.name}}) WITH {keep}t, o "
+    "WHERE o.scope = t.scope AND o.kind = 'function' "
+    "WITH {keep}t, count(o) AS same WHERE same = 1 "
+)
+CALLERS_BY_NAME_ONLY = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t WHERE t.kind = 'function' "
+    + _UNIQUE_METHOD.format(keep="")
+    + "WITH t, t.scope + '|' + t.name AS tail MATCH (w:Want {tail: tail}) "
+    "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE n.tenant = $tenant AND r.type = 'CALLS' "
+    "WITH n, collect(DISTINCT [t.uid, 'name-only']) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+)
+CALLEES_BY_NAME_ONLY = (
+    "UNWIND $frontier AS uid MATCH (s:Symbol {uid: uid}) WITH s "
+    "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type = 'CALLS' AND w.tail IS NOT NULL "
+    "WITH s, substring(w.tail, size(s.scope) + 1) AS name "
+    "MATCH (t:Symbol {name: name}) WITH s, t "
+    "WHERE t.scope = s.scope AND t.kind = 'function' AND t.tenant = $tenant "
+    + _UNIQUE_METHOD.format(keep="s, ")
+    + "WITH t AS n, collect(DISTINCT [s.uid, 'name-only']) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+)
+
+
+def walk_level(types: str, inbound: bool, inherited: bool, weakest: CallResolution) -> str:
+    """One level of a plain walk for a whole frontier: each found node once, with the
+    ``[from uid, resolution]`` pairs that reached it; edges weaker than ``weakest`` are not
+    followed (``$allowed``: ``CallResolution.at_least(weakest)``)."""
+    step = f"(t)<-[r:{types}]-(n:Symbol)" if inbound else f"(t)-[r:{types}]->(n:Symbol)"
+    res = "coalesce(r.resolution, 'exact')"
+    parts = [
+        f"UNWIND $frontier AS uid MATCH (t:Symbol {{uid: uid}}) WITH t MATCH {step} "
+        f"WHERE n.tenant = $tenant AND {res} IN $allowed "
+        f"WITH n, collect(DISTINCT [t.uid, {res}]) AS srcs "
+        "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+    ]
+    if inherited:  # the walks through inheritance, in the same round trip
+        parts.append(CALLERS_THROUGH_SUBCLASSES)
+        if weakest.rank >= CallResolution.INFERRED.rank:
+            parts += [CALLERS_THROUGH_INTERFACES, CALLERS_THROUGH_GO_INTERFACES]
+    if weakest is CallResolution.NAME_ONLY and "CALLS" in types.split("|"):
+        parts.append(CALLERS_BY_NAME_ONLY if inbound else CALLEES_BY_NAME_ONLY)
+    return " UNION ALL ".join(parts)

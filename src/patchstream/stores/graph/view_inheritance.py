@@ -11,6 +11,7 @@ import abc
 from collections.abc import Iterable
 from typing import Any
 
+from patchstream.schemas.graph import CallResolution
 from patchstream.stores.graph.view_types import Pair, Props
 from patchstream.stores.overlays import View
 
@@ -114,9 +115,9 @@ class ViewInheritance(abc.ABC):
                     for candidate in view.keys(dst):
                         wants.setdefault(candidate, set()).update(sources)
                 else:
-                    pairs[how == "base"] += [(src, dst, props) for src in sources]
+                    pairs[how == "base"] += [(src, dst, props, "exact") for src in sources]
             if wants:
-                pairs[True] += [(src, uid, props) for key, uid, props in self._read(
+                pairs[True] += [(src, uid, props, "exact") for key, uid, props in self._read(
                     view.tenant,
                     "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) "
                     "RETURN key, t.uid, properties(t)",
@@ -124,7 +125,7 @@ class ViewInheritance(abc.ABC):
                 ) for src in wants[key]]  # fmt: skip
             for direction in (True, False):
                 following: dict[str, tuple[set[str], Props]] = {}
-                for src, uid, props in self._seen(view, pairs[direction]):
+                for src, uid, props, _ in self._seen(view, pairs[direction]):
                     for origin in frontiers[direction].get(src, ((), None))[0]:
                         if uid != src and uid not in reach[direction][origin]:
                             reach[direction][origin][uid] = props
@@ -132,8 +133,8 @@ class ViewInheritance(abc.ABC):
                 frontiers[direction] = following
         return reach[False], reach[True]
 
-    def _inherited_callers(self, view: View, frontier: list[Props], parents: dict[str, Props]
-                           ) -> list[Pair]:  # fmt: skip
+    def _inherited_callers(self, view: View, frontier: list[Props], parents: dict[str, Props],
+                           weakest: CallResolution) -> list[Pair]:  # fmt: skip
         """The view's versions of the plain walks through subclasses, interfaces and Go's
         structural interfaces (``statements.CALLERS_THROUGH_*``), for the whole frontier
         (``parents``: the owners ``_hop`` read on its way)."""
@@ -174,11 +175,12 @@ class ViewInheritance(abc.ABC):
             for method in mine:
                 methods.setdefault(method["uid"], (method, set()))[1].add(target["uid"])
         pairs = self._referrers(view, wanting, _CALLS)
-        # Callers of an interface method count for each target that implements it.
-        pairs += [(target, dst, props)
-                  for src, dst, props in self._inbound(view, [m for m, _ in methods.values()],
-                                                       ("CALLS",))
-                  for target in methods[src][1]]  # fmt: skip
+        # Callers of an interface method count for each target that implements it (inferred).
+        if methods and weakest.rank >= CallResolution.INFERRED.rank:
+            pairs += [(target, dst, props, CallResolution.INFERRED.value)
+                      for src, dst, props, _ in self._inbound(
+                          view, [m for m, _ in methods.values()], ("CALLS",))
+                      for target in methods[src][1]]  # fmt: skip
         return self._seen(view, pairs)
 
     def _go_interface_methods(self, view: View, targets: list[Props]

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from patchstream.schemas.events import view_ref
+from patchstream.schemas.graph import CallResolution
 from patchstream.stores.graph.base import Neighbor, StoredSymbol
 from patchstream.stores.graph.overlay_registry import OverlayRegistry
 from patchstream.stores.graph.view_inheritance import ViewInheritance
@@ -40,27 +41,29 @@ _OVERRIDERS = (
     "MATCH (w)<-[r:REFERS]-(c:Symbol) WHERE r.type = 'INHERITS_FROM' "
     "AND c.file_uid <> p.file_uid AND c.uid <> p.uid WITH t, c "
     "MATCH (c)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name AND m.kind = 'function' "
-    "WITH m, collect(DISTINCT t.uid) AS srcs "
+    "WITH m, collect(DISTINCT [t.uid, 'exact']) AS srcs "
     "RETURN 'override' AS how, srcs, m.uid AS dst, properties(m) AS props"
 )
 
 
 # The other parts of ``_inbound``: edges into the targets inside their files, references
 # to the targets' keys from any layer, and the targets' owners.
+# Each part's ``srcs`` are ``[from, resolution]`` pairs (``_OVERRIDERS``: from uids).
 _LOCAL_INTO = (
     "UNWIND $uids AS uid MATCH (t:Symbol {{uid: uid}}) WITH t "
-    "MATCH (t)<-[r:{types}]-(n:Symbol) WHERE r.via IS NULL WITH n, collect(DISTINCT t.uid) AS srcs "
+    "MATCH (t)<-[r:{types}]-(n:Symbol) WHERE r.via IS NULL "
+    "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
     "RETURN 'local' AS how, srcs, n.uid AS dst, properties(n) AS props"
 )
 _KEY_REFERRERS = (
     "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
     "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $cross "
-    "WITH n, collect(DISTINCT key) AS srcs "
+    "WITH n, collect(DISTINCT [key, coalesce(r.resolution, 'exact')]) AS srcs "
     "RETURN 'key' AS how, srcs, n.uid AS dst, properties(n) AS props"
 )
 _OWNERS = (
     "UNWIND $owned AS uid MATCH (t:Symbol {uid: uid}) WITH t "
-    "MATCH (t)<-[:DEFINES]-(p:Symbol) WITH p, collect(t.uid) AS srcs "
+    "MATCH (t)<-[:DEFINES]-(p:Symbol) WITH p, collect([t.uid, 'exact']) AS srcs "
     "RETURN 'parent' AS how, srcs, p.uid AS dst, properties(p) AS props"
 )
 
@@ -72,9 +75,9 @@ def _owned(members: list[Props]) -> list[Props]:
             or not str(m.get("parent_id") or "::<module>").endswith("::<module>")]  # fmt: skip
 
 
-def neighbors(reached: list[tuple[int, Props]]) -> list[Neighbor]:
+def neighbors(reached: list[tuple[int, Props, str]]) -> list[Neighbor]:
     """A walk's answer: the symbols it reached, nearest first, then by id."""
-    found = [Neighbor(symbol_from_props(props), depth) for depth, props in reached]
+    found = [Neighbor(symbol_from_props(props), depth, res) for depth, props, res in reached]
     return sorted(found, key=lambda n: (n.depth, n.symbol.id))
 
 
@@ -156,11 +159,11 @@ class ViewReads(ViewInheritance, OverlayRegistry):
         rows = self._read(
             view.tenant,
             "UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
-            "MATCH (w)<-[r:REFERS]-(n:Symbol) "
-            "WHERE r.type IN $types RETURN DISTINCT key, n.uid, properties(n)",
+            "MATCH (w)<-[r:REFERS]-(n:Symbol) WHERE r.type IN $types "
+            "RETURN DISTINCT key, n.uid, properties(n), coalesce(r.resolution, 'exact')",
             {"keys": sorted(keys), "types": list(types)},
         )
-        return [(t, r[1], r[2]) for r in rows for t in keys[r[0]] if t != r[1]]
+        return [(t, r[1], r[2], r[3]) for r in rows for t in keys[r[0]] if t != r[1]]
 
     def _referred(
         self, view: View, sources: list[str], types: tuple[str, ...], local: str | None = None
@@ -172,21 +175,23 @@ class ViewReads(ViewInheritance, OverlayRegistry):
         query = (
             "UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) WITH s "
             "MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type IN $types "
-            "RETURN DISTINCT 'key' AS how, s.uid AS src, w.uid AS dst, null AS props"
+            "RETURN DISTINCT 'key' AS how, s.uid AS src, w.uid AS dst, null AS props, "
+            "coalesce(r.resolution, 'exact') AS res"
         )
         if local:
             query += (
                 " UNION ALL UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) WITH s "
                 f"MATCH (s)-[r:{local}]->(n:Symbol) WHERE r.via IS NULL "
-                "RETURN DISTINCT 'local' AS how, s.uid AS src, n.uid AS dst, properties(n) AS props"
+                "RETURN DISTINCT 'local' AS how, s.uid AS src, n.uid AS dst, "
+                "properties(n) AS props, coalesce(r.resolution, 'exact') AS res"
             )
         rows = self._read(view.tenant, query, {"uids": sources, "types": list(types)})
-        pairs: list[Pair] = [(r[1], r[2], r[3]) for r in rows if r[0] == "local"]
-        wants = [(r[1], r[2]) for r in rows if r[0] == "key"]
-        by_key: dict[str, set[str]] = {}
-        for src, key in wants:
-            for candidate in view.keys(key):
-                by_key.setdefault(candidate, set()).add(src)
+        pairs: list[Pair] = [(r[1], r[2], r[3], r[4]) for r in rows if r[0] == "local"]
+        by_key: dict[str, set[tuple[str, str]]] = {}
+        for how, src, key, _props, res in rows:
+            if how == "key":
+                for candidate in view.keys(key):
+                    by_key.setdefault(candidate, set()).add((src, res))
         if not by_key:
             return pairs
         rows = self._read(
@@ -194,7 +199,8 @@ class ViewReads(ViewInheritance, OverlayRegistry):
             "UNWIND $keys AS key MATCH (t:Symbol {rkey: key}) RETURN key, t.uid, properties(t)",
             {"keys": sorted(by_key)},
         )
-        return pairs + [(src, r[1], r[2]) for r in rows for src in by_key[r[0]] if src != r[1]]
+        return pairs + [(src, r[1], r[2], res) for r in rows for src, res in by_key[r[0]]
+                        if src != r[1]]  # fmt: skip
 
     def _inbound(
         self, view: View, targets: list[Props], types: tuple[str, ...],
@@ -232,12 +238,12 @@ class ViewReads(ViewInheritance, OverlayRegistry):
         pairs: list[Pair] = []
         for how, sources, dst, props in rows:
             if how == "key":
-                sources = [t for key in sources for t in keys[key]]
+                sources = [[t, res] for key, res in sources for t in keys[key]]
             if how == "parent":
                 assert parents is not None
-                parents.update(dict.fromkeys(sources, props))
+                parents.update(dict.fromkeys((src for src, _ in sources), props))
                 continue
-            pairs += [(src, dst, props) for src in dict.fromkeys(sources) if src != dst]
+            pairs += [(src, dst, props, res) for src, res in sources if src != dst]
         return pairs
 
     def _seen(self, view: View, pairs: Iterable[Pair]) -> list[Pair]:
@@ -260,9 +266,12 @@ class ViewReads(ViewInheritance, OverlayRegistry):
     def view_walks(
         self, view: View, symbol_ids: list[str], depth: int, types: tuple[str, ...],
         inbound: bool, inherited: bool, starts: list[Props], cap: int,
+        weakest: CallResolution = CallResolution.INFERRED,
     ) -> Walks:  # fmt: skip
         """Breadth first like ``CypherGraphStore._walks``, over the view, from each symbol
-        at once; ``starts``: the symbols' rows in the layers (``view_with`` reads them)."""
+        at once; ``starts``: the symbols' rows in the layers (``view_with`` reads them).
+        Name-only calls are not read in a view (its walks give exact and inferred ones)."""
+        allowed = set(CallResolution.at_least(weakest))
         tops: dict[str, Props] = {}
         for _, props in self._visible(view, [[p["uid"], p] for p in starts]):
             tops.setdefault(props["id"], props)  # the top layer's row comes first
@@ -275,6 +284,6 @@ class ViewReads(ViewInheritance, OverlayRegistry):
             parents: dict[str, Props] | None = {} if inherited else None
             pairs = self._hop(view, frontier, types, inbound, parents)
             if parents is not None:
-                pairs += self._inherited_callers(view, frontier, parents)
-            walks.advance(pairs, level)
+                pairs += self._inherited_callers(view, frontier, parents, weakest)
+            walks.advance((p for p in pairs if p[3] in allowed), level)
         return walks

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from patchstream.schemas.graph import CallResolution
 from patchstream.stores.graph.view_types import Pair, Props
 
 
@@ -19,7 +20,9 @@ from patchstream.stores.graph.view_types import Pair, Props
 class _Walk:
     frontier: list[str]
     seen: set[str]
-    found: list[tuple[int, Props]] = field(default_factory=list)
+    found: list[tuple[int, Props, str]] = field(default_factory=list)
+    # uid -> rank of the weakest hop on the path that reached it (0: exact)
+    ranks: dict[str, int] = field(default_factory=dict)
 
 
 class Walks:
@@ -49,19 +52,33 @@ class Walks:
 
     def advance(self, pairs: Iterable[Pair], level: int) -> None:
         """Take one level's pairs: each walk keeps what its own frontier reached and it has
-        not seen, in the order the store gave, up to its cap."""
+        not seen, in the order the store gave, up to its cap. A node's resolution is the
+        weakest hop of the strongest path that reached it at this level."""
         ordered = list(pairs)
-        for _src, uid, props in ordered:
+        for _src, uid, props, _res in ordered:
             self._props.setdefault(uid, props)
         for walk in self._walks.values():
             members = set(walk.frontier)
             walk.frontier = []
-            for src, uid, props in ordered:
-                if src not in members or uid in walk.seen or len(walk.found) >= self.cap:
+            reached: dict[str, tuple[int, Props]] = {}  # in the order first reached
+            for src, uid, props, res in ordered:
+                if src not in members or uid in walk.seen:
                     continue
+                rank = max(walk.ranks.get(src, 0), _RANKS[res])
+                if uid not in reached or rank < reached[uid][0]:
+                    reached[uid] = (rank, reached[uid][1] if uid in reached else props)
+            for uid, (rank, props) in reached.items():
+                if len(walk.found) >= self.cap:
+                    break
                 walk.seen.add(uid)
                 walk.frontier.append(uid)
-                walk.found.append((level, props))
+                walk.ranks[uid] = rank
+                walk.found.append((level, props, _NAMES[rank]))
 
-    def found(self) -> dict[str, list[tuple[int, Props]]]:
+    def found(self) -> dict[str, list[tuple[int, Props, str]]]:
+        """Per start: (level, props, resolution) of what its walk reached, nearest first."""
         return {key: walk.found for key, walk in self._walks.items()}
+
+
+_NAMES = [r.value for r in sorted(CallResolution, key=lambda r: r.rank)]
+_RANKS = {name: rank for rank, name in enumerate(_NAMES)}

@@ -1,0 +1,163 @@
+"""Each call edge says how sure it is (exact / inferred / name-only), and walks follow only
+what the caller asks for: FalkorDB, real deltas, either arrival order."""
+
+from __future__ import annotations
+
+import itertools
+
+from patchstream.schemas.graph import CallResolution
+from patchstream.stores.graph.cypher import CypherGraphStore
+from tests.integration.deltas import upsert
+
+EXACT, INFERRED, NAME_ONLY = CallResolution.EXACT, CallResolution.INFERRED, CallResolution.NAME_ONLY
+
+ADAPTERS = """\
+class HTTPAdapter:
+    def send(self, request):
+        return request
+
+    def close(self):
+        pass
+"""
+
+SESSIONS = """\
+from pkg.adapters import HTTPAdapter
+
+
+class Session:
+    def __init__(self):
+        self.adapter = HTTPAdapter()
+
+    def send(self, request):
+        return self.adapter.send(request)
+
+
+def mount(adapter: HTTPAdapter):
+    adapter.send(None)
+
+
+def shutdown(thing):
+    thing.close()
+"""
+
+A = "app::pkg/adapters.py::"
+S = "app::pkg/sessions.py::"
+
+
+def _callers(
+    graph: CypherGraphStore, tenant: str, sid: str, weakest: CallResolution = INFERRED
+) -> dict[str, str]:
+    return {n.symbol.id: n.resolution for n in graph.callers(tenant, sid, 1, "main", weakest)}
+
+
+def test_declared_types_are_exact_and_constructor_guesses_inferred_in_either_order(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    files = (("pkg/adapters.py", ADAPTERS), ("pkg/sessions.py", SESSIONS))
+    for number, order in enumerate(itertools.permutations(files)):
+        scoped = f"{tenant}-{number}"
+        for version, (path, text) in enumerate(order, start=1):
+            graph.apply(upsert(scoped, path, text, version))
+        send = A + "HTTPAdapter.send"
+        # ``adapter: HTTPAdapter`` is declared; ``self.adapter = HTTPAdapter()`` is a guess.
+        assert _callers(graph, scoped, send) == {
+            S + "mount": "exact",
+            S + "Session.send": "inferred",
+        }
+        assert _callers(graph, scoped, send, EXACT) == {S + "mount": "exact"}
+        # What the stored edges say, as the snapshot compares them.
+        calls = {(src.rsplit("|", 1)[-1], dst.rsplit("|", 1)[-1], res)
+                 for src, kind, dst, res in graph.snapshot(scoped).resolutions
+                 if kind == "CALLS"}  # fmt: skip
+        assert (S + "mount", send, "exact") in calls
+        assert (S + "Session.send", send, "inferred") in calls
+
+
+def test_callees_and_impact_take_the_same_minimum(graph: CypherGraphStore, tenant: str) -> None:
+    graph.apply(upsert(tenant, "pkg/adapters.py", ADAPTERS, 1))
+    graph.apply(upsert(tenant, "pkg/sessions.py", SESSIONS, 2))
+    callees = graph.callees(tenant, S + "Session.send", 1, "main", INFERRED)
+    assert {(n.symbol.id, n.resolution) for n in callees} == {(A + "HTTPAdapter.send", "inferred")}
+    assert graph.callees(tenant, S + "Session.send", 1, "main", EXACT) == []
+    impact = graph.impact(tenant, A + "HTTPAdapter.send", 3, "main", EXACT)
+    assert {n.symbol.id for n in impact} == {S + "mount"}
+
+
+def test_a_path_is_as_sure_as_its_weakest_hop(graph: CypherGraphStore, tenant: str) -> None:
+    """``run`` -> (exact) ``Session.send`` -> (inferred) ``HTTPAdapter.send``."""
+    runner = "from pkg.sessions import Session\n\n\ndef run(s: Session):\n    return s.send(1)\n"
+    graph.apply(upsert(tenant, "pkg/adapters.py", ADAPTERS, 1))
+    graph.apply(upsert(tenant, "pkg/sessions.py", SESSIONS, 2))
+    graph.apply(upsert(tenant, "pkg/run.py", runner, 3))
+    two = graph.callers(tenant, A + "HTTPAdapter.send", 2)
+    assert {(n.symbol.id, n.depth, n.resolution) for n in two} == {
+        (S + "mount", 1, "exact"), (S + "Session.send", 1, "inferred"),
+        ("app::pkg/run.py::run", 2, "inferred"),
+    }  # fmt: skip
+    direct = graph.callers(tenant, S + "Session.send", 1)
+    assert [(n.symbol.id, n.resolution) for n in direct] == [("app::pkg/run.py::run", "exact")]
+
+
+def test_an_edit_that_declares_the_type_makes_the_call_exact(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    graph.apply(upsert(tenant, "pkg/adapters.py", ADAPTERS, 1))
+    graph.apply(upsert(tenant, "pkg/sessions.py", SESSIONS, 2))
+    declared = SESSIONS.replace("self.adapter = HTTPAdapter()",
+                                "self.adapter: HTTPAdapter = HTTPAdapter()")  # fmt: skip
+    graph.apply(upsert(tenant, "pkg/sessions.py", declared, 3))
+    assert _callers(graph, tenant, A + "HTTPAdapter.send", EXACT) == {
+        S + "mount": "exact", S + "Session.send": "exact",
+    }  # fmt: skip
+    # Incremental equals a clean index of the same files, resolutions included.
+    clean = f"{tenant}-clean"
+    graph.apply(upsert(clean, "pkg/sessions.py", declared, 1))
+    graph.apply(upsert(clean, "pkg/adapters.py", ADAPTERS, 2))
+    assert _strip(graph, tenant) == _strip(graph, clean)
+
+
+def _strip(graph: CypherGraphStore, tenant: str) -> set[tuple[str, ...]]:
+    return {tuple(part.replace(tenant, "T") for part in row)
+            for row in graph.snapshot(tenant).resolutions}  # fmt: skip
+
+
+def test_name_only_callers_are_read_only_when_asked_and_only_for_a_unique_method(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``thing.close()`` with ``thing`` of no known type: ``HTTPAdapter.close`` is the only
+    ``close`` of the branch, so it is a name-only caller, never a default one."""
+    graph.apply(upsert(tenant, "pkg/sessions.py", SESSIONS, 1))
+    graph.apply(upsert(tenant, "pkg/adapters.py", ADAPTERS, 2))
+    close = A + "HTTPAdapter.close"
+    assert _callers(graph, tenant, close) == {}
+    assert _callers(graph, tenant, close, NAME_ONLY) == {S + "shutdown": "name-only"}
+    callees = graph.callees(tenant, S + "shutdown", 1, "main", NAME_ONLY)
+    assert [(n.symbol.id, n.resolution) for n in callees] == [(close, "name-only")]
+    # The typed callers stay as sure as they were when name-only is allowed.
+    assert _callers(graph, tenant, A + "HTTPAdapter.send", NAME_ONLY) == {
+        S + "mount": "exact", S + "Session.send": "inferred",
+    }  # fmt: skip
+    # A second ``close`` anywhere in the branch: the name no longer tells which one runs.
+    graph.apply(
+        upsert(tenant, "pkg/files.py", "class File:\n    def close(self):\n        pass\n", 3)
+    )
+    assert _callers(graph, tenant, close, NAME_ONLY) == {}
+    assert graph.callees(tenant, S + "shutdown", 1, "main", NAME_ONLY) == []
+
+
+def test_calls_on_an_interface_are_inferred_callers_of_each_implementation(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    files = {
+        "src/priced.ts": "export interface Priced {\n  price(): number;\n}\n",
+        "src/item.ts": 'import { Priced } from "./priced";\n\n'
+        "export class Item implements Priced {\n  price(): number {\n    return 1;\n  }\n}\n",
+        "src/cart.ts": 'import { Priced } from "./priced";\n\n'
+        "export function total(p: Priced): number {\n  return p.price();\n}\n",
+    }
+    for version, (path, text) in enumerate(files.items(), start=1):
+        graph.apply(upsert(tenant, path, text, version))
+    total = "app::src/cart.ts::total"
+    assert _callers(graph, tenant, "app::src/priced.ts::Priced.price") == {total: "exact"}
+    assert _callers(graph, tenant, "app::src/item.ts::Item.price") == {total: "inferred"}
+    assert _callers(graph, tenant, "app::src/item.ts::Item.price", EXACT) == {}
