@@ -8,6 +8,8 @@ import itertools
 from patchstream.schemas.graph import CallResolution
 from patchstream.stores.graph.cypher import CypherGraphStore
 from tests.integration.deltas import upsert
+from tests.integration.test_graph_store import PRICED_TS
+from tests.integration.test_graph_store import SESSIONS as TYPED_SESSIONS
 
 EXACT, INFERRED, NAME_ONLY = CallResolution.EXACT, CallResolution.INFERRED, CallResolution.NAME_ONLY
 
@@ -20,25 +22,8 @@ class HTTPAdapter:
         pass
 """
 
-SESSIONS = """\
-from pkg.adapters import HTTPAdapter
-
-
-class Session:
-    def __init__(self):
-        self.adapter = HTTPAdapter()
-
-    def send(self, request):
-        return self.adapter.send(request)
-
-
-def mount(adapter: HTTPAdapter):
-    adapter.send(None)
-
-
-def shutdown(thing):
-    thing.close()
-"""
+# The typed-receiver fixture of the contract suite, plus a call on an untyped parameter.
+SESSIONS = TYPED_SESSIONS + "\n\ndef shutdown(thing):\n    thing.close()\n"
 
 A = "app::pkg/adapters.py::"
 S = "app::pkg/sessions.py::"
@@ -148,14 +133,7 @@ def test_name_only_callers_are_read_only_when_asked_and_only_for_a_unique_method
 def test_calls_on_an_interface_are_inferred_callers_of_each_implementation(
     graph: CypherGraphStore, tenant: str
 ) -> None:
-    files = {
-        "src/priced.ts": "export interface Priced {\n  price(): number;\n}\n",
-        "src/item.ts": 'import { Priced } from "./priced";\n\n'
-        "export class Item implements Priced {\n  price(): number {\n    return 1;\n  }\n}\n",
-        "src/cart.ts": 'import { Priced } from "./priced";\n\n'
-        "export function total(p: Priced): number {\n  return p.price();\n}\n",
-    }
-    for version, (path, text) in enumerate(files.items(), start=1):
+    for version, (path, text) in enumerate(PRICED_TS.items(), start=1):
         graph.apply(upsert(tenant, path, text, version))
     total = "app::src/cart.ts::total"
     assert _callers(graph, tenant, "app::src/priced.ts::Priced.price") == {total: "exact"}

@@ -354,18 +354,20 @@ def test_callers_through_a_subclass_that_inherits_the_method(
     assert graph.callers(tenant, "app::pkg/base.py::Base.other") == []
 
 
+PRICED_TS = {
+    "src/priced.ts": "export interface Priced {\n  price(): number;\n}\n",
+    "src/item.ts": 'import { Priced } from "./priced";\n\n'
+    "export class Item implements Priced {\n  price(): number {\n    return 1;\n  }\n}\n",
+    "src/cart.ts": 'import { Priced } from "./priced";\n\n'
+    "export function total(p: Priced): number {\n  return p.price();\n}\n",
+}
+
+
 def test_callers_of_an_implementation_include_calls_on_its_interface(
     graph: CypherGraphStore, tenant: str
 ) -> None:
     """TypeScript: ``p.price()`` with ``p: Priced`` may run ``Item.price``."""
-    files = {
-        "src/priced.ts": "export interface Priced {\n  price(): number;\n}\n",
-        "src/item.ts": 'import { Priced } from "./priced";\n\n'
-        "export class Item implements Priced {\n  price(): number {\n    return 1;\n  }\n}\n",
-        "src/cart.ts": 'import { Priced } from "./priced";\n\n'
-        "export function total(p: Priced): number {\n  return p.price();\n}\n",
-    }
-    for version, (path, text) in enumerate(files.items(), start=1):
+    for version, (path, text) in enumerate(PRICED_TS.items(), start=1):
         graph.apply(upsert(tenant, path, text, version))
     interface_callers = graph.callers(tenant, "app::src/priced.ts::Priced.price")
     assert {n.symbol.id for n in interface_callers} == {"app::src/cart.ts::total"}
