@@ -318,3 +318,38 @@ class Builder:
              if e.type.value == "CALLS"}  # fmt: skip
     assert ("Builder.add_str.closure", "Builder.__repr__") in calls  # the method's own self
     assert ("Builder.add_str.__str__", "Builder.__repr__") not in calls
+
+
+def test_calls_on_what_a_call_builds_and_on_private_classes() -> None:
+    source = b"""
+from ._compat import _Extractor
+from .models import Model
+
+
+class Local:
+    def go(self):
+        pass
+
+
+def make() -> Local:
+    return Local()
+
+
+def use(x, parser: _Extractor):
+    Local().go()
+    make().go()
+    _Extractor(x).first()
+    parser.second()
+    Model.create(x).save()
+"""
+    state = build_state(FileStateBuilder(), "pkg/use.py", source)
+    prefix = "r::pkg/use.py::"
+    calls = {(e.dst.removeprefix(prefix), str(e.resolution)) for e in state.edges
+             if e.src == prefix + "use" and e.type.value == "CALLS"}  # fmt: skip
+    assert ("Local.go", "exact") in calls  # Local().go() and make().go() (-> Local)
+    # A leading underscore is still a class name by convention.
+    assert ("ref:_Extractor.first@pkg._compat", "exact") in calls
+    assert ("ref:_Extractor.second@pkg._compat", "exact") in calls
+    # A classmethod's result without an annotation here: no type, no guess.
+    assert ("ref:save", "exact") in calls
+    assert not any(dst.startswith("ref:Model.create.save") for dst, _ in calls)

@@ -20,7 +20,7 @@ from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
-from patchstream.parsing.resolution import Resolution, _Def
+from patchstream.parsing.resolution import Resolution, _Def, class_like
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
     CallResolution,
@@ -383,8 +383,12 @@ class _Extractor(Resolution):
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
                 self._guessed = False
+                built = None if receiver is not None else self._member_of_call(
+                    match["name"][0], around)  # fmt: skip
                 if "".join(written.split()).startswith("super()."):
                     target = self._super_member(parts[-1], around)
+                elif built is not None:
+                    target = built
                 else:
                     target = self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
@@ -405,7 +409,7 @@ class _Extractor(Resolution):
             return EdgeType.INSTANTIATES if target.kind == "class" else EdgeType.CALLS
         # Python has no `new`: by convention a capitalized callee is a class.
         last = target.name.rsplit(".", 1)[-1]
-        if self.language == "python" and last[:1].isupper() and not last.isupper():
+        if self.language == "python" and class_like(last):
             return EdgeType.INSTANTIATES
         return EdgeType.CALLS
 

@@ -7,6 +7,7 @@ The extractor inherits it. A written name (``helper``, ``self.adapter.send``,
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference
 
 _SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+_DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
 # Where a constructor call's type is a guess (the name may be rebound to anything later);
 # in the statically typed languages ``x := T{}`` / ``new Foo()`` fixes the type.
 _GUESSED_FROM_CALLS = frozenset({"python", "javascript"})
@@ -294,7 +296,7 @@ class Resolution:
             return None
         if isinstance(owner, Reference):
             last = owner.name.rsplit(".", 1)[-1]
-            if owner.module is None or not last[:1].isupper():
+            if owner.module is None or not class_like(last):
                 return None  # a function of another file: its return type is not known here
             return Reference(name=f"{owner.name}.{method}", module=owner.module)
         if owner.kind == "function":  # a factory: what it says it returns
@@ -373,6 +375,24 @@ class Resolution:
                     return Reference(name=f"{base.name}.{member}", module=base.module)
         return None
 
+    def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:
+        """``Foo(x).m()``, ``new Foo().m()``, ``make().m()``, Go's ``NewT().M()``: ``m`` of what
+        the call builds or says it returns (no name is bound, so nothing can rebind it)."""
+        receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
+        method = (callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
+                  or callee.child_by_field_name("field"))  # fmt: skip
+        if receiver is None or method is None:
+            return None
+        field = {"call": "function", "call_expression": "function",
+                 "new_expression": "constructor"}.get(receiver.type)  # fmt: skip
+        built = receiver.child_by_field_name(field) if field else None
+        if built is None:
+            return None
+        text = "".join(self.src.text(built).split())
+        if not _DOTTED.match(text):
+            return None
+        return self._member_of_type(tuple(text.split(".")), self.src.text(method), around)
+
     def _super_member(self, method: str, around: _Def | None) -> _Def | Reference:
         """``super().m()``: ``m`` in the bases of the enclosing class, in order."""
         owner = self._enclosing_class(around)
@@ -384,6 +404,12 @@ class Resolution:
             elif base.module is not None:
                 return Reference(name=f"{base.name}.{method}", module=base.module)
         return Reference(name=method)
+
+
+def class_like(name: str) -> bool:
+    """By convention a class: ``Foo``, ``_OptionParser`` (private), not ``CONSTANT``."""
+    bare = name.lstrip("_")
+    return bare[:1].isupper() and not bare.isupper()
 
 
 def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:
