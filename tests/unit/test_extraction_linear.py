@@ -12,9 +12,10 @@ import tree_sitter as ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchstream.parsing.extract import _Def, _Extractor, _without_generics
+from patchstream.parsing.extract import _Def, _Extractor
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.languages import get_language
+from patchstream.parsing.node_text import without_generics
 
 _GENERICS = re.compile(r"<[^<>]*>")
 
@@ -29,7 +30,7 @@ def _reference_without_generics(text: str) -> str:
 
 @given(st.text(alphabet="ab<>.-:", max_size=60))
 def test_generic_removal_equals_repeated_innermost_removal(text: str) -> None:
-    assert _without_generics(text) == _reference_without_generics(text)
+    assert without_generics(text) == _reference_without_generics(text)
 
 
 def _reference_enclosing(extractor: _Extractor, node: ts.Node) -> _Def | None:

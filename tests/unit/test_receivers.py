@@ -7,6 +7,7 @@ import pytest
 
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.receivers import type_parts
+from patchstream.stores.graph.keys import shadowed
 from tests.conftest import build_state
 
 SOURCE = b"""
@@ -353,3 +354,76 @@ def use(x, parser: _Extractor):
     # A classmethod's result without an annotation here: no type, no guess.
     assert ("ref:save", "exact") in calls
     assert not any(dst.startswith("ref:Model.create.save") for dst, _ in calls)
+
+
+ALTERNATIVES = b"""
+import sys
+
+if sys.platform == "win32":
+    def raw_terminal():
+        return 1
+
+    def getchar():
+        return raw_terminal()
+else:
+    def raw_terminal():
+        return 2
+
+    def getchar():
+        return raw_terminal()
+
+
+def outside():
+    return raw_terminal()
+
+
+def overloaded(x):
+    return x
+
+
+def overloaded(x, y=None):
+    return x
+
+
+def first():
+    from ._impl import helper as f
+
+    return f()
+
+
+def second():
+    from ._impl import other as f
+
+    return f()
+
+
+def third(flag):
+    f = first if flag else second
+    return f()
+"""
+
+
+def test_definitions_in_other_branches_are_all_reached_and_none_hides_another() -> None:
+    state = build_state(FileStateBuilder(), "pkg/term.py", ALTERNATIVES)
+    prefix = "r::pkg/term.py::"
+    calls = {(e.src.removeprefix(prefix), e.dst.removeprefix(prefix)) for e in state.edges
+             if e.type.value == "CALLS"}  # fmt: skip
+    # A call outside the if may run either variant; one inside a branch runs its own.
+    assert {d for s, d in calls if s == "outside"} == {"raw_terminal", "raw_terminal#2"}
+    assert {d for s, d in calls if s == "getchar"} == {"raw_terminal"}
+    assert {d for s, d in calls if s == "getchar#2"} == {"raw_terminal#2"}
+    variants = {s.id.removeprefix(prefix): s.alternative for s in state.symbols}
+    assert variants["raw_terminal"] and variants["raw_terminal#2"]
+    # Sequential redefinitions still shadow: the later one is what runs.
+    assert not variants["overloaded"] and not variants["overloaded#2"]
+    assert shadowed(state.symbols, "python") == {prefix + "overloaded"}
+
+
+def test_an_import_inside_a_function_binds_its_name_there_only() -> None:
+    state = build_state(FileStateBuilder(), "pkg/term.py", ALTERNATIVES)
+    prefix = "r::pkg/term.py::"
+    calls = {(e.src.removeprefix(prefix), e.dst) for e in state.edges if e.type.value == "CALLS"}
+    assert ("first", "ref:helper@pkg._impl") in calls
+    assert ("second", "ref:other@pkg._impl") in calls
+    # ``f`` in a third function is neither import.
+    assert not any(s == "third" and d.endswith("@pkg._impl") for s, d in calls)

@@ -8,7 +8,6 @@ the file becomes a :class:`Reference` for the graph sink to resolve.
 
 from __future__ import annotations
 
-import re
 import time
 from bisect import bisect_right
 from collections import defaultdict
@@ -20,6 +19,13 @@ from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
+from patchstream.parsing.node_text import (
+    body_boundaries,
+    first_doc_line,
+    in_other_branches,
+    name_parts,
+    signature_of,
+)
 from patchstream.parsing.resolution import Resolution, _Def, class_like
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
@@ -41,10 +47,6 @@ _SYMBOL_KINDS = {
     "module": SymbolKind.MODULE,
     "variable": SymbolKind.VARIABLE,
 }
-_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
-_WRAPPERS = frozenset({"export_statement", "decorated_definition"})
-_MAX_SIGNATURE = 300
-_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 MODULE_MARKER = "<module>"
 
 
@@ -72,112 +74,6 @@ def module_id(repo: str, path: str) -> str:
     return f"{repo}::{path}::{MODULE_MARKER}"
 
 
-def name_parts(text: str) -> list[str]:
-    """Split a written callee/type (``a.b``, ``a::b``, ``a->b``, ``Foo<T>``) into parts.
-
-    A part that is not an identifier (a call result, an index) becomes ``"?"``.
-    """
-    cleaned = _without_generics("".join(text.split()))
-    cleaned = cleaned.replace("?.", ".").replace("::", ".").replace("->", ".").replace("&", "")
-    cleaned = cleaned.replace("*", "")
-    return [part if _IDENT.match(part) else "?" for part in cleaned.split(".")]
-
-
-def _without_generics(text: str) -> str:
-    """``text`` without balanced ``<...>`` groups, nested ones included, in one pass (an
-    unmatched ``<`` or ``>`` stays, as repeated removal of innermost groups would leave it)."""
-    if "<" not in text:
-        return text
-    out: list[str] = []
-    opened: list[int] = []
-    for char in text:
-        if char == "<":
-            opened.append(len(out))
-            out.append(char)
-        elif char == ">" and opened:
-            del out[opened.pop() :]
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def _signature(node: ts.Node, src: Source) -> str:
-    body = node.child_by_field_name("body")
-    if body is None:
-        value = node.child_by_field_name("value")
-        if value is not None and value.type in ("arrow_function", "function_expression"):
-            body = value.child_by_field_name("body")
-    raw = src.raw(node)
-    if body is not None:
-        raw = raw[: body.start_byte - node.start_byte]
-    else:
-        raw = raw.split(b"\n", 1)[0]
-    text = " ".join(raw.decode("utf-8", "replace").split())
-    text = text.rstrip("{: ").rstrip() if body is not None or text.endswith("{") else text
-    if text.endswith("=>"):
-        text = text[:-2].rstrip()
-    return text[:_MAX_SIGNATURE]
-
-
-def _clean_comment(text: str) -> str:
-    for line in text.splitlines():
-        stripped = line.strip().removesuffix("*/").strip()
-        stripped = stripped.lstrip("/*!#").strip()
-        if stripped:
-            return stripped[:_MAX_SIGNATURE]
-    return ""
-
-
-def _doc(node: ts.Node, language: str, src: Source) -> str | None:
-    if language == "python":
-        body = node.child_by_field_name("body")
-        first = body.named_children[0] if body is not None and body.named_children else None
-        if first is not None and first.type == "expression_statement":
-            string = first.named_children[0] if first.named_children else None
-            if string is not None and string.type == "string":
-                content = "".join(
-                    src.text(part)
-                    for part in string.named_children
-                    if part.type == "string_content"
-                )
-                return _clean_comment(content) or None
-        return None
-    anchor = node
-    while anchor.parent is not None and anchor.parent.type in _WRAPPERS:
-        anchor = anchor.parent
-    comment = anchor.prev_named_sibling
-    if comment is None or comment.type not in _COMMENT_TYPES:
-        return None
-    if comment.end_point.row < anchor.start_point.row - 1:
-        return None
-    # Walk up to the first line of a run of line comments (/// a \n /// b).
-    while True:
-        before = comment.prev_named_sibling
-        if (
-            before is None
-            or before.type not in _COMMENT_TYPES
-            or before.end_point.row != comment.start_point.row - 1
-        ):
-            break
-        comment = before
-    return _clean_comment(src.text(comment)) or None
-
-
-def _body_boundaries(node: ts.Node) -> tuple[int, ...]:
-    """1-based lines where the statements of a definition's body start."""
-    body = node.child_by_field_name("body")
-    if body is None:
-        value = node.child_by_field_name("value")
-        body = value.child_by_field_name("body") if value is not None else None
-    if body is None:
-        return ()
-    container = body
-    # Go wraps statements in a statement_list inside the block.
-    if len(body.named_children) == 1 and body.named_children[0].type == "statement_list":
-        container = body.named_children[0]
-    return tuple(child.start_point.row + 1 for child in container.named_children)
-
-
 class _Extractor(Resolution):
     def __init__(
         self,
@@ -198,6 +94,7 @@ class _Extractor(Resolution):
         self.defs: list[_Def] = []
         self.by_qualified: dict[str, _Def] = {}
         self.bindings: dict[str, ImportBinding] = {}
+        self.scoped_bindings: dict[tuple[str, str], ImportBinding] = {}
         self.edges: set[Edge] = set()
         self._edge_keys: dict[tuple[str, str, str], Edge] = {}
         self.def_by_node: dict[tuple[int, int, str], _Def] = {}
@@ -215,6 +112,7 @@ class _Extractor(Resolution):
         self.module = module_name(self.language, self.path, package)
         self._collect_defs(captures)
         self._nest()
+        self._mark_alternatives()
         self._index_scopes()
         self._collect_imports(captures)
         self._collect_type_facts()
@@ -293,6 +191,29 @@ class _Extractor(Resolution):
                 self.by_qualified[qualified] = definition
             stack.append(definition)
 
+    def _mark_alternatives(self) -> None:
+        """Python definitions of one name in different branches of an ``if``/``try`` (a
+        platform's variant, a fallback): either may run, so a later one does not shadow
+        them, and a call of the name reaches each."""
+        self.alternatives: dict[str, list[_Def]] = {}
+        if self.language != "python":
+            return
+        namesakes: dict[str, list[_Def]] = defaultdict(list)
+        for definition in self.defs:
+            if definition.kind != "impl":
+                namesakes[definition.qualified_name].append(definition)
+        for qualified, group in namesakes.items():
+            if len(group) < 2:
+                continue
+            variants = [
+                d for i, d in enumerate(group)
+                if all(in_other_branches(d.node, later.node) for later in group[i + 1 :])
+            ]  # fmt: skip
+            if len(variants) > 1:
+                for variant in variants:
+                    variant.alternative = True
+                self.alternatives[qualified] = variants
+
     def _parent_id(self, definition: _Def) -> str:
         owner_name: str | None = None
         if definition.receiver is not None:
@@ -312,8 +233,14 @@ class _Extractor(Resolution):
                 continue
             node = match["reference.import"][0]
             src = self._enclosing(node)
+            around = self._enclosing_def(node)
+            # An import inside a function binds its name there only (``from x import f``
+            # in two functions: each ``f()`` is its own function's).
+            local_to = around.qualified_name if around and around.kind == "function" else None
             for binding in import_bindings(self.language, node, self.path, self.module, self.src):
-                if binding.local is not None:
+                if binding.local is not None and local_to is not None:
+                    self.scoped_bindings[(local_to, binding.local)] = binding
+                elif binding.local is not None:
                     self.bindings[binding.local] = binding
                 ref = Reference(name=binding.name, module=binding.module)
                 self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
@@ -392,7 +319,17 @@ class _Extractor(Resolution):
                 else:
                     target = self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
-                self._add(self._call_type(edge_type, target), src, target, self._certainty())
+                certainty = self._certainty()
+                for each in self._variants(target, node):
+                    self._add(self._call_type(edge_type, each), src, each, certainty)
+
+    def _variants(self, target: _Def | Reference, call: ts.Node) -> list[_Def | Reference]:
+        """Every definition a call may reach: a call inside one branch reaches that branch's
+        variant, a call outside the ``if``/``try`` any of them."""
+        if not isinstance(target, _Def) or not target.alternative:
+            return [target]
+        variants = self.alternatives.get(target.qualified_name, [target])
+        return [v for v in variants if not in_other_branches(v.node, call)] or [target]
 
     def _deriving(self, match: dict[str, list[ts.Node]]) -> _Def | None:
         type_node = match["type"][0]
@@ -480,12 +417,13 @@ class _Extractor(Resolution):
                 language=self.language,
                 start_line=definition.node.start_point.row + 1,
                 end_line=definition.node.end_point.row + 1,
-                signature=_signature(definition.node, self.src),
-                doc=_doc(definition.node, self.language, self.src),
+                signature=signature_of(definition.node, self.src),
+                alternative=definition.alternative,
+                doc=first_doc_line(definition.node, self.language, self.src),
                 parent_id=parent_id,
                 content_hash=hash_code(self.src.text(definition.node)),
             )
-            result.symbols.append(ExtractedSymbol(symbol, _body_boundaries(definition.node)))
+            result.symbols.append(ExtractedSymbol(symbol, body_boundaries(definition.node)))
             self.edges.add(Edge(type=EdgeType.DEFINES, src=parent_id, dst=symbol.id))
         result.edges = sorted(self.edges, key=Edge.sort_key)
         return result

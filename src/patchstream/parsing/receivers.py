@@ -8,7 +8,9 @@ Facts are flow-insensitive and come from what the code declares or obviously con
   ``self.x: Foo``, class-level ``x: Foo``) and function return annotations;
 - assignments from a call (``x = Foo()``, ``self.adapter = HTTPAdapter()``): the callee is
   the type when it is a class, or a function whose return annotation names one;
-- loops over a call whose return annotation is a container (``-> list[T]``);
+- loops and comprehensions over a call whose return annotation is a container
+  (``-> list[T]``);
+- ``except Error as e`` and ``x = cast(T, value)``;
 - ``self.command = command``: the attribute takes the parameter's (or local's) type;
 - ``with Foo() as x`` (``__enter__`` returning the object, as it nearly always does);
 - aliases (``handler = on_event``, class-level ``context_class = Context``): a call of the
@@ -50,7 +52,15 @@ _PYTHON_FACTS = """
   right: (identifier) @alias) @fact
 (for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
   ) @loop
+(for_in_clause left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
+  ) @loop
+(except_clause value: (as_pattern [(identifier) (attribute)] @type
+  alias: (as_pattern_target (identifier) @name))) @fact
+(assignment left: (identifier) @name
+  right: (call function: [(identifier) (attribute)] @cast
+    arguments: (argument_list . [(identifier) (attribute) (string)] @type))) @fact
 """
+_CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 
 _TS_TYPE = "[(type_identifier) (nested_type_identifier)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
@@ -89,7 +99,7 @@ _CONTAINER = re.compile(
     r"MutableSequence|Iterable|Iterator|Generator|Set|set|FrozenSet|frozenset|Collection|"
     r"Tuple|tuple|Deque|deque)\[(.*)\]$"
 )
-_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,7 @@ def type_parts(text: str) -> tuple[str, ...] | None:
     while match := _WRAPPERS.match(cleaned):
         cleaned = match.group(1).split(",", 1)[0].strip("\"'")
     options = [o for o in cleaned.split("|") if o not in ("None", "")]
-    if len(options) != 1 or not _DOTTED.match(options[0]):
+    if len(options) != 1 or not DOTTED.match(options[0]):
         return None
     return tuple(options[0].split("."))
 
@@ -146,7 +156,7 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
         if "loop" in match:  # for x in f(): x is an element of what f returns
             text = "".join(src.text(match["call"][0]).split())
-            if _DOTTED.match(text):
+            if DOTTED.match(text):
                 name, call = src.text(match["name"][0]), tuple(text.split("."))
                 facts.append(TypeFact(match["loop"][0], name, call, from_call=True, element=True))
             continue
@@ -168,16 +178,22 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             continue
         owner = src.text(match["owner"][0]) if "owner" in match else None
         name = src.text(match["name"][0])
+        if "cast" in match:  # x = cast(T, value): the type checker's word, a declaration
+            if "".join(src.text(match["cast"][0]).split()) in _CASTS:
+                parts = type_parts(src.text(match["type"][0]))
+                if parts is not None:
+                    facts.append(TypeFact(node, name, parts))
+            continue
         if "alias" in match:
             text = "".join(src.text(match["alias"][0]).split())
-            if _DOTTED.match(text) and text not in ("None", "True", "False"):
+            if DOTTED.match(text) and text not in ("None", "True", "False"):
                 facts.append(TypeFact(node, name, tuple(text.split(".")), owner, alias=True))
             continue
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())
             parts = tuple(text.split("."))
             # A class, a factory function, or a method whose return annotation may tell.
-            if _DOTTED.match(text):
+            if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=True))
             continue
         parts = type_parts(src.text(match["type"][0]))

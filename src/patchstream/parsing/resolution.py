@@ -7,19 +7,17 @@ The extractor inherits it. A written name (``helper``, ``self.adapter.send``,
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
-from patchstream.parsing.receivers import TypeFact, type_facts
+from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference
 
 _SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
-_DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
 # Where a constructor call's type is a guess (the name may be rebound to anything later);
 # in the statically typed languages ``x := T{}`` / ``new Foo()`` fixes the type.
 _GUESSED_FROM_CALLS = frozenset({"python", "javascript"})
@@ -35,6 +33,7 @@ class _Def:
     parent: _Def | None = None
     qualified_name: str = ""
     symbol_id: str = ""
+    alternative: bool = False  # one of a name's definitions in different if/try branches
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,7 @@ class Resolution:
     src: Source
     by_qualified: dict[str, _Def]
     bindings: dict[str, ImportBinding]
+    scoped_bindings: dict[tuple[str, str], ImportBinding]  # (function, name): its own imports
     def_by_name_node: dict[tuple[int, int], _Def]
 
     def _init_resolution(self) -> None:
@@ -164,7 +164,7 @@ class Resolution:
                 if member is not None:
                     return member
         for cut in range(len(parts), 0, -1):
-            binding = self.bindings.get(".".join(parts[:cut]))
+            binding = self._binding(".".join(parts[:cut]), around)
             if binding is None:
                 continue
             rest = ".".join(parts[cut:])
@@ -174,6 +174,16 @@ class Resolution:
                 name = rest
             return Reference(name=name, module=binding.module)
         return Reference(name=dotted)
+
+    def _binding(self, name: str, around: _Def | None) -> ImportBinding | None:
+        """What an import binds ``name`` to, innermost function first, then the module."""
+        scope = around
+        while scope is not None and self.scoped_bindings:
+            found = self.scoped_bindings.get((scope.qualified_name, name))
+            if found is not None:
+                return found
+            scope = scope.parent
+        return self.bindings.get(name)
 
     def _via_alias(self, key: str, around: _Def | None) -> _Def | Reference | None:
         """What the alias ``key`` names, when that is a function, a class or an import."""
@@ -389,7 +399,7 @@ class Resolution:
         if built is None:
             return None
         text = "".join(self.src.text(built).split())
-        if not _DOTTED.match(text):
+        if not DOTTED.match(text):
             return None
         return self._member_of_type(tuple(text.split(".")), self.src.text(method), around)
 

@@ -111,6 +111,11 @@ class Symbol(BaseModel):
     doc: str | None = Field(default=None, description="First line of the docstring/comment")
     parent_id: str | None = None
     content_hash: str | None = Field(default=None, description="xxh3-128 of the symbol's text")
+    alternative: bool = Field(
+        default=False,
+        description="Python: one of a name's definitions in different branches of an if/try; "
+        "a later definition of the name does not hide it from other files",
+    )
 
 
 class Edge(BaseModel):

@@ -31,7 +31,8 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
 def shadowed(symbols: Iterable[Symbol], language: str | None) -> set[str]:
     """Ids of definitions a later one of the same name replaces, which references from other
     files must not find: in Python the last definition of a name is the one that runs
-    (typing overloads first, the implementation last). Later duplicates get larger ``#n``."""
+    (typing overloads first, the implementation last). Later duplicates get larger ``#n``.
+    Definitions in different branches of an ``if``/``try`` (``alternative``) all stay."""
     if language != "python":
         return set()
     last: dict[str, Symbol] = {}
@@ -43,9 +44,10 @@ def shadowed(symbols: Iterable[Symbol], language: str | None) -> set[str]:
         if earlier is None:
             last[symbol.qualified_name] = symbol
         elif _order(symbol.id) > _order(earlier.id):
-            hidden.add(earlier.id)
+            if not earlier.alternative:
+                hidden.add(earlier.id)
             last[symbol.qualified_name] = symbol
-        else:
+        elif not symbol.alternative:
             hidden.add(symbol.id)
     return hidden
 
