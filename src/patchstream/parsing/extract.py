@@ -312,7 +312,9 @@ class _Extractor(Resolution):
                 self._guessed = False
                 built = None if receiver is not None else self._member_of_call(
                     match["name"][0], around)  # fmt: skip
-                if "".join(written.split()).startswith("super()."):
+                if "".join(written.split()).startswith("super().") or (
+                    parts[0] == "super" and len(parts) == 2 and self.language != "python"
+                ):  # Python's super().m(), TypeScript's and Java's super.m()
                     target = self._super_member(parts[-1], around)
                 elif built is not None:
                     target = built

@@ -30,6 +30,7 @@ from functools import cache
 import tree_sitter as ts
 
 from patchstream.parsing.languages import get_language
+from patchstream.parsing.node_text import without_generics
 from patchstream.parsing.source import Source
 
 _PYTHON_FACTS = """
@@ -62,7 +63,7 @@ _PYTHON_FACTS = """
 """
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 
-_TS_TYPE = "[(type_identifier) (nested_type_identifier)]"
+_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
 _TYPESCRIPT_FACTS = f"""
 (required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
@@ -134,9 +135,9 @@ def type_parts(text: str) -> tuple[str, ...] | None:
     cleaned = "".join(text.split()).strip("\"'").lstrip("*&")  # Go pointers
     while match := _WRAPPERS.match(cleaned):
         cleaned = match.group(1).split(",", 1)[0].strip("\"'")
-    options = [o for o in cleaned.split("|") if o not in ("None", "")]
+    options = [without_generics(o) for o in cleaned.split("|") if o not in ("None", "")]
     if len(options) != 1 or not DOTTED.match(options[0]):
-        return None
+        return None  # TypeScript's ``Subscriber<T>`` is a Subscriber
     return tuple(options[0].split("."))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
-from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts
+from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts, type_parts
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference
 
@@ -393,6 +393,12 @@ class Resolution:
                   or callee.child_by_field_name("field"))  # fmt: skip
         if receiver is None or method is None:
             return None
+        inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
+        if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
+            asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
+            if asserted is None:
+                return None
+            return self._member_of_type(asserted, self.src.text(method), around)
         field = {"call": "function", "call_expression": "function",
                  "new_expression": "constructor"}.get(receiver.type)  # fmt: skip
         built = receiver.child_by_field_name(field) if field else None

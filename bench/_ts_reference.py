@@ -1,0 +1,64 @@
+"""The TypeScript side of ``correctness.py``: caller edges by the TypeScript compiler's
+checker (``ts_callees.js``) over a project, mapped onto patchstream's symbols.
+
+The compiler is installed once from npm into ``bench/.cache/typescript-<version>``, outside
+the project's dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from patchstream.schemas.graph import SymbolKind
+from patchstream.schemas.state import FileState
+
+TYPESCRIPT = "5.9.3"
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+CALLABLE = (SymbolKind.FUNCTION, SymbolKind.CLASS)
+Caller = Callable[[FileState, str, int], str]
+
+
+def typescript_module() -> Path:
+    prefix = CACHE / f"typescript-{TYPESCRIPT}"
+    module = prefix / "node_modules" / "typescript"
+    if not (module / "package.json").exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix",
+                        str(prefix), f"typescript@{TYPESCRIPT}"], check=True)  # fmt: skip
+    return module
+
+
+def checker_edges(
+    root: Path, repo: str, states: dict[str, FileState], caller: Caller
+) -> set[tuple[str, str]]:
+    """(caller id, callee id) for every call and ``new`` whose callee the checker finds in
+    the project. A symbol declared several times (overload signatures, a class and its
+    constructor) counts once, as its first declaration: the one a key finds in the graph."""
+    done = subprocess.run(["node", str(HERE / "ts_callees.js"), str(typescript_module()),
+                           str(root)], check=True, capture_output=True, text=True)  # fmt: skip
+    prefix = root.name
+    by_line: dict[tuple[str, int], str] = {}
+    for rel, state in states.items():
+        for symbol in state.symbols:
+            if symbol.kind in CALLABLE:
+                by_line.setdefault((rel, symbol.start_line), symbol.id)
+    edges: set[tuple[str, str]] = set()
+    for raw in done.stdout.splitlines():
+        src_file, line, dst_file, start, name_line = json.loads(raw)
+        src_rel, dst_rel = f"{prefix}/{src_file}", f"{prefix}/{dst_file}"
+        if src_rel not in states:
+            continue
+        target = by_line.get((dst_rel, start)) or by_line.get((dst_rel, name_line))
+        if target is not None:
+            edges.add((caller(states[src_rel], repo, line), first_of_name(target)))
+    return edges
+
+
+def first_of_name(symbol_id: str) -> str:
+    """``f#3`` (a later declaration of ``f``: an overload) -> ``f``."""
+    base, mark, number = symbol_id.rpartition("#")
+    return base if mark and number.isdigit() else symbol_id
