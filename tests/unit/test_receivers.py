@@ -427,3 +427,65 @@ def test_an_import_inside_a_function_binds_its_name_there_only() -> None:
     assert ("second", "ref:other@pkg._impl") in calls
     # ``f`` in a third function is neither import.
     assert not any(s == "third" and d.endswith("@pkg._impl") for s, d in calls)
+
+
+def test_elements_of_annotated_containers_have_the_element_type() -> None:
+    source = b"""
+from .models import Option, Arg
+
+
+class Parser:
+    def __init__(self):
+        self._long: dict[str, Option] = {}
+        self._args: list[Arg] = []
+
+    def match(self, opt):
+        option = self._long[opt]
+        option.process(1)
+        for index, arg in enumerate(self._args):
+            arg.consume(index)
+        return [a.render() for a in self._args]
+
+
+def use(items: list[Arg], names: dict[Option, str]):
+    for it in items:
+        it.go()
+    for key in names:
+        key.flag()
+
+
+def windows(count):
+    opened = [Option()]
+    for window in opened:
+        window.flag()
+    window = Option()
+    opened.append(window)
+"""
+    state = build_state(FileStateBuilder(), "pkg/parser.py", source)
+    prefix = "r::pkg/parser.py::"
+    calls = {(e.src.removeprefix(prefix), e.dst) for e in state.edges if e.type.value == "CALLS"}
+    assert ("Parser.match", "ref:Option.process@pkg.models") in calls  # dict[str, Option][k]
+    assert ("Parser.match", "ref:Arg.consume@pkg.models") in calls  # enumerate(list[Arg])
+    assert ("Parser.match", "ref:Arg.render@pkg.models") in calls  # a comprehension
+    assert ("use", "ref:Arg.go@pkg.models") in calls
+    assert ("use", "ref:Option.flag@pkg.models") in calls  # iterating a dict gives its keys
+    # A loop over a container of unknown elements does not undo the constructor's type: an
+    # element is the weakest fact.
+    assert ("windows", "ref:Option.flag@pkg.models") in calls
+
+
+def test_typescript_array_callbacks_and_for_of_take_the_element_type() -> None:
+    source = b"""import { Priced } from "./priced";
+
+export function total(items: Priced[], more: Array<Priced>): number {
+  items.forEach(it => it.ship());
+  for (const m of more) { m.cost(); }
+  for (const k in more) { k.none(); }
+  return items.reduce((acc, x) => acc + x.price(), 0);
+}
+"""
+    state = build_state(FileStateBuilder(), "src/cart.ts", source)
+    calls = {e.dst for e in state.edges if e.type.value == "CALLS"}
+    assert {"ref:Priced.ship@src/priced", "ref:Priced.cost@src/priced",
+            "ref:Priced.price@src/priced"} <= calls  # fmt: skip
+    assert "ref:k.none" in calls  # for-in gives keys, not elements

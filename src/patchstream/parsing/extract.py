@@ -26,7 +26,8 @@ from patchstream.parsing.node_text import (
     name_parts,
     signature_of,
 )
-from patchstream.parsing.resolution import Resolution, _Def, class_like
+from patchstream.parsing.receiver_types import _Def, class_like
+from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
     CallResolution,

@@ -55,6 +55,13 @@ _PYTHON_FACTS = """
   ) @loop
 (for_in_clause left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
   ) @loop
+(for_statement left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
+(for_in_clause left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
+(for_statement left: (pattern_list (identifier) (identifier) @name)
+  right: (call function: (identifier) @enumerate
+    arguments: (argument_list . [(identifier) (attribute)] @iter))) @loop
+(assignment left: (identifier) @name right: (subscript value: [(identifier) (attribute)] @item)
+  ) @fact
 (except_clause value: (as_pattern [(identifier) (attribute)] @type
   alias: (as_pattern_target (identifier) @name))) @fact
 (assignment left: (identifier) @name
@@ -63,7 +70,7 @@ _PYTHON_FACTS = """
 """
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 
-_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type)]"
+_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
 _TYPESCRIPT_FACTS = f"""
 (required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
@@ -78,7 +85,16 @@ _TYPESCRIPT_FACTS = f"""
 (assignment_expression
   left: (member_expression object: (this) @owner property: (property_identifier) @name)
   right: {_TS_NEW}) @fact
+(call_expression
+  function: (member_expression object: [(identifier) (member_expression)] @iter
+    property: (property_identifier) @method)
+  arguments: (arguments . (arrow_function) @callback)) @loop
+(for_in_statement left: (identifier) @name right: [(identifier) (member_expression)] @iter) @loop
 """
+# Array methods whose callback's parameter at this position is an element of the array.
+_ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
+                    "findLast": 0, "some": 0, "every": 0, "flatMap": 0, "reduce": 1,
+                    "reduceRight": 1, "sort": 0}  # fmt: skip
 
 _GO_TYPE = "[(type_identifier) (qualified_type) (pointer_type)]"
 _GO_NEW = ("[(composite_literal type: [(type_identifier) (qualified_type)] @call) "
@@ -100,6 +116,11 @@ _CONTAINER = re.compile(
     r"MutableSequence|Iterable|Iterator|Generator|Set|set|FrozenSet|frozenset|Collection|"
     r"Tuple|tuple|Deque|deque)\[(.*)\]$"
 )
+_MAPPING = re.compile(
+    r"^(?:typing\.|t\.|abc\.|cabc\.|collections\.abc\.)?(?:Dict|dict|Mapping|MutableMapping|"
+    r"OrderedDict|DefaultDict|defaultdict)\[(.*)\]$"
+)
+_TS_ARRAY = re.compile(r"^(?:(?:Readonly)?Array<(.*)>|(.*)\[\])$")
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
 
 
@@ -120,6 +141,12 @@ class TypeFact:
     returns: bool = False
     element: bool = False
     alias: bool = False  # ``name = other_name``: the name stands for what it names
+    # "iter" / "item": the type of the name's elements (``for x in name``) / of ``name[k]``
+    # (``items: list[Foo]``, ``by_key: dict[str, Foo]``, ``Foo[]``).
+    container: str | None = None
+    # "iter" / "item": the name takes an element of the container ``type_parts`` names
+    # (``for x in self.items``, ``x = self.by_key[k]``, ``items.map(x => ...)``).
+    through: str | None = None
 
 
 @cache
@@ -141,6 +168,43 @@ def type_parts(text: str) -> tuple[str, ...] | None:
     return tuple(options[0].split("."))
 
 
+def container_parts(text: str) -> dict[str, tuple[str, ...]]:
+    """What iterating (``iter``) and indexing (``item``) an annotated container gives:
+    ``list[Foo]`` both Foo, ``dict[str, Foo]`` str and Foo, TypeScript ``Foo[]`` both Foo."""
+    cleaned = "".join(text.split()).strip("\"'")
+    while match := _WRAPPERS.match(cleaned):
+        cleaned = _top_level(match.group(1))[0].strip("\"'")
+    cleaned = cleaned.removesuffix("|None").removeprefix("None|")
+    out: dict[str, tuple[str, ...]] = {}
+    if (mapping := _MAPPING.match(cleaned)) is not None:
+        arguments = _top_level(mapping.group(1))
+        if len(arguments) == 2:
+            for kind, argument in zip(("iter", "item"), arguments, strict=True):
+                if (parts := type_parts(argument)) is not None:
+                    out[kind] = parts
+        return out
+    if (array := _TS_ARRAY.match(cleaned)) is not None:
+        element = type_parts(array.group(1) or array.group(2))
+    else:
+        element = element_parts(cleaned)
+    return {"iter": element, "item": element} if element is not None else {}
+
+
+def _top_level(arguments: str) -> list[str]:
+    """``str, list[int]`` -> [``str``, ``list[int]``]: commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(arguments):
+        if char in "[<(":
+            depth += 1
+        elif char in "]>)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(arguments[start:index])
+            start = index + 1
+    parts.append(arguments[start:])
+    return parts
+
+
 def element_parts(text: str) -> tuple[str, ...] | None:
     """``list[Foo]``, ``Iterator["Foo"]``, ``tuple[Foo, ...]`` -> the elements' type."""
     match = _CONTAINER.match("".join(text.split()).strip("\"'"))
@@ -155,6 +219,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         return []
     facts: list[TypeFact] = []
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "iter" in match:  # for x in items, items.map(x => ...): an element of items
+            facts += _iteration(match, src)
+            continue
         if "loop" in match:  # for x in f(): x is an element of what f returns
             text = "".join(src.text(match["call"][0]).split())
             if DOTTED.match(text):
@@ -190,6 +257,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if DOTTED.match(text) and text not in ("None", "True", "False"):
                 facts.append(TypeFact(node, name, tuple(text.split(".")), owner, alias=True))
             continue
+        if "item" in match:  # x = items[k]
+            text = "".join(src.text(match["item"][0]).split())
+            if DOTTED.match(text):
+                facts.append(TypeFact(node, name, tuple(text.split(".")), through="item"))
+            continue
         if "call" in match:
             text = "".join(src.text(match["call"][0]).split())
             parts = tuple(text.split("."))
@@ -197,7 +269,42 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=True))
             continue
-        parts = type_parts(src.text(match["type"][0]))
+        written = src.text(match["type"][0])
+        containers = container_parts(written)  # before type_parts: Array<T> is not an Array
+        for kind, element in containers.items():
+            facts.append(TypeFact(node, name, element, owner, container=kind))
+        parts = None if containers else type_parts(written)
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts
+
+
+def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
+    """Names bound to an element of a container: a loop's target (``for x in items``,
+    ``for i, x in enumerate(items)``, TypeScript's ``for (const x of items)``) or an array
+    method's callback parameter (``items.reduce((acc, x) => ..., 0)``)."""
+    text = "".join(src.text(match["iter"][0]).split())
+    if not DOTTED.match(text):
+        return []
+    container, node = tuple(text.split(".")), match["loop"][0]
+    if "enumerate" in match and src.text(match["enumerate"][0]) != "enumerate":
+        return []
+    if "callback" not in match:
+        if node.type == "for_in_statement" and not any(c.type == "of" for c in node.children):
+            return []  # ``for (k in obj)``: keys, not elements
+        return [TypeFact(node, src.text(match["name"][0]), container, through="iter")]
+    position = _ARRAY_CALLBACKS.get(src.text(match["method"][0]))
+    callback = match["callback"][0]
+    single = callback.child_by_field_name("parameter")
+    listed = callback.child_by_field_name("parameters")
+    parameters = [single] if single is not None else (listed.named_children if listed else [])
+    if position is None or position >= len(parameters):
+        return []
+    parameter = parameters[position]
+    if parameter.type == "required_parameter":
+        if parameter.child_by_field_name("type") is not None:
+            return []  # declared: the parameter facts have it
+        parameter = parameter.child_by_field_name("pattern") or parameter
+    if parameter.type != "identifier":
+        return []
+    return [TypeFact(callback, src.text(parameter), container, through="iter")]

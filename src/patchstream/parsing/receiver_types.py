@@ -1,0 +1,289 @@
+"""Receiver types inside one file: what ``recv`` is in ``recv.m()``.
+
+The typing half of ``Resolution`` (a mixin it inherits): the type facts of ``receivers``
+bound per scope and class, then looked up through variables, attributes, chains, factories,
+container elements and calls. It asks ``Resolution`` for names (``_resolve``) and members
+(``_member``); ``Resolution`` asks it for ``_typed_member`` and ``_member_of_call``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts, type_parts
+from patchstream.parsing.source import Source
+from patchstream.schemas.graph import Reference
+
+SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+_ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
+
+
+@dataclass
+class _Def:
+    kind: str
+    node: ts.Node
+    name_node: ts.Node
+    name: str
+    receiver: str | None = None
+    parent: _Def | None = None
+    qualified_name: str = ""
+    symbol_id: str = ""
+    alternative: bool = False  # one of a name's definitions in different if/try branches
+
+
+@dataclass(frozen=True)
+class _Typed:
+    """A name's type as far as the file tells (None: ambiguous), and whether declared."""
+
+    parts: tuple[str, ...] | None
+    declared: bool
+    element: bool = False  # ``parts`` is a call whose result's elements the name takes
+    through: str | None = None  # "iter"/"item": an element of the container ``parts`` names
+
+
+class ReceiverTypes(abc.ABC):
+    language: str
+    tree: ts.Tree
+    src: Source
+    def_by_name_node: dict[tuple[int, int], _Def]
+    by_qualified: dict[str, _Def]
+    _var_types: dict[str, dict[str, _Typed]]
+    _attr_types: dict[str, dict[str, _Typed]]
+    _returns: dict[str, tuple[str, ...]]
+    _element_returns: dict[str, tuple[str, ...]]
+    _aliases: dict[str, tuple[str, ...] | None]
+    _local_bases: dict[str, list[str]]
+    _typing: bool
+    _guessed: bool
+
+    @abc.abstractmethod
+    def _enclosing_def(self, node: ts.Node) -> _Def | None: ...
+
+    @abc.abstractmethod
+    def _enclosing_class(self, around: _Def | None) -> str | None: ...
+
+    @abc.abstractmethod
+    def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference: ...
+
+    @abc.abstractmethod
+    def _member(self, owner: str, member: str) -> _Def | Reference | None: ...
+
+    def _note(self, typed: _Typed | None) -> None:
+        if typed is not None and typed.parts is not None and not typed.declared:
+            self._guessed = True
+
+    def _collect_type_facts(self) -> None:
+        for fact in type_facts(self.tree, self.language, self.src):
+            around = self._enclosing_def(fact.node)
+            if fact.alias and fact.owner is not None:  # self.command = command
+                owner = self._enclosing_class(around) if fact.owner in SELF_WORDS else None
+                source = self._var_types.get(around.qualified_name if around else "", {})
+                typed = source.get(fact.type_parts[0]) if len(fact.type_parts) == 1 else None
+                plain = typed is not None and not typed.element and not typed.through
+                if owner is not None and typed is not None and typed.parts and plain:
+                    copied = TypeFact(fact.node, fact.name, typed.parts,
+                                      from_call=not typed.declared)  # fmt: skip
+                    _bind(self._attr_types[owner], fact.name, copied)
+                continue
+            if fact.alias:
+                key = f"{around.qualified_name}.{fact.name}" if around else fact.name
+                known = self._aliases.get(key, fact.type_parts)
+                self._aliases[key] = fact.type_parts if known == fact.type_parts else None
+                continue
+            if fact.returns:
+                function = self.def_by_name_node.get(
+                    (fact.node.child_by_field_name("name").start_byte,  # type: ignore[union-attr]
+                     fact.node.child_by_field_name("name").end_byte)  # type: ignore[union-attr]
+                )  # fmt: skip
+                if function is not None:
+                    returns = self._element_returns if fact.element else self._returns
+                    returns[function.qualified_name] = fact.type_parts
+                continue
+            # A container's element types are kept as the name plus a mark: ``items[]``.
+            name = fact.name + _ELEMENT_MARKS[fact.container] if fact.container else fact.name
+            if fact.owner is not None:
+                owner = self._enclosing_class(around) if fact.owner in SELF_WORDS else None
+                if owner is not None:
+                    _bind(self._attr_types[owner], name, fact)
+            elif around is not None and around.kind in ("class", "interface"):
+                _bind(self._attr_types[around.qualified_name], name, fact)
+            else:
+                _bind(self._var_types[around.qualified_name if around else ""], name, fact)
+
+    def _resolve_type(self, parts: list[str], around: _Def | None) -> _Def | Reference:
+        """A type's name resolved as written: no receiver typing inside (that would recurse)."""
+        self._typing = True
+        try:
+            return self._resolve(parts, around)
+        finally:
+            self._typing = False
+
+    def _variable_type(self, name: str, around: _Def | None) -> _Typed | None:
+        """A name's type in the innermost scope around ``around`` that binds it."""
+        scope = around
+        while scope is not None:
+            typed = self._var_types.get(scope.qualified_name, {}).get(name)
+            if typed is not None:
+                return typed
+            scope = scope.parent
+        return self._var_types.get("", {}).get(name)
+
+    def _typed_member(
+        self, parts: list[str], around: _Def | None, depth: int = 0
+    ) -> _Def | Reference | None:
+        """``recv.m`` where ``recv`` has a known type: ``T.m`` as far as this file can tell."""
+        receiver, method = parts[:-1], parts[-1]
+        known: tuple[str, ...] | None = None
+        if receiver[0] in SELF_WORDS and len(receiver) == 2:
+            owner = self._enclosing_class(around)
+            known = self._attribute_type(owner, receiver[1]) if owner else None
+        elif len(receiver) >= 2:
+            # ``l.store.Put()``, ``self.a.b.m()``: the type of the head, then of each field.
+            known = self._chain_type(receiver, around)
+        elif len(receiver) == 1:
+            typed = self._variable_type(receiver[0], around)
+            self._note(typed)
+            known = typed.parts if typed is not None else None
+            if typed is not None and typed.element and known is not None:
+                known = self._element_of_call(known, around, depth)
+            elif typed is not None and typed.through and known is not None:
+                known = self._element_type(known, typed.through, around)
+        if known is None:
+            return None
+        return self._member_of_type(known, method, around, depth)
+
+    def _member_of_type(
+        self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
+    ) -> _Def | Reference | None:
+        owner = self._resolve_type(list(known), around)
+        if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
+            # ``x = ctx.make_formatter()``: the method's own return annotation, when the
+            # receiver's type is known and the method is defined here.
+            via = self._typed_member(list(known), around, depth + 1) if depth < 2 else None
+            if isinstance(via, _Def) and via.kind == "function":
+                returned = self._returns.get(via.qualified_name)
+                if returned is not None:
+                    return self._member_of_type(returned, method, via, depth + 1)
+            return None
+        if isinstance(owner, Reference):
+            last = owner.name.rsplit(".", 1)[-1]
+            if owner.module is None or not class_like(last):
+                return None  # a function of another file: its return type is not known here
+            return Reference(name=f"{owner.name}.{method}", module=owner.module)
+        if owner.kind == "function":  # a factory: what it says it returns
+            returned = self._returns.get(owner.qualified_name)
+            if returned is None or depth > 2:
+                return None
+            return self._member_of_type(returned, method, owner, depth + 1)
+        return self._member(owner.qualified_name, method)
+
+    def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
+        """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
+        owner: _Def | Reference | None = None
+        if receiver[0] in SELF_WORDS:
+            name = self._enclosing_class(around)
+            owner = self.by_qualified.get(name) if name else None
+        else:
+            typed = self._variable_type(receiver[0], around)
+            if typed is None or typed.parts is None or typed.element:
+                return None
+            self._note(typed)
+            owner = self._resolve_type(list(typed.parts), around)
+        known: tuple[str, ...] | None = None
+        for attribute in receiver[1:]:
+            if not isinstance(owner, _Def) or owner.kind not in ("class", "interface"):
+                return None
+            known = self._attribute_type(owner.qualified_name, attribute)
+            if known is None:
+                return None
+            owner = self._resolve_type(list(known), around)
+        return known
+
+    def _element_of_call(
+        self, call: tuple[str, ...], around: _Def | None, depth: int
+    ) -> tuple[str, ...] | None:
+        """The element type of what ``call(...)`` returns (``-> list[T]``), if annotated here."""
+        target = self._resolve_type(list(call), around)
+        if isinstance(target, Reference) and target.module is None and len(call) >= 2:
+            found = self._typed_member(list(call), around, depth + 1) if depth < 2 else None
+            target = found if found is not None else target
+        if isinstance(target, _Def) and target.kind == "function":
+            return self._element_returns.get(target.qualified_name)
+        return None
+
+    def _element_type(
+        self, container: tuple[str, ...], kind: str, around: _Def | None
+    ) -> tuple[str, ...] | None:
+        """What iterating or indexing ``items`` / ``self.items`` gives, as annotated here."""
+        mark = _ELEMENT_MARKS[kind]
+        if len(container) == 2 and container[0] in SELF_WORDS:
+            owner = self._enclosing_class(around)
+            return self._attribute_type(owner, container[1] + mark) if owner else None
+        if len(container) == 1:
+            typed = self._variable_type(container[0] + mark, around)
+            return typed.parts if typed is not None and not typed.through else None
+        return None
+
+    def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
+        queue, seen = [owner], set()
+        while queue:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self._attr_types.get(current, {}).get(attribute)
+            if found is not None:
+                self._note(found)
+                return found.parts
+            queue.extend(self._local_bases.get(current, ()))
+        return None
+
+    def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:
+        """``Foo(x).m()``, ``new Foo().m()``, ``make().m()``, Go's ``NewT().M()``: ``m`` of what
+        the call builds or says it returns (no name is bound, so nothing can rebind it)."""
+        receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
+        method = (callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
+                  or callee.child_by_field_name("field"))  # fmt: skip
+        if receiver is None or method is None:
+            return None
+        inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
+        if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
+            asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
+            if asserted is None:
+                return None
+            return self._member_of_type(asserted, self.src.text(method), around)
+        field = {"call": "function", "call_expression": "function",
+                 "new_expression": "constructor"}.get(receiver.type)  # fmt: skip
+        built = receiver.child_by_field_name(field) if field else None
+        if built is None:
+            return None
+        text = "".join(self.src.text(built).split())
+        if not DOTTED.match(text):
+            return None
+        return self._member_of_type(tuple(text.split(".")), self.src.text(method), around)
+
+
+def class_like(name: str) -> bool:
+    """By convention a class: ``Foo``, ``_OptionParser`` (private), not ``CONSTANT``."""
+    bare = name.lstrip("_")
+    return bare[:1].isupper() and not bare.isupper()
+
+
+def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:
+    """Record a name's type. A declaration wins over constructor calls, and both over an
+    element of a container; two different facts of one rank leave the name without a type."""
+    declared = not fact.from_call
+    known = names.get(name)
+    if known is not None and fact.through and not known.through:
+        return  # an element of a container is the weakest fact: anything else wins
+    if known is None or (declared and not known.declared) or (known.through and not fact.through):
+        names[name] = _Typed(fact.type_parts, declared, fact.element, fact.through)
+    elif known.declared == declared and (known.parts, known.element, known.through) != (
+        fact.type_parts,
+        fact.element,
+        fact.through,
+    ):
+        names[name] = _Typed(None, declared)
