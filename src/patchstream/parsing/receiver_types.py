@@ -9,6 +9,7 @@ container elements and calls. It asks ``Resolution`` for names (``_resolve``) an
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tree_sitter as ts
@@ -227,18 +228,22 @@ class ReceiverTypes(abc.ABC):
             return typed.parts if typed is not None and not typed.through else None
         return None
 
-    def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
+    def _local_lineage(self, owner: str) -> Iterator[str]:
+        """``owner``, then its bases defined in this file, breadth first, each once."""
         queue, seen = [owner], set()
         while queue:
             current = queue.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
+            if current not in seen:
+                seen.add(current)
+                yield current
+                queue.extend(self._local_bases.get(current, ()))
+
+    def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
+        for current in self._local_lineage(owner):
             found = self._attr_types.get(current, {}).get(attribute)
             if found is not None:
                 self._note(found)
                 return found.parts
-            queue.extend(self._local_bases.get(current, ()))
         return None
 
     def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:

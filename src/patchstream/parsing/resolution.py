@@ -173,17 +173,10 @@ class Resolution(ReceiverTypes):
 
     def _lookup_member(self, owner: str, member: str) -> _Def | None:
         """``owner.member`` in this file, searching local base classes breadth first."""
-        queue = [owner]
-        visited: set[str] = set()
-        while queue:
-            current = queue.pop(0)
-            if current in visited:
-                continue
-            visited.add(current)
+        for current in self._local_lineage(owner):
             found = self.by_qualified.get(f"{current}.{member}")
             if found is not None:
                 return found
-            queue.extend(self._local_bases.get(current, ()))
         return None
 
     # -- receivers ---------------------------------------------------------------------------
