@@ -74,6 +74,7 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
                 functions[symbol.name].append(symbol.id)
                 if kinds.get(symbol.parent_id or "") in (SymbolKind.CLASS, SymbolKind.INTERFACE):
                     methods.add(symbol.id)
+    by_key.update(_returned_methods(states, by_key))
     edges: dict[Edge, int] = {}
 
     def add(edge: Edge, rank: int) -> None:
@@ -98,6 +99,31 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
     # Functions and classes only, as on jedi's side (a call of a variable holding a class
     # counts as a miss there: patchstream does not follow that binding yet).
     return {edge: rank for edge, rank in edges.items() if edge[1] in callable_ids}
+
+
+def _returned_methods(
+    states: dict[str, FileState], by_key: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """``<f's key>().m`` -> ``C.m`` for each function ``f`` declared to return ``C``: the
+    keys the graph's walk through RETURNS builds (``statements.CALLERS_THROUGH_RETURNS``)."""
+    key_of = {sid: key for key, sids in by_key.items() for sid in sids}
+    members: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for state in states.values():
+        for symbol in state.symbols:
+            if symbol.parent_id is not None and symbol.id in key_of:  # not shadowed
+                members[symbol.parent_id].append((symbol.name, symbol.id))
+    out: dict[str, list[str]] = defaultdict(list)
+    for state in states.values():
+        for edge in state.edges:
+            if edge.type is not EdgeType.RETURNS or edge.src not in key_of:
+                continue
+            classes = ([edge.dst] if edge.ref is None else
+                       [c for k in reference_keys(SCOPE, edge.ref, state.language)
+                        for c in by_key.get(k, ())])  # fmt: skip
+            for cls in classes:
+                for name, member in members.get(cls, ()):
+                    out[f"{key_of[edge.src]}().{name}"].append(member)
+    return out
 
 
 def _caller(state: FileState, repo: str, line: int) -> str:

@@ -139,3 +139,63 @@ def test_calls_on_an_interface_are_inferred_callers_of_each_implementation(
     assert _callers(graph, tenant, "app::src/priced.ts::Priced.price") == {total: "exact"}
     assert _callers(graph, tenant, "app::src/item.ts::Item.price") == {total: "inferred"}
     assert _callers(graph, tenant, "app::src/item.ts::Item.price", EXACT) == {}
+
+
+CONTEXTS = """\
+class Context:
+    def find(self):
+        return 1
+
+    def other(self):
+        return 2
+
+
+def current() -> Context:
+    return Context()
+
+
+def local_use():
+    return current().other()
+"""
+
+USES = """\
+from pkg.contexts import current
+
+
+def later():
+    ctx = current()
+    return ctx.find()
+
+
+def now():
+    return current().find()
+"""
+
+
+def test_calls_on_what_another_files_function_returns_reach_the_method(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``current() -> Context`` is declared in one file; ``current().find()`` in another
+    calls ``Context.find``, in either arrival order, and stops when the annotation goes."""
+    find = "app::pkg/contexts.py::Context.find"
+    files = (("pkg/contexts.py", CONTEXTS), ("pkg/uses.py", USES))
+    for number, order in enumerate(itertools.permutations(files)):
+        scoped = f"{tenant}-{number}"
+        for version, (path, text) in enumerate(order, start=1):
+            graph.apply(upsert(scoped, path, text, version))
+        # Direct: exact; through a local bound by a call: inferred (the name may be rebound).
+        assert _callers(graph, scoped, find) == {
+            "app::pkg/uses.py::now": "exact", "app::pkg/uses.py::later": "inferred",
+        }  # fmt: skip
+        assert _callers(graph, scoped, find, EXACT) == {"app::pkg/uses.py::now": "exact"}
+        # The same file's function: resolved in the file, as before.
+        other = "app::pkg/contexts.py::Context.other"
+        assert _callers(graph, scoped, other) == {"app::pkg/contexts.py::local_use": "exact"}
+    # The return annotation removed: nothing says what current() returns any more.
+    unannotated = CONTEXTS.replace("def current() -> Context:", "def current():")
+    graph.apply(upsert(f"{tenant}-1", "pkg/contexts.py", unannotated, 3))
+    assert _callers(graph, f"{tenant}-1", find) == {}
+    # ... but the call is still a name-only caller: ``find`` is the branch's only one.
+    assert _callers(graph, f"{tenant}-1", find, NAME_ONLY) == {
+        "app::pkg/uses.py::now": "name-only", "app::pkg/uses.py::later": "name-only",
+    }  # fmt: skip

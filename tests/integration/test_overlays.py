@@ -30,6 +30,9 @@ VARIANTS = [
         # ``helper`` renamed: base callers of it are unresolved in the overlay, not in the base.
         "def helper2(x):\n    return x\n\n\nclass Base:\n    def run(self):\n"
         "        return helper2(2)\n",
+        # A factory another file calls a method on (``make().run()``).
+        "class Base:\n    def run(self):\n        return 1\n\n\ndef make() -> Base:\n"
+        "    return Base()\n",
     ],
     [
         "from pkg.b import Base\n\n\nclass Job(Base):\n    def run(self):\n        return 1\n",
@@ -45,14 +48,16 @@ VARIANTS = [
         "from pkg.c import Job\n\n\ndef later():\n    j = Job()\n    return j.run()\n",
         # Two levels below ``Base``: ``Deep`` inherits ``run`` through ``Job``.
         "from pkg.c import Deep\n\n\ndef deepest():\n    d = Deep()\n    return d.run()\n",
+        # What another file's function returns.
+        "from pkg.b import make\n\n\ndef viaret():\n    return make().run()\n",
     ],
 ]
 WORKSPACE = "agent-7"
 MOVED = "pkg/moved.py"  # where a renamed file goes
 
-base_files = st.dictionaries(st.integers(0, len(PATHS) - 1), st.integers(0, 4))
+base_files = st.dictionaries(st.integers(0, len(PATHS) - 1), st.integers(0, 5))
 overlay_ops = st.lists(
-    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-2, 4)), min_size=1, max_size=6
+    st.tuples(st.integers(0, len(PATHS) - 1), st.integers(-2, 5)), min_size=1, max_size=6
 )
 
 
@@ -110,7 +115,8 @@ def _ids_and_names(graph: CypherGraphStore, *tenants: str) -> tuple[set[str], se
 )
 @given(base=base_files, ops=overlay_ops, seed=st.integers(0, 2**16))
 # Each walk the view rebuilds, once for sure: a base caller through a subclass of another
-# file, an override across files, a function renamed, a file deleted, files renamed.
+# file, an override across files, a function renamed, a file deleted, files renamed, a call
+# through another file's return type.
 @example(base={1: 0, 2: 1, 3: 3}, ops=[(0, 0)], seed=0)
 @example(base={1: 0, 2: 2, 3: 4}, ops=[(0, 0)], seed=4)
 @example(base={1: 0, 2: 0, 3: 0}, ops=[(2, 1), (0, 0)], seed=1)
@@ -118,6 +124,9 @@ def _ids_and_names(graph: CypherGraphStore, *tenants: str) -> tuple[set[str], se
 @example(base={0: 0, 1: 0, 2: 0, 3: 2}, ops=[(0, -1), (2, 1)], seed=3)
 @example(base={0: 0, 1: 0, 2: 0, 3: 0}, ops=[(1, -2), (2, -2)], seed=5)
 @example(base={1: 0, 2: 0}, ops=[(0, 1)], seed=6)
+# A call on what another file's function returns: the factory dropped, then added.
+@example(base={1: 2, 3: 5}, ops=[(1, 0)], seed=7)
+@example(base={1: 0, 3: 5}, ops=[(1, 2)], seed=8)
 def test_an_overlay_reads_as_a_clean_index_of_its_merge(
     graph: CypherGraphStore, base: dict[int, int], ops: list[tuple[int, int]], seed: int
 ) -> None:

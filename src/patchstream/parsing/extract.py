@@ -119,6 +119,7 @@ class _Extractor(Resolution):
         self._collect_type_facts()
         self._collect_references(captures)
         self._collect_overrides()
+        self._collect_returns()
         return self._result()
 
     def _matches(self) -> list[dict[str, list[ts.Node]]]:
@@ -378,6 +379,23 @@ class _Extractor(Resolution):
             self.edges.discard(known)
         self._edge_keys[edge.sort_key()] = edge
         self.edges.add(edge)
+
+    def _collect_returns(self) -> None:
+        """RETURNS edges from functions to the class their return annotation names, so a
+        call on what another file's function returns can find its method."""
+        for qualified, written in self._returns.items():
+            function = self.by_qualified.get(qualified)
+            if function is None or function.kind != "function":
+                continue
+            target = self._resolve_type(list(written), function)
+            if isinstance(target, _Def):
+                names_a_class = target.kind in ("class", "interface")
+            else:
+                names_a_class = target.module is not None and class_like(
+                    target.name.rsplit(".", 1)[-1]
+                )
+            if names_a_class:
+                self._add(EdgeType.RETURNS, function.symbol_id, target)
 
     def _collect_overrides(self) -> None:
         for definition in self.defs:

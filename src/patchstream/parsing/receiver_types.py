@@ -170,9 +170,12 @@ class ReceiverTypes(abc.ABC):
                     return self._member_of_type(returned, method, via, depth + 1)
             return None
         if isinstance(owner, Reference):
-            last = owner.name.rsplit(".", 1)[-1]
-            if owner.module is None or not class_like(last):
-                return None  # a function of another file: its return type is not known here
+            if owner.module is None:
+                return None
+            if not class_like(owner.name.rsplit(".", 1)[-1]):
+                # A function of another file: its return type is known there. The graph
+                # joins ``f().m`` through f's RETURNS edge (statements.CALLERS_THROUGH_RETURNS).
+                return Reference(name=f"{owner.name}().{method}", module=owner.module)
             return Reference(name=f"{owner.name}.{method}", module=owner.module)
         if owner.kind == "function":  # a factory: what it says it returns
             returned = self._returns.get(owner.qualified_name)

@@ -26,6 +26,9 @@ class EdgeType(StrEnum):
     INHERITS_FROM = "INHERITS_FROM"
     INSTANTIATES = "INSTANTIATES"
     OVERRIDES = "OVERRIDES"
+    # A function's declared return type (a class or interface). Never materialized across
+    # files: callers' walks read it through the reference's keys.
+    RETURNS = "RETURNS"
 
 
 class CallResolution(StrEnum):

@@ -266,8 +266,11 @@ def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:
 
 def name_only_tail(scope: str, edge: Edge) -> str | None:
     """``scope|m`` for a method call no file can resolve (``recv.m()`` with ``recv`` of
-    unknown type): the key a name-only walk finds it by when ``m`` is unique in the scope."""
-    if edge.type is not EdgeType.CALLS or edge.ref is None or edge.ref.module is not None:
+    unknown type, or ``f().m()`` whose ``f`` may declare no return type): the key a
+    name-only walk finds it by when ``m`` is unique in the scope."""
+    if edge.type is not EdgeType.CALLS or edge.ref is None:
+        return None
+    if edge.ref.module is not None and "()." not in edge.ref.name:
         return None
     receiver, dot, method = edge.ref.name.rpartition(".")
     if not dot or not receiver or not method.isidentifier():

@@ -223,6 +223,33 @@ CALLERS_THROUGH_GO_INTERFACES = (
     "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
+# ``c = current(); c.find()`` with ``current`` in another file: the call wants the key
+# ``<current's key>().find`` (``receiver_types``). Callers of ``Context.find`` include what
+# wants that key for each function declared to return ``Context``: its RETURNS edge is a
+# reference to Context's key (another file) or a plain edge (the same file). A method a
+# later definition shadows (a typing overload) has no key and is not a target, as for any
+# reference.
+_RETURNED_METHOD = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(c:Symbol) "
+    "WHERE t.rkey IS NOT NULL AND c.kind IN ['class', 'interface'] AND c.rkey IS NOT NULL "
+    "WITH t, c "
+)
+_WANTED_THROUGH_RETURN = (
+    "WITH t, f.rkey + '().' + t.name AS key MATCH (w:Want {uid: key}) "
+    "MATCH (w)<-[r:REFERS]-(n:Symbol) "
+    "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
+    "AND coalesce(r.resolution, 'exact') IN $allowed "
+    "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+)
+CALLERS_THROUGH_RETURNS = (
+    _RETURNED_METHOD + "WITH t, c.rkey AS ckey MATCH (v:Want {uid: ckey})<-[q:REFERS]-(f:Symbol) "
+    "WHERE q.type = 'RETURNS' AND f.rkey IS NOT NULL " + _WANTED_THROUGH_RETURN,
+    _RETURNED_METHOD
+    + "MATCH (c)<-[q:RETURNS]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
+    + _WANTED_THROUGH_RETURN,
+)
+
 # Name-only (asked for explicitly): ``recv.m()`` that no type resolves counts as a call of
 # ``m`` when the branch has exactly one function named ``m`` and it is a method. The
 # reference's ``Want`` carries ``tail = scope|m`` (``planner.name_only_tail``).
@@ -264,8 +291,8 @@ def walk_level(types: str, inbound: bool, inherited: bool, weakest: CallResoluti
         f"WITH n, collect(DISTINCT [t.uid, {res}]) AS srcs "
         "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
     ]
-    if inherited:  # the walks through inheritance, in the same round trip
-        parts.append(CALLERS_THROUGH_SUBCLASSES)
+    if inherited:  # the walks through inheritance and return types, in the same round trip
+        parts += [CALLERS_THROUGH_SUBCLASSES, *CALLERS_THROUGH_RETURNS]
         if weakest.rank >= CallResolution.INFERRED.rank:
             parts += [CALLERS_THROUGH_INTERFACES, CALLERS_THROUGH_GO_INTERFACES]
     if weakest is CallResolution.NAME_ONLY and "CALLS" in types.split("|"):

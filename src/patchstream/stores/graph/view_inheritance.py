@@ -174,6 +174,13 @@ class ViewInheritance(abc.ABC):
             mine += [m for m, needed in go.get(name, []) if needed <= has]
             for method in mine:
                 methods.setdefault(method["uid"], (method, set()))[1].add(target["uid"])
+        # What another function returns (``current().find()``): the key ``<f's key>().m``.
+        returners = self._returners(view, classes)
+        for target in frontier:
+            owner = parents.get(target["uid"])
+            if owner is not None and target.get("rkey"):
+                wanting += [{**f, "uid": target["uid"], "rkey": f"{f['rkey']}().{target['name']}"}
+                            for f in returners.get(owner["uid"], []) if f.get("rkey")]  # fmt: skip
         pairs = self._referrers(view, wanting, _CALLS)
         # Callers of an interface method count for each target that implements it (inferred).
         if methods and weakest.rank >= CallResolution.INFERRED.rank:
@@ -182,6 +189,29 @@ class ViewInheritance(abc.ABC):
                           view, [m for m, _ in methods.values()], ("CALLS",))
                       for target in methods[src][1]]  # fmt: skip
         return self._seen(view, pairs)
+
+    def _returners(self, view: View, classes: list[Props]) -> dict[str, list[Props]]:
+        """class uid -> the functions the view sees whose RETURNS names it: a plain edge in
+        the class's file, or a reference to one of the layers' keys of the class."""
+        keys: dict[str, str] = {}
+        for cls in classes:
+            if cls.get("rkey"):
+                keys.update({key: str(cls["uid"]) for key in view.keys(cls["rkey"])})
+        if not classes:
+            return {}
+        rows = self._read(
+            view.tenant,
+            "UNWIND $uids AS uid MATCH (c:Symbol {uid: uid})<-[r:RETURNS]-(f:Symbol) "
+            "WHERE r.via IS NULL RETURN c.uid AS found, properties(f) AS props "
+            "UNION ALL UNWIND $keys AS key MATCH (w:Want {uid: key})<-[r:REFERS]-(f:Symbol) "
+            "WHERE r.type = 'RETURNS' RETURN key AS found, properties(f) AS props",
+            {"uids": [c["uid"] for c in classes], "keys": sorted(keys)},
+        )
+        out: dict[str, list[Props]] = {}
+        for found, props in rows:
+            if view.visible(props["scope"], props["path"]):
+                out.setdefault(keys.get(found, found), []).append(props)
+        return out
 
     def _go_interface_methods(self, view: View, targets: list[Props]
                               ) -> dict[str, list[tuple[Props, set[str]]]]:  # fmt: skip
