@@ -489,3 +489,37 @@ export function total(items: Priced[], more: Array<Priced>): number {
     assert {"ref:Priced.ship@src/priced", "ref:Priced.cost@src/priced",
             "ref:Priced.price@src/priced"} <= calls  # fmt: skip
     assert "ref:k.none" in calls  # for-in gives keys, not elements
+
+
+def test_tuple_items_mapping_getters_and_except_blocks_have_their_own_types() -> None:
+    source = b"""
+from .models import Command, Option, Abort, Usage
+
+
+class Group:
+    def __init__(self):
+        self._short: dict[str, Option] = {}
+
+    def resolve(self, args) -> tuple[str | None, Command | None, list[str]]:
+        return None, None, args
+
+    def invoke(self, args):
+        name, cmd, rest = self.resolve(args)
+        cmd.make_context(name)
+        option = self._short.get(name)
+        option.process(rest)
+        try:
+            pass
+        except Abort as e:
+            e.abort()
+        except Usage as e:
+            e.show()
+"""
+    state = build_state(FileStateBuilder(), "pkg/group.py", source)
+    prefix = "r::pkg/group.py::"
+    calls = {e.dst for e in state.edges if e.src == prefix + "Group.invoke"}
+    assert "ref:Command.make_context@pkg.models" in calls  # the tuple's second item
+    assert "ref:Option.process@pkg.models" in calls  # dict[str, Option].get(k)
+    # ``e`` is bound twice in one function: each except block knows its own.
+    assert {"ref:Abort.abort@pkg.models", "ref:Usage.show@pkg.models"} <= calls
+    assert "ref:Abort.show@pkg.models" not in calls and "ref:Usage.abort@pkg.models" not in calls

@@ -311,7 +311,7 @@ class _Extractor(Resolution):
                     parts = [*name_parts(receiver), *parts]
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
-                self._guessed = False
+                self._guessed, self._at = False, node.start_byte
                 built = None if receiver is not None else self._member_of_call(
                     match["name"][0], around)  # fmt: skip
                 if "".join(written.split()).startswith("super().") or (

@@ -20,6 +20,7 @@ from patchstream.schemas.graph import Reference
 
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
+_GETTERS = frozenset({"get", "pop", "setdefault"})  # a mapping's methods that give an item
 
 
 @dataclass
@@ -43,6 +44,7 @@ class _Typed:
     declared: bool
     element: bool = False  # ``parts`` is a call whose result's elements the name takes
     through: str | None = None  # "iter"/"item": an element of the container ``parts`` names
+    position: int | None = None  # with ``element``: that item of the call's tuple
 
 
 class ReceiverTypes(abc.ABC):
@@ -59,6 +61,8 @@ class ReceiverTypes(abc.ABC):
     _local_bases: dict[str, list[str]]
     _typing: bool
     _guessed: bool
+    _block_types: list[tuple[int, int, str, _Typed]]  # (start, end, name, type): except blocks
+    _at: int  # the byte where the call being resolved starts
 
     @abc.abstractmethod
     def _enclosing_def(self, node: ts.Node) -> _Def | None: ...
@@ -101,7 +105,15 @@ class ReceiverTypes(abc.ABC):
                 )  # fmt: skip
                 if function is not None:
                     returns = self._element_returns if fact.element else self._returns
-                    returns[function.qualified_name] = fact.type_parts
+                    key = function.qualified_name
+                    returns[key if fact.position is None else f"{key}#{fact.position}"] = (
+                        fact.type_parts
+                    )
+                continue
+            if fact.node.type == "except_clause":  # bound in its block only
+                typed = _Typed(fact.type_parts, declared=True)
+                self._block_types.append((fact.node.start_byte, fact.node.end_byte, fact.name,
+                                          typed))  # fmt: skip
                 continue
             # A container's element types are kept as the name plus a mark: ``items[]``.
             name = fact.name + _ELEMENT_MARKS[fact.container] if fact.container else fact.name
@@ -123,7 +135,11 @@ class ReceiverTypes(abc.ABC):
             self._typing = False
 
     def _variable_type(self, name: str, around: _Def | None) -> _Typed | None:
-        """A name's type in the innermost scope around ``around`` that binds it."""
+        """A name's type in the innermost scope around ``around`` that binds it; inside an
+        ``except E as name`` block, that block's (``_at``: the call being resolved)."""
+        for start, end, bound, in_block in self._block_types:
+            if bound == name and start <= self._at < end:
+                return in_block
         scope = around
         while scope is not None:
             typed = self._var_types.get(scope.qualified_name, {}).get(name)
@@ -149,7 +165,7 @@ class ReceiverTypes(abc.ABC):
             self._note(typed)
             known = typed.parts if typed is not None else None
             if typed is not None and typed.element and known is not None:
-                known = self._element_of_call(known, around, depth)
+                known = self._element_of_call(known, around, depth, typed.position)
             elif typed is not None and typed.through and known is not None:
                 known = self._element_type(known, typed.through, around)
         if known is None:
@@ -159,6 +175,10 @@ class ReceiverTypes(abc.ABC):
     def _member_of_type(
         self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
     ) -> _Def | Reference | None:
+        if len(known) >= 2 and known[-1] in _GETTERS:  # by_key.get(k): an item of by_key
+            item = self._element_type(known[:-1], "item", around)
+            if item is not None:
+                return self._member_of_type(item, method, around, depth + 1)
         owner = self._resolve_type(list(known), around)
         if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
@@ -207,15 +227,17 @@ class ReceiverTypes(abc.ABC):
         return known
 
     def _element_of_call(
-        self, call: tuple[str, ...], around: _Def | None, depth: int
+        self, call: tuple[str, ...], around: _Def | None, depth: int, position: int | None = None
     ) -> tuple[str, ...] | None:
-        """The element type of what ``call(...)`` returns (``-> list[T]``), if annotated here."""
+        """The element type of what ``call(...)`` returns (``-> list[T]``), or with
+        ``position`` that item of its tuple (``-> tuple[str, T]``), if annotated here."""
         target = self._resolve_type(list(call), around)
         if isinstance(target, Reference) and target.module is None and len(call) >= 2:
             found = self._typed_member(list(call), around, depth + 1) if depth < 2 else None
             target = found if found is not None else target
         if isinstance(target, _Def) and target.kind == "function":
-            return self._element_returns.get(target.qualified_name)
+            key = target.qualified_name
+            return self._element_returns.get(key if position is None else f"{key}#{position}")
         return None
 
     def _element_type(
@@ -288,10 +310,11 @@ def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:
     if known is not None and fact.through and not known.through:
         return  # an element of a container is the weakest fact: anything else wins
     if known is None or (declared and not known.declared) or (known.through and not fact.through):
-        names[name] = _Typed(fact.type_parts, declared, fact.element, fact.through)
-    elif known.declared == declared and (known.parts, known.element, known.through) != (
-        fact.type_parts,
-        fact.element,
-        fact.through,
-    ):
+        names[name] = _Typed(fact.type_parts, declared, fact.element, fact.through, fact.position)
+    elif known.declared == declared and (
+        known.parts,
+        known.element,
+        known.through,
+        known.position,
+    ) != (fact.type_parts, fact.element, fact.through, fact.position):
         names[name] = _Typed(None, declared)

@@ -62,6 +62,8 @@ _PYTHON_FACTS = """
     arguments: (argument_list . [(identifier) (attribute)] @iter))) @loop
 (assignment left: (identifier) @name right: (subscript value: [(identifier) (attribute)] @item)
   ) @fact
+(assignment left: (pattern_list) @unpack
+  right: (call function: [(identifier) (attribute)] @call)) @fact
 (except_clause value: (as_pattern [(identifier) (attribute)] @type
   alias: (as_pattern_target (identifier) @name))) @fact
 (assignment left: (identifier) @name
@@ -120,6 +122,7 @@ _MAPPING = re.compile(
     r"^(?:typing\.|t\.|abc\.|cabc\.|collections\.abc\.)?(?:Dict|dict|Mapping|MutableMapping|"
     r"OrderedDict|DefaultDict|defaultdict)\[(.*)\]$"
 )
+_TUPLE = re.compile(r"^(?:typing\.|t\.)?(?:Tuple|tuple)\[(.*)\]$")
 _TS_ARRAY = re.compile(r"^(?:(?:Readonly)?Array<(.*)>|(.*)\[\])$")
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
 
@@ -147,6 +150,9 @@ class TypeFact:
     # "iter" / "item": the name takes an element of the container ``type_parts`` names
     # (``for x in self.items``, ``x = self.by_key[k]``, ``items.map(x => ...)``).
     through: str | None = None
+    # A tuple's item: ``-> tuple[str, Command]`` (a ``returns`` fact per position) and
+    # ``name, cmd = f()`` (``element`` facts: the name takes that item of f's result).
+    position: int | None = None
 
 
 @cache
@@ -190,6 +196,16 @@ def container_parts(text: str) -> dict[str, tuple[str, ...]]:
     return {"iter": element, "item": element} if element is not None else {}
 
 
+def tuple_items(text: str) -> list[tuple[str, ...] | None]:
+    """``tuple[str | None, Command | None]`` -> the type of each item (None: not one
+    class); ``tuple[T, ...]`` and anything else -> []."""
+    match = _TUPLE.match("".join(text.split()).strip("\"'"))
+    items = _top_level(match.group(1)) if match else []
+    if len(items) < 2 or "..." in items:
+        return []
+    return [type_parts(item) for item in items]
+
+
 def _top_level(arguments: str) -> list[str]:
     """``str, list[int]`` -> [``str``, ``list[int]``]: commas outside brackets."""
     parts, depth, start = [], 0, 0
@@ -222,6 +238,17 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "iter" in match:  # for x in items, items.map(x => ...): an element of items
             facts += _iteration(match, src)
             continue
+        if "unpack" in match:  # name, cmd, args = f(): each takes its item of f's tuple
+            text = "".join(src.text(match["call"][0]).split())
+            targets = match["unpack"][0].named_children
+            if DOTTED.match(text):
+                call = tuple(text.split("."))
+                facts += [
+                    TypeFact(match["fact"][0], src.text(target), call, from_call=True,
+                             element=True, position=index)
+                    for index, target in enumerate(targets) if target.type == "identifier"
+                ]  # fmt: skip
+            continue
         if "loop" in match:  # for x in f(): x is an element of what f returns
             text = "".join(src.text(match["call"][0]).split())
             if DOTTED.match(text):
@@ -243,6 +270,10 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 facts.append(TypeFact(node, function, parts, returns=True))
             elif (elements := element_parts(written)) is not None:
                 facts.append(TypeFact(node, function, elements, returns=True, element=True))
+            for index, item in enumerate(tuple_items(written)):
+                if item is not None:
+                    facts.append(TypeFact(node, function, item, returns=True, element=True,
+                                          position=index))  # fmt: skip
             continue
         owner = src.text(match["owner"][0]) if "owner" in match else None
         name = src.text(match["name"][0])

@@ -49,6 +49,8 @@ class Resolution(ReceiverTypes):
         self._typing = False
         # Set while resolving one call when a type on its way came from a constructor call.
         self._guessed = False
+        self._block_types: list[tuple[int, int, str, _Typed]] = []
+        self._at = -1
 
     def _certainty(self) -> CallResolution:
         """The resolution of the call just resolved (``_guessed`` is reset before each)."""
