@@ -26,7 +26,7 @@ from patchstream.parsing.node_text import (
     name_parts,
     signature_of,
 )
-from patchstream.parsing.receiver_types import _Def, class_like
+from patchstream.parsing.receiver_types import _Def, branch_variants, class_like
 from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
@@ -194,27 +194,11 @@ class _Extractor(Resolution):
             stack.append(definition)
 
     def _mark_alternatives(self) -> None:
-        """Python definitions of one name in different branches of an ``if``/``try`` (a
-        platform's variant, a fallback): either may run, so a later one does not shadow
-        them, and a call of the name reaches each."""
-        self.alternatives: dict[str, list[_Def]] = {}
-        if self.language != "python":
-            return
-        namesakes: dict[str, list[_Def]] = defaultdict(list)
-        for definition in self.defs:
-            if definition.kind != "impl":
-                namesakes[definition.qualified_name].append(definition)
-        for qualified, group in namesakes.items():
-            if len(group) < 2:
-                continue
-            variants = [
-                d for i, d in enumerate(group)
-                if all(in_other_branches(d.node, later.node) for later in group[i + 1 :])
-            ]  # fmt: skip
-            if len(variants) > 1:
-                for variant in variants:
-                    variant.alternative = True
-                self.alternatives[qualified] = variants
+        self.alternatives = (
+            branch_variants(d for d in self.defs if d.kind != "impl")
+            if self.language == "python"
+            else {}
+        )
 
     def _parent_id(self, definition: _Def) -> str:
         owner_name: str | None = None

@@ -9,11 +9,13 @@ container elements and calls. It asks ``Resolution`` for names (``_resolve``) an
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from patchstream.parsing.node_text import in_other_branches
 from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts, type_parts
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
@@ -34,6 +36,26 @@ class _Def:
     qualified_name: str = ""
     symbol_id: str = ""
     alternative: bool = False  # one of a name's definitions in different if/try branches
+
+
+def branch_variants(definitions: Iterable[_Def]) -> dict[str, list[_Def]]:
+    """Python definitions of one name in different branches of an ``if``/``try`` (a
+    platform's variant, a fallback), marked ``alternative``: either may run, so a later one
+    does not shadow them, and a call of the name reaches each. Qualified name -> variants."""
+    namesakes: dict[str, list[_Def]] = defaultdict(list)
+    for definition in definitions:
+        namesakes[definition.qualified_name].append(definition)
+    found: dict[str, list[_Def]] = {}
+    for qualified, group in namesakes.items():
+        variants = [
+            d for i, d in enumerate(group)
+            if all(in_other_branches(d.node, later.node) for later in group[i + 1 :])
+        ]  # fmt: skip
+        if len(group) > 1 and len(variants) > 1:
+            for variant in variants:
+                variant.alternative = True
+            found[qualified] = variants
+    return found
 
 
 @dataclass(frozen=True)
