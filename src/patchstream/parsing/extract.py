@@ -346,22 +346,24 @@ class _Extractor(Resolution):
         resolution: CallResolution | None = None,
     ) -> None:
         if isinstance(target, Reference):
-            edge = Edge(type=edge_type, src=src, dst=target.as_dst(), ref=target,
-                        resolution=resolution)  # fmt: skip
+            dst = target.as_dst()
         elif target.kind != "impl" and (target.symbol_id != src or edge_type is EdgeType.CALLS):
-            # A recursive call is a caller like any other; a class is not its own base.
-            edge = Edge(type=edge_type, src=src, dst=target.symbol_id, resolution=resolution)
+            dst = target.symbol_id  # a recursive call is a caller; a class is not its own base
         else:
             return
-        # One edge per (type, src, dst): the strongest resolution of its call sites.
-        known = self._edge_keys.get(edge.sort_key())
+        # One edge per (type, src, dst): the strongest resolution of its call sites. Most
+        # call sites repeat an edge: the model is built only for a new or a surer one.
+        key = (src, edge_type.value, dst)
+        known = self._edge_keys.get(key)
         if known is not None:
             if known.resolution is None or resolution is None:
                 return
             if known.resolution.rank <= resolution.rank:
                 return
             self.edges.discard(known)
-        self._edge_keys[edge.sort_key()] = edge
+        ref = target if isinstance(target, Reference) else None
+        edge = Edge(type=edge_type, src=src, dst=dst, ref=ref, resolution=resolution)
+        self._edge_keys[key] = edge
         self.edges.add(edge)
 
     def _collect_returns(self) -> None:

@@ -22,6 +22,11 @@ from patchstream.schemas.graph import Reference
 
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
+# A member access's (receiver, member) fields per grammar, and the receivers that build.
+_MEMBER_FIELDS = {"attribute": ("object", "attribute"),
+                  "member_expression": ("object", "property"),
+                  "selector_expression": ("operand", "field")}  # fmt: skip
+_BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression"})
 _GETTERS = frozenset({"get", "pop", "setdefault"})  # a mapping's methods that give an item
 
 
@@ -296,10 +301,12 @@ class ReceiverTypes(abc.ABC):
     def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:
         """``Foo(x).m()``, ``new Foo().m()``, ``make().m()``, Go's ``NewT().M()``: ``m`` of what
         the call builds or says it returns (no name is bound, so nothing can rebind it)."""
-        receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
-        method = (callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
-                  or callee.child_by_field_name("field"))  # fmt: skip
-        if receiver is None or method is None:
+        fields = _MEMBER_FIELDS.get(callee.type)
+        if fields is None:  # a plain name: nothing was built
+            return None
+        receiver = callee.child_by_field_name(fields[0])
+        method = callee.child_by_field_name(fields[1])
+        if receiver is None or method is None or receiver.type not in _BUILT:
             return None
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
