@@ -201,10 +201,12 @@ class ViewInheritance(abc.ABC):
             return {}
         rows = self._read(
             view.tenant,
-            "UNWIND $uids AS uid MATCH (c:Symbol {uid: uid})<-[r:RETURNS]-(f:Symbol) "
-            "WHERE r.via IS NULL RETURN c.uid AS found, properties(f) AS props "
-            "UNION ALL UNWIND $keys AS key MATCH (w:Want {uid: key})<-[r:REFERS]-(f:Symbol) "
-            "WHERE r.type = 'RETURNS' RETURN key AS found, properties(f) AS props",
+            "UNWIND $uids AS uid MATCH (c:Symbol {uid: uid}) WITH c "
+            "MATCH (c)<-[r:RETURNS]-(f:Symbol) WHERE r.via IS NULL "
+            "RETURN c.uid AS found, properties(f) AS props "
+            "UNION ALL UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
+            "MATCH (w)<-[r:REFERS]-(f:Symbol) WHERE r.type = 'RETURNS' "
+            "RETURN key AS found, properties(f) AS props",
             {"uids": [c["uid"] for c in classes], "keys": sorted(keys)},
         )
         out: dict[str, list[Props]] = {}
