@@ -296,8 +296,12 @@ class _Extractor(Resolution):
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._at = False, node.start_byte
-                built = None if receiver is not None else self._member_of_call(
-                    match["name"][0], around)  # fmt: skip
+                # ``Foo(x).m()``: only a written receiver with a call in it can have built one.
+                built = (
+                    self._member_of_call(match["name"][0], around)
+                    if receiver is None and ")" in written
+                    else None
+                )
                 if "".join(written.split()).startswith("super().") or (
                     parts[0] == "super" and len(parts) == 2 and self.language != "python"
                 ):  # Python's super().m(), TypeScript's and Java's super.m()
@@ -308,8 +312,11 @@ class _Extractor(Resolution):
                     target = self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
                 certainty = self._certainty()
-                for each in self._variants(target, node):
-                    self._add(self._call_type(edge_type, each), src, each, certainty)
+                if isinstance(target, _Def) and target.alternative:
+                    for each in self._variants(target, node):
+                        self._add(self._call_type(edge_type, each), src, each, certainty)
+                else:
+                    self._add(self._call_type(edge_type, target), src, target, certainty)
 
     def _variants(self, target: _Def | Reference, call: ts.Node) -> list[_Def | Reference]:
         """Every definition a call may reach: a call inside one branch reaches that branch's

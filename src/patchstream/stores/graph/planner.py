@@ -19,6 +19,7 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
 from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
 from patchstream.stores.graph.statements import (
+    ADD_CALL_REFERS,
     ADD_INHERITED_OVERRIDES,
     ADD_REFERS,
     DELETE_REFERS,
@@ -27,6 +28,7 @@ from patchstream.stores.graph.statements import (
     DROP_ORPHAN_WANTS,
     DROP_RESOLVED_INTO,
     INHERITED,
+    MARK_TAILS,
     REF_TYPES,
     UPSERT_FENCE,
     UPSERT_OVERLAY,
@@ -166,21 +168,29 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
     for edge_type, group in _by_type(local_new).items():
         statements.append((add_local(edge_type), {"rows": _edge_rows(group, uid)}))
     if refs_new:
-        ref_rows = []
+        # Call references carry their resolution in the MERGE itself, and only the few
+        # unresolvable method calls mark their Wants' tails: no per-row SETs.
+        plain_rows: list[dict[str, Any]] = []
+        call_rows: list[dict[str, Any]] = []
+        tails: list[dict[str, str]] = []
         for key in sorted(refs_new, key=lambda e: (e[0], e[1], e[2], e[3] or "")):
             edge = new_refs[key]
             assert edge.ref is not None
-            ref_rows.append(
-                {
-                    "src": uid(edge.src),
-                    "type": edge.type.value,
-                    "dst": edge.dst,
-                    "resolution": key[3],
-                    "keys": reference_keys(scope, edge.ref, delta.language),
-                    "tail": name_only_tail(scope, edge),
-                }
-            )
-        statements.append((ADD_REFERS, {"rows": ref_rows}))
+            wanted = reference_keys(scope, edge.ref, delta.language)
+            ref_row: dict[str, Any] = {"src": uid(edge.src), "type": edge.type.value,
+                                       "dst": edge.dst, "keys": wanted}  # fmt: skip
+            if key[3] is None:
+                plain_rows.append(ref_row)
+            else:
+                call_rows.append({**ref_row, "resolution": key[3]})
+            if (tail := name_only_tail(scope, edge)) is not None:
+                tails += [{"key": k, "tail": tail} for k in wanted]
+        if plain_rows:
+            statements.append((ADD_REFERS, {"rows": plain_rows}))
+        if call_rows:
+            statements.append((ADD_CALL_REFERS, {"rows": call_rows}))
+        if tails:
+            statements.append((MARK_TAILS, {"rows": tails}))
     # Symbols that are new here, or findable under a new key, may complete references
     # other files made before this one arrived.
     rekeyed = [

@@ -69,14 +69,19 @@ DELETE_REFERS = (
     "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src})-[r:REFERS]->(:Want) "
     "WHERE r.type = row.type AND r.dst = row.dst DELETE r"
 )
-# ``tail`` (``scope|m``) marks an unresolvable method call for the name-only walks; a key
-# is wanted by one reference string, so its tail never changes (coalesce keeps it when a
-# row of another edge type, without a tail, wants the same key).
 ADD_REFERS = (
     "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src}) UNWIND row.keys AS key "
-    "MERGE (w:Want {uid: key}) SET w.tail = coalesce(row.tail, w.tail) "
-    "MERGE (s)-[r:REFERS {type: row.type, dst: row.dst}]->(w) SET r.resolution = row.resolution"
+    "MERGE (w:Want {uid: key}) MERGE (s)-[:REFERS {type: row.type, dst: row.dst}]->(w)"
 )
+# A call's reference: its resolution is part of what is merged (never null here).
+ADD_CALL_REFERS = (
+    "UNWIND $rows AS row MATCH (s:Symbol {uid: row.src}) UNWIND row.keys AS key "
+    "MERGE (w:Want {uid: key}) "
+    "MERGE (s)-[:REFERS {type: row.type, dst: row.dst, resolution: row.resolution}]->(w)"
+)
+# ``tail`` (``scope|m``) marks the Wants of an unresolvable method call for the name-only
+# walks; a key is wanted by one reference string, so its tail never changes.
+MARK_TAILS = "UNWIND $rows AS row MATCH (w:Want {uid: row.key}) SET w.tail = row.tail"
 DROP_RESOLVED_INTO = (
     "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
     "WHERE r.via IS NOT NULL DELETE r"
@@ -123,10 +128,14 @@ def delete_local(edge_type: str) -> str:
 
 
 def add_local(edge_type: str) -> str:
+    resolution = (
+        " {resolution: row.resolution}"
+        if edge_type in (EdgeType.CALLS.value, EdgeType.INSTANTIATES.value)
+        else ""
+    )
     return (
         f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}}) "
-        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[r:{edge_type}]->(t) "
-        f"SET r.resolution = row.resolution"
+        f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[:{edge_type}{resolution}]->(t)"
     )
 
 
