@@ -296,20 +296,15 @@ class _Extractor(Resolution):
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._at = False, node.start_byte
-                # ``Foo(x).m()``: only a written receiver with a call in it can have built one.
-                built = (
-                    self._member_of_call(match["name"][0], around)
-                    if receiver is None and ")" in written
-                    else None
-                )
+                found: _Def | Reference | None = None
                 if "".join(written.split()).startswith("super().") or (
                     parts[0] == "super" and len(parts) == 2 and self.language != "python"
                 ):  # Python's super().m(), TypeScript's and Java's super.m()
-                    target = self._super_member(parts[-1], around)
-                elif built is not None:
-                    target = built
-                else:
-                    target = self._resolve(parts, around)
+                    found = self._super_member(parts[-1], around)
+                elif receiver is None and ")" in written:
+                    # ``Foo(x).m()``: only a written receiver with a call in it built one.
+                    found = self._member_of_call(match["name"][0], around)
+                target = found if found is not None else self._resolve(parts, around)
                 src = around.symbol_id if around is not None else self.module_id
                 certainty = self._certainty()
                 if isinstance(target, _Def) and target.alternative:
@@ -318,11 +313,9 @@ class _Extractor(Resolution):
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
 
-    def _variants(self, target: _Def | Reference, call: ts.Node) -> list[_Def | Reference]:
-        """Every definition a call may reach: a call inside one branch reaches that branch's
-        variant, a call outside the ``if``/``try`` any of them."""
-        if not isinstance(target, _Def) or not target.alternative:
-            return [target]
+    def _variants(self, target: _Def, call: ts.Node) -> list[_Def]:
+        """Every variant of an ``alternative`` definition a call may reach: a call inside one
+        branch reaches that branch's, a call outside the ``if``/``try`` any of them."""
         variants = self.alternatives.get(target.qualified_name, [target])
         return [v for v in variants if not in_other_branches(v.node, call)] or [target]
 

@@ -22,6 +22,7 @@ from patchstream.stores.graph.statements import (
     ADD_CALL_REFERS,
     ADD_INHERITED_OVERRIDES,
     ADD_REFERS,
+    CALL_TYPES,
     DELETE_REFERS,
     DELETE_SYMBOLS,
     DROP_INHERITED_OVERRIDES,
@@ -54,12 +55,11 @@ class FenceRow:
 # An edge as the planner diffs it: (src id, type, dst, resolution). The resolution is part
 # of the identity, so a call that becomes certain (or a guess) is rewritten.
 EdgeRow = tuple[str, str, str, str | None]
-_CALL_TYPES = frozenset({EdgeType.CALLS.value, EdgeType.INSTANTIATES.value})
 
 
 def edge_resolution(edge_type: str, stored: str | None) -> str | None:
     """A stored edge's resolution: call edges written before resolutions existed are exact."""
-    if edge_type not in _CALL_TYPES:
+    if edge_type not in CALL_TYPES:
         return None
     return stored or CallResolution.EXACT.value
 

@@ -25,6 +25,8 @@ from patchstream.schemas.graph import CallResolution, EdgeType
 Statement = tuple[str, dict[str, Any]]
 
 INHERITED = "<inherit>"
+# The edge types that carry a ``resolution`` (``CallResolution``).
+CALL_TYPES = frozenset({EdgeType.CALLS.value, EdgeType.INSTANTIATES.value})
 REF_TYPES = (EdgeType.CALLS, EdgeType.IMPORTS, EdgeType.INHERITS_FROM, EdgeType.INSTANTIATES)
 INDEXES = (
     ("Symbol", "uid"),
@@ -117,9 +119,7 @@ DROP_ORPHAN_WANTS = (
 def delete_local(edge_type: str) -> str:
     # A call edge written before resolutions existed reads as exact (``planner.edge_resolution``).
     same = (
-        "AND coalesce(r.resolution, 'exact') = row.resolution "
-        if edge_type in (EdgeType.CALLS.value, EdgeType.INSTANTIATES.value)
-        else ""
+        "AND coalesce(r.resolution, 'exact') = row.resolution " if edge_type in CALL_TYPES else ""
     )
     return (
         f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}})-[r:{edge_type}]->"
@@ -128,11 +128,7 @@ def delete_local(edge_type: str) -> str:
 
 
 def add_local(edge_type: str) -> str:
-    resolution = (
-        " {resolution: row.resolution}"
-        if edge_type in (EdgeType.CALLS.value, EdgeType.INSTANTIATES.value)
-        else ""
-    )
+    resolution = " {resolution: row.resolution}" if edge_type in CALL_TYPES else ""
     return (
         f"UNWIND $rows AS row MATCH (s:Symbol {{uid: row.src}}) "
         f"MATCH (t:Symbol {{uid: row.dst}}) MERGE (s)-[:{edge_type}{resolution}]->(t)"
