@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -24,6 +25,7 @@ from _common import (
     build_corpus,
     corpus_label,
     corpus_size,
+    cpu_seconds,
     format_memory,
     machine,
     peak_rss_mib,
@@ -56,6 +58,28 @@ def _search_state(client: httpx.Client) -> str:
     """Who answers the query service's searches: its in-process copy once it has loaded."""
     found = client.get("/v1/freshness", params={"repo": "corpus"}).json()
     return str(found["vector"].get("search", "milvus"))
+
+
+def _gc_pauses(client: httpx.Client) -> Pauses:
+    """The query service's garbage collections so far (its ``/metrics``): by generation,
+    how many and their seconds in all."""
+    found: dict[str, list[float]] = {}
+    slots = {"patchstream_gc_pause_seconds_count": 0, "patchstream_gc_pause_seconds_sum": 1}
+    for family in text_string_to_metric_families(client.get("/metrics").text):
+        for sample in family.samples:
+            if (slot := slots.get(sample.name)) is not None:
+                found.setdefault(sample.labels["generation"], [0.0, 0.0])[slot] = sample.value
+    return {g: (n, s) for g, (n, s) in found.items()}
+
+
+Pauses = dict[str, tuple[float, float]]
+
+
+def _gc_during(before: Pauses, after: Pauses) -> str:
+    return ", ".join(
+        f"gen{g} {n - before.get(g, (0, 0))[0]:.0f} / {(s - before.get(g, (0, 0))[1]) * 1000:.0f}"
+        for g, (n, s) in sorted(after.items())
+    )
 
 
 def main() -> None:
@@ -104,8 +128,10 @@ def main() -> None:
             ids = [s.id for s in functions] or ["corpus::none::x"]
             timings: dict[str, list[float]] = {"search": [], "callers d2": [], "impact d3": [],
                                                "context 8k": []}  # fmt: skip
+            collected = _gc_pauses(client)
             for _ in range(10):  # warm-up
                 client.post("/v1/search", json={"query": rng.choice(QUERIES)})
+            cpu_before, wall_before = cpu_seconds(stack), time.perf_counter()
             for _ in range(args.requests):
                 query = rng.choice(QUERIES)
                 symbol = quote(rng.choice(ids), safe="/:")
@@ -119,6 +145,15 @@ def main() -> None:
                 timings["context 8k"].append(
                     timed(client.post, "/v1/context", json={"query": query, "budget_tokens": 8000})
                 )
+            cpu_after, wall = cpu_seconds(stack), time.perf_counter() - wall_before
+            rows["CPU s of each process during the requests"] = (
+                f"{wall:.0f} s of requests: "
+                + ", ".join(f"{name} {cpu_after[name] - used:.1f}" for name, used
+                            in cpu_before.items() if cpu_after.get(name, 0) - used >= 0.05)
+            )  # fmt: skip
+            rows["query service GC during the requests, by generation: count / total ms"] = (
+                _gc_during(collected, _gc_pauses(client))
+            )
             client.close()
             for name, values in timings.items():
                 rows[f"{name} ms p50/p95/p99"] = (f"{percentile(values, 50):.1f}/"

@@ -367,6 +367,21 @@ def query_service() -> dict[str, Any]:
                 "short",
                 width=8,
             ),
+            panel(
+                "Time stopped for garbage collection, by process and generation",
+                [
+                    (
+                        "sum by (instance, generation) "
+                        f"(rate(patchstream_gc_pause_seconds_sum[{RATE}]))",
+                        "{{instance}} gen {{generation}}",
+                    ),
+                ],
+                "percentunit",
+                width=24,
+                description="Seconds per second each process spent in Python's collector. "
+                "Full collections (gen 2) walk every object; the query service freezes its "
+                "search copy out of them, so gen 2 here is a regression.",
+            ),
         ],
         tenant=False,
     )

@@ -4,6 +4,8 @@ like the Milvus path, and hands a tenant back to Milvus when it cannot serve it.
 
 from __future__ import annotations
 
+import gc
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -164,3 +166,32 @@ def test_a_big_file_and_a_tenant_over_the_cap(
         assert capped.search(tenant, "marker_1") is None  # Milvus serves this tenant
     finally:
         capped.close()
+
+
+def test_a_loaded_copy_is_frozen_out_of_full_collections_and_still_freed(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """The copy's rows go to the permanent generation once loaded (a full collection no
+    longer walks them), in steps as it grows; a frozen row a sync replaces is still freed."""
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    frozen = gc.get_freeze_count()
+    copy = SearchMirror(vectors, lag_s=0.1, freeze_loaded=True, freeze_min_rows=2)
+    try:
+        _ready(copy, tenant)
+        _until(lambda: gc.get_freeze_count() > frozen)
+        index = copy._mirrors[tenant].index
+        (billing,) = [row for pk in index.rows if (row := index.payload(pk)).path == "billing.py"]
+        held = sys.getrefcount(billing)
+        assert copy._mirrors[tenant].frozen_rows == index.live
+        edited = BILLING.replace("compute_invoice_total", "compute_credit_note")
+        vectors.apply([upsert(tenant, "billing.py", edited, 2)])
+        copy.sync(tenant)
+        assert _symbols(copy.search(tenant, "compute_credit_note", limit=1)) == [
+            "app::billing.py::compute_credit_note"
+        ]
+        # Replaced: the copy holds the frozen row no more, so its reference count frees it.
+        assert sys.getrefcount(billing) < held
+    finally:
+        copy.close()
+        gc.unfreeze()  # the rest of the suite collects as usual

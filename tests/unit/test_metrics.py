@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -139,3 +140,36 @@ def test_overlay_gauges_count_overlays_and_their_files_by_kind() -> None:
     assert samples[("patchstream_overlay_files", (("kind", "branch"),))] == 7
     metrics.overlays_held([])  # all dropped: the gauges go back to zero
     assert _samples(metrics)[("patchstream_overlays", (("kind", "branch"),))] == 0
+
+
+def test_full_collections_are_counted_and_timed() -> None:
+    metrics = Metrics("query")
+    key = ("patchstream_gc_pause_seconds_count", (("generation", "2"),))
+    before = _samples(metrics)[key]
+    for _ in range(3):
+        gc.collect()  # a full collection each
+    after = _samples(metrics)
+    assert after[key] == before + 3
+    total = after[("patchstream_gc_pause_seconds_sum", (("generation", "2"),))]
+    inf = after[("patchstream_gc_pause_seconds_bucket", (("generation", "2"), ("le", "+Inf")))]
+    assert total > 0 and inf == after[key]
+    Metrics("gateway")  # a second metrics object shares the process's hook, not a second one
+    hooks = [h for h in gc.callbacks if getattr(h, "__self__", None) is metrics.gc_pauses]
+    assert len(hooks) == 1
+
+
+def test_gc_pauses_come_with_a_multiprocess_scrape(tmp_path: Path) -> None:
+    env = {**os.environ, MULTIPROC_ENV: str(tmp_path)}
+    reader = subprocess.run(
+        [sys.executable, "-c", "import gc; from patchstream.metrics import Metrics; "
+         "m = Metrics('query'); gc.collect(); "
+         "import sys; sys.stdout.write(m.render().decode())"],
+        env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    counts = {
+        s.labels["generation"]: s.value
+        for family in text_string_to_metric_families(reader.stdout)
+        for s in family.samples
+        if s.name == "patchstream_gc_pause_seconds_count"
+    }
+    assert counts["2"] >= 1

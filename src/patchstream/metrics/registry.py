@@ -26,6 +26,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from patchstream import __version__
 from patchstream.errors import ContractError
+from patchstream.metrics.gc_pauses import process_gc_pauses
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import MetricsSettings
 from patchstream.stores.overlays import OverlayInfo
@@ -82,6 +83,8 @@ class Metrics:
         self.service = service
         self.repo_label = RepoLabels(self.settings.repo_labels, self.settings.max_repo_labels)
         r = self.registry
+        self.gc_pauses = process_gc_pauses()
+        r.register(self.gc_pauses)
         self.build_info = Gauge(
             "patchstream_build_info", "Version of the running process (always 1).",
             ["service", "version", "python"], registry=r, multiprocess_mode="max",
@@ -231,6 +234,7 @@ class Metrics:
         if os.environ.get(MULTIPROC_ENV):
             combined = CollectorRegistry()
             MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
+            combined.register(self.gc_pauses)  # the serving worker's own pauses
             return combined
         return self.registry
 

@@ -128,7 +128,8 @@ def _default_factory(settings: Settings) -> QueryService:
     service = QueryService(settings, graph, open_vector_store(settings))
     if settings.query.search_mirror:
         service.mirror = SearchMirror(service.vectors, settings.query.search_mirror_lag_s,
-                                      max_rows=settings.query.search_mirror_max_rows)  # fmt: skip
+                                      max_rows=settings.query.search_mirror_max_rows,
+                                      freeze_loaded=settings.query.freeze_loaded_copy)  # fmt: skip
         keys = resolve_api_keys(settings.query.api_keys, settings.query.host, "query")
         for tenant in sorted(set(keys.values())):
             service.mirror.warm(tenant)  # load before the first search asks

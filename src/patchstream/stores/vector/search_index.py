@@ -156,6 +156,7 @@ class TenantIndex:
         if at is None:
             return
         self.alive[at] = False
+        self.payloads[at] = None  # a dead row's text is not kept until the next compaction
         self.live -= 1
         self.total_length -= float(self.length[at])
         if self.size - self.live > max(4096, self.live):

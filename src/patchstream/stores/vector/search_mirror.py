@@ -18,6 +18,7 @@ drop what a ref deletion in another process removed (this process calls ``forget
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -53,10 +54,25 @@ class _Mirror:
     synced_at: float = 0.0  # monotonic: when the last finished sync started reading
     fence: float = 0.0  # a sync must have started after this for the copy to answer
     reconciled_at: float = 0.0
+    frozen_rows: int = 0  # live rows when the heap was last frozen
     ready: bool = False
     disabled: str | None = None  # why this tenant is served by Milvus
     search_lock: threading.Lock = field(default_factory=threading.Lock)
     sync_lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _freeze_heap(tenant: str) -> None:
+    """Move every object alive now into the permanent generation. A full collection walks every
+    tracked object, the copy's rows too: ~0.25 s at 40k rows, a pause every request in flight
+    waits on, and nothing in the copy is ever cyclic garbage. Frozen rows a later sync replaces
+    are freed by their reference counts as before; only a reference cycle alive at this moment
+    and dropped later would stay (young collections first, so little is in flight, and the
+    copy freezes in geometric steps as it grows, so a handful of times in all)."""
+    gc.collect(1)
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
+    log.info("event=heap_frozen tenant=%s objects=%d", tenant,
+             gc.get_freeze_count() - frozen_before)  # fmt: skip
 
 
 class SearchMirror:
@@ -66,8 +82,12 @@ class SearchMirror:
         lag_s: float = 0.5,
         reconcile_s: float = 300.0,
         max_rows: int = 1_000_000,
+        freeze_loaded: bool = False,
+        freeze_min_rows: int = 1000,
     ) -> None:
         self.store = store
+        self.freeze_loaded = freeze_loaded
+        self.freeze_min_rows = freeze_min_rows
         self.lag_s = lag_s
         self.reconcile_s = reconcile_s
         self.max_rows = max_rows
@@ -122,6 +142,11 @@ class SearchMirror:
                          time.perf_counter() - started)  # fmt: skip
             mirror.ready = mirror.disabled is None
             failures, pause = 0, self.lag_s
+            live = mirror.index.live
+            grown = live >= max(self.freeze_min_rows, mirror.frozen_rows * 5 // 4)
+            if self.freeze_loaded and grown:
+                _freeze_heap(tenant)  # geometric steps: a handful of freezes as a tenant grows
+                mirror.frozen_rows = live
 
     def close(self) -> None:
         """Stop following Milvus (the sync threads end at their next wait)."""
