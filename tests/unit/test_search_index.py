@@ -106,7 +106,33 @@ def test_a_chunk_of_a_file_that_matches_as_a_whole_ranks_higher() -> None:
 def test_dense_ranks_by_cosine_and_normalizes_what_it_stores() -> None:
     index = _index(_row("x", "", [10, 0, 0]), _row("y", "", [1, 1, 0]), _row("z", "", [0, 0, 3]))
     assert [index.pks[i] for i in index.dense_top([1, 0, 0], index.mask(), 2)] == ["x", "y"]
-    assert np.allclose(np.linalg.norm(index.dense[: index.size], axis=1), 1.0)
+    assert np.allclose(np.linalg.norm(index.by_dim[:, : index.size], axis=0), 1.0)
+
+
+def test_sparse_and_dense_queries_rank_like_brute_force_through_growth_and_compaction() -> None:
+    """A query with few non-zero dimensions reads only those; the answer is the same as the
+    cosine over whole vectors, also after the matrix grew and after a compaction moved rows."""
+    rng = np.random.default_rng(7)
+    dim, n = 32, 5000
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
+    vectors[::3, 8:] = 0  # some rows sparse too
+    index = TenantIndex(dim, capacity=16)  # grows many times
+    for i, vector in enumerate(vectors):
+        index.add(_row(f"r{i}", "", vector.tolist()))
+    for i in range(0, n, 5):  # 1000 dead rows, then enough more to force a compaction
+        index.remove(f"r{i}")
+    alive = [i for i in range(n) if i % 5]
+    for i in alive[:3200]:
+        index.remove(f"r{i}")
+    assert index.size < n - 4000  # compacted: the surviving rows moved
+    alive = alive[3200:]
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for nonzero in (1, 3, dim):  # sparse queries, then a dense one
+        query = np.zeros(dim, np.float32)
+        query[rng.choice(dim, nonzero, replace=False)] = rng.normal(size=nonzero)
+        expected = sorted(alive, key=lambda i: -float(unit[i] @ query))[:10]
+        found = [index.pks[i] for i in index.dense_top(query.tolist(), index.mask(), 10)]
+        assert found == [f"r{i}" for i in expected]
 
 
 def test_fusion_is_reciprocal_rank_with_the_milvus_constant() -> None:

@@ -107,7 +107,11 @@ class TenantIndex:
         self.size = 0  # rows used, dead ones included
         self.live = 0
         self.total_length = 0.0  # tokens over live rows (BM25's average document length)
-        self.dense = np.zeros((capacity, dim), np.float32)
+        # One column per row: a query vector with few non-zero dimensions (the hashing
+        # embedder's: a handful of tokens) reads only those dimensions' rows of this matrix,
+        # each contiguous, instead of every row's whole vector (17 ms -> well under 1 ms at
+        # 156k rows); a dense query is one matrix-vector product either way.
+        self.by_dim = np.zeros((dim, capacity), np.float32)
         self.alive = np.zeros(capacity, bool)
         self.scope = np.zeros(capacity, np.int32)
         self.kind = np.zeros(capacity, np.int32)
@@ -133,7 +137,7 @@ class TenantIndex:
         self.rows[row.pk] = at
         vector = np.asarray(row.dense, np.float32)
         norm = float(np.linalg.norm(vector))
-        self.dense[at] = vector / norm if norm > 0 else vector
+        self.by_dim[:, at] = vector / norm if norm > 0 else vector
         self.alive[at] = True
         self.scope[at] = self.scopes.code(row.scope)
         self.kind[at] = self.kinds.code(row.kind)
@@ -162,14 +166,17 @@ class TenantIndex:
         if self.size - self.live > max(4096, self.live):
             self._compact()
 
-    _ARRAYS = ("dense", "alive", "scope", "kind", "path", "length")
+    _ARRAYS = ("alive", "scope", "kind", "path", "length")  # by row; ``by_dim`` by column
 
     def _grow(self, capacity: int) -> None:
         for name in self._ARRAYS:
             values = getattr(self, name)
-            grown = np.zeros((capacity, *values.shape[1:]), values.dtype)
+            grown = np.zeros(capacity, values.dtype)
             grown[: len(values)] = values
             setattr(self, name, grown)
+        by_dim = np.zeros((self.dim, capacity), np.float32)
+        by_dim[:, : self.by_dim.shape[1]] = self.by_dim
+        self.by_dim = by_dim
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.size])
@@ -180,6 +187,9 @@ class TenantIndex:
             moved = np.zeros_like(values)
             moved[: len(keep)] = values[keep]
             setattr(self, name, moved)
+        by_dim = np.zeros_like(self.by_dim)
+        by_dim[:, : len(keep)] = self.by_dim[:, keep]
+        self.by_dim = by_dim
         self.pks = [self.pks[i] for i in keep.tolist()]
         self.payloads = [self.payloads[i] for i in keep.tolist()]
         self.rows = {pk: i for i, pk in enumerate(self.pks)}
@@ -236,7 +246,12 @@ class TenantIndex:
         if k <= 0 or not keep.any():
             return []
         vector = np.asarray(query, np.float32)
-        scores = self.dense[: self.size] @ vector
+        columns = self.by_dim[:, : self.size]
+        used = np.flatnonzero(vector)
+        if len(used) * 4 < self.dim:  # sparse: only the dimensions the query has
+            scores = vector[used] @ columns[used]
+        else:
+            scores = vector @ columns
         scores[~keep] = -np.inf
         return _top(scores, min(k, int(keep.sum())))
 
