@@ -25,7 +25,8 @@ class ParsingSettings(BaseModel):
     timeout_micros: int = Field(
         default=2_000_000,
         gt=0,
-        description="Parse budget per file; a file that exceeds it is flagged parse_timeout.",
+        description="Parse budget per file, in the parsing thread's CPU time (and as much "
+        "again for extraction); a file that exceeds it is flagged parse_timeout.",
     )
     chunk_max_tokens: int = Field(
         default=256,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.graph import SymbolKind
 from patchstream.settings import ParsingSettings
@@ -100,6 +102,29 @@ def test_extraction_has_a_budget_of_its_own() -> None:
 
     source = b"def f():\n    return g(1)\n" * 600
     tree = ts.Parser(get_language("python")).parse(source)
-    assert extract(tree, source, "python", "r", "a.py", time.monotonic() + 60).symbols
+    assert extract(tree, source, "python", "r", "a.py", time.thread_time() + 60).symbols
     with pytest.raises(ParseTimeout):
-        extract(tree, source, "python", "r", "a.py", deadline=time.monotonic() - 1)
+        extract(tree, source, "python", "r", "a.py", deadline=time.thread_time() - 1)
+
+
+def test_a_busy_machine_does_not_count_against_a_files_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The budget is the parsing thread's CPU time. Wall time passing while the thread does
+    not run (other processes on the cores, the GIL) used to flag ordinary big files
+    ``parse_timeout`` during a cold index and drop their symbols: here every look at the wall
+    clock finds another 10 s gone."""
+    import time
+
+    wall = [time.monotonic()]
+
+    def stalled() -> float:
+        wall[0] += 10.0
+        return wall[0]
+
+    monkeypatch.setattr(time, "monotonic", stalled)
+    source = b"".join(b"def f%d(x):\n    return g(x).h(%d)\n\n" % (i, i) for i in range(800))
+    builder = FileStateBuilder(ParsingSettings(timeout_micros=2_000_000))
+    state = build_state(builder, "big.py", source)
+    assert not state.flags.parse_timeout
+    assert len([s for s in state.symbols if s.kind is SymbolKind.FUNCTION]) == 800

@@ -136,7 +136,7 @@ class _Extractor(Resolution):
         if self.deadline is None:
             return
         self._steps += 1
-        if (force or self._steps % 256 == 0) and time.monotonic() > self.deadline:
+        if (force or self._steps % 256 == 0) and time.thread_time() > self.deadline:
             raise ParseTimeout("extraction exceeded its budget")
 
     def _collect_defs(self, matches: list[dict[str, list[ts.Node]]]) -> None:
@@ -446,7 +446,8 @@ def extract(
 ) -> Extraction:
     """Symbols (without File/Module nodes) and edges of one file parsed from ``source``.
 
-    ``deadline`` (``time.monotonic()``) bounds the work: past it, ParseTimeout is raised (the
-    caller keeps the file's last good structure), so no file holds a worker for long.
+    ``deadline`` (``time.thread_time()``: this thread's CPU seconds) bounds the work: past it,
+    ParseTimeout is raised (the caller keeps the file's last good structure), so no file
+    holds a worker for long.
     """
     return _Extractor(tree, source, language, repo, path, deadline).run()

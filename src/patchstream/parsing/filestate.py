@@ -101,8 +101,10 @@ class FileStateBuilder:
         try:
             tree = self.parser.parse(target.key, language, source, hint)
             # Extraction gets a budget of its own, as long as parsing's: a file of pathological
-            # shape costs a worker at most twice the budget, then it moves on.
-            deadline = time.monotonic() + self.settings.timeout_micros / 1_000_000
+            # shape costs a worker at most twice the budget, then it moves on. CPU time of this
+            # thread, not wall time: under load (a cold index on 2 cores) a wall-clock budget
+            # flagged ordinary big files at random and dropped their symbols.
+            deadline = time.thread_time() + self.settings.timeout_micros / 1_000_000
             extraction = extract(tree, source, language, target.repo, target.path, deadline)
         except ParseTimeout:
             flags = FileFlags(parse_timeout=True, not_utf8=not_utf8)
