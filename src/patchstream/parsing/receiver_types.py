@@ -181,6 +181,7 @@ class ReceiverTypes(abc.ABC):
         """``recv.m`` where ``recv`` has a known type: ``T.m`` as far as this file can tell."""
         receiver, method = parts[:-1], parts[-1]
         known: tuple[str, ...] | None = None
+        called = False
         if receiver[0] in SELF_WORDS and len(receiver) == 2:
             owner = self._enclosing_class(around)
             known = self._attribute_type(owner, receiver[1]) if owner else None
@@ -191,17 +192,25 @@ class ReceiverTypes(abc.ABC):
             typed = self._variable_type(receiver[0], around)
             self._note(typed)
             known = typed.parts if typed is not None else None
+            called = typed is not None and not typed.declared
             if typed is not None and typed.element and known is not None:
                 known = self._element_of_call(known, around, depth, typed.position)
             elif typed is not None and typed.through and known is not None:
                 known = self._element_type(known, typed.through, around)
         if known is None:
             return None
-        return self._member_of_type(known, method, around, depth)
+        return self._member_of_type(known, method, around, depth, called)
 
     def _member_of_type(
-        self, known: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
+        self,
+        known: tuple[str, ...],
+        method: str,
+        around: _Def | None,
+        depth: int = 0,
+        called: bool = False,
     ) -> _Def | Reference | None:
+        """``m`` of the type ``known`` names; ``called``: ``known`` is a callee whose result
+        is the receiver (``x = f()``), not a declared type."""
         if len(known) >= 2 and known[-1] in _GETTERS:  # by_key.get(k): an item of by_key
             item = self._element_type(known[:-1], "item", around)
             if item is not None:
@@ -219,7 +228,10 @@ class ReceiverTypes(abc.ABC):
         if isinstance(owner, Reference):
             if owner.module is None:
                 return None
-            if not class_like(owner.name.rsplit(".", 1)[-1]):
+            # In Go a call never builds a type (``T{}`` does): ``store.NewMemory()`` is a
+            # function even though exported names are capitalized.
+            go_function = called and self.language == "go"
+            if go_function or not class_like(owner.name.rsplit(".", 1)[-1]):
                 # A function of another file: its return type is known there. The graph
                 # joins ``f().m`` through f's RETURNS edge (statements.CALLERS_THROUGH_RETURNS).
                 return Reference(name=f"{owner.name}().{method}", module=owner.module)
@@ -322,7 +334,10 @@ class ReceiverTypes(abc.ABC):
         text = "".join(self.src.text(built).split())
         if not DOTTED.match(text):
             return None
-        return self._member_of_type(tuple(text.split(".")), self.src.text(method), around)
+        called = receiver.type != "new_expression"
+        return self._member_of_type(
+            tuple(text.split(".")), self.src.text(method), around, called=called
+        )
 
 
 def class_like(name: str) -> bool:

@@ -297,8 +297,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             text = "".join(src.text(match["call"][0]).split())
             parts = tuple(text.split("."))
             # A class, a factory function, or a method whose return annotation may tell.
+            # Go's ``T{}`` / ``&T{}`` names the type itself: a declaration, not a call.
+            literal = match["call"][0].parent
+            built = literal is not None and literal.type == "composite_literal"
             if DOTTED.match(text):
-                facts.append(TypeFact(node, name, parts, owner, from_call=True))
+                facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
         written = src.text(match["type"][0])
         containers = container_parts(written)  # before type_parts: Array<T> is not an Array

@@ -21,10 +21,19 @@ from patchstream.schemas.graph import CallResolution, Reference
 _GUESSED_FROM_CALLS = frozenset({"python", "javascript"})
 
 
+_GO_PREDECLARED = frozenset(
+    "append cap clear close complex copy delete imag len make max min new panic print println "
+    "real recover bool byte complex64 complex128 error float32 float64 int int8 int16 int32 "
+    "int64 rune string uint uint8 uint16 uint32 uint64 uintptr any comparable iota nil true "
+    "false".split()
+)
+
+
 class Resolution(ReceiverTypes):
     """Lookups over the definitions, imports and type facts the extractor collected."""
 
     language: str
+    module: str  # the module this file defines (Go: its directory)
     tree: ts.Tree
     src: Source
     by_qualified: dict[str, _Def]
@@ -147,6 +156,10 @@ class Resolution(ReceiverTypes):
             else:
                 name = rest
             return Reference(name=name, module=binding.module)
+        if self.language == "go" and len(parts) == 1 and dotted not in _GO_PREDECLARED:
+            # Go: a name no definition of this file or import binds is one of the package's
+            # other files (same directory); no import is written for those.
+            return Reference(name=dotted, module=self.module)
         return Reference(name=dotted)
 
     def _binding(self, name: str, around: _Def | None) -> ImportBinding | None:
