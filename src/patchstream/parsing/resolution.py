@@ -21,12 +21,13 @@ from patchstream.schemas.graph import CallResolution, Reference
 _GUESSED_FROM_CALLS = frozenset({"python", "javascript"})
 
 
-_GO_PREDECLARED = frozenset(
-    "append cap clear close complex copy delete imag len make max min new panic print println "
-    "real recover bool byte complex64 complex128 error float32 float64 int int8 int16 int32 "
-    "int64 rune string uint uint8 uint16 uint32 uint64 uintptr any comparable iota nil true "
-    "false".split()
-)
+_GO_PREDECLARED = frozenset({
+    "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make", "max",
+    "min", "new", "panic", "print", "println", "real", "recover", "bool", "byte", "complex64",
+    "complex128", "error", "float32", "float64", "int", "int8", "int16", "int32", "int64", "rune",
+    "string", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "any", "comparable",
+    "iota", "nil", "true", "false",
+})  # fmt: skip
 
 
 class Resolution(ReceiverTypes):
