@@ -104,8 +104,9 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
 def _returned_methods(
     states: dict[str, FileState], by_key: dict[str, list[str]]
 ) -> dict[str, list[str]]:
-    """``<f's key>().m`` -> ``C.m`` for each function ``f`` declared to return ``C``: the
-    keys the graph's walk through RETURNS builds (``statements.CALLERS_THROUGH_RETURNS``)."""
+    """``<f's key>().m`` -> ``C.m`` for each function ``f`` declared to return ``C``, and
+    ``<f's key>(*).m`` for each ``C`` a callback parameter of f's parameters declares: the
+    keys the graph's walks through RETURNS and CALLBACK_PARAM build (``statements``)."""
     key_of = {sid: key for key, sids in by_key.items() for sid in sids}
     members: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for state in states.values():
@@ -113,16 +114,18 @@ def _returned_methods(
             if symbol.parent_id is not None and symbol.id in key_of:  # not shadowed
                 members[symbol.parent_id].append((symbol.name, symbol.id))
     out: dict[str, list[str]] = defaultdict(list)
+    markers = {EdgeType.RETURNS: "()", EdgeType.CALLBACK_PARAM: "(*)"}
     for state in states.values():
         for edge in state.edges:
-            if edge.type is not EdgeType.RETURNS or edge.src not in key_of:
+            marker = markers.get(edge.type)
+            if marker is None or edge.src not in key_of:
                 continue
             classes = ([edge.dst] if edge.ref is None else
                        [c for k in reference_keys(SCOPE, edge.ref, state.language)
                         for c in by_key.get(k, ())])  # fmt: skip
             for cls in classes:
                 for name, member in members.get(cls, ()):
-                    out[f"{key_of[edge.src]}().{name}"].append(member)
+                    out[f"{key_of[edge.src]}{marker}.{name}"].append(member)
     return out
 
 

@@ -199,3 +199,77 @@ def test_calls_on_what_another_files_function_returns_reach_the_method(
     assert _callers(graph, f"{tenant}-1", find, NAME_ONLY) == {
         "app::pkg/uses.py::now": "name-only", "app::pkg/uses.py::later": "name-only",
     }  # fmt: skip
+
+
+SUBSCRIBER_TS = """\
+export class Subscriber<T> {
+  next(value: T): void {}
+  complete(): void {}
+}
+"""
+OBSERVABLE_TS = """\
+export class Observable<T> {
+  subscribe(next: (value: T) => void): void {}
+}
+"""
+LIFT_TS = """\
+import { Observable } from '../Observable';
+import { Subscriber } from '../Subscriber';
+
+export function operate<T, R>(
+  init: (liftedSource: Observable<T>, subscriber: Subscriber<R>) => void
+): void {}
+"""
+MAP_TS = """\
+import { operate } from '../util/lift';
+
+export function map<T, R>(project: (value: T) => R) {
+  return operate((source, subscriber) => {
+    source.subscribe((value) => subscriber.next(project(value)));
+  });
+}
+
+export function done() {
+  return operate((source, subscriber) => subscriber.complete());
+}
+"""
+CALLBACK_FILES = (("src/Subscriber.ts", SUBSCRIBER_TS), ("src/Observable.ts", OBSERVABLE_TS),
+                  ("src/util/lift.ts", LIFT_TS), ("src/operators/map.ts", MAP_TS))  # fmt: skip
+NEXT, SUBSCRIBE = (
+    "app::src/Subscriber.ts::Subscriber.next",
+    "app::src/Observable.ts::Observable.subscribe",
+)
+MAP_FN, DONE = "app::src/operators/map.ts::map", "app::src/operators/map.ts::done"
+
+
+def test_a_callbacks_parameters_take_their_types_from_the_callees_signature(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``operate((source, subscriber) => subscriber.next())`` with ``operate``'s parameter
+    typed ``(source: Observable<T>, subscriber: Subscriber<R>) => void`` in another file:
+    ``map`` calls ``Subscriber.next`` and ``Observable.subscribe`` (inferred: the join does
+    not know which callback parameter it is), in either arrival order, in an overlay view as
+    in a clean index, and not once the signature stops saying it."""
+    for order in ("forward", "reverse"):
+        scoped = f"{tenant}-{order}"
+        files = CALLBACK_FILES if order == "forward" else CALLBACK_FILES[::-1]
+        for version, (path, text) in enumerate(files, start=1):
+            graph.apply(upsert(scoped, path, text, version))
+        assert _callers(graph, scoped, NEXT) == {MAP_FN: "inferred"}
+        assert _callers(graph, scoped, SUBSCRIBE) == {MAP_FN: "inferred"}
+        complete = "app::src/Subscriber.ts::Subscriber.complete"
+        assert _callers(graph, scoped, complete) == {DONE: "inferred"}
+        assert _callers(graph, scoped, NEXT, EXACT) == {}
+    # The signature without types in the base; an agent's workspace writes them back.
+    untyped = LIFT_TS.replace(
+        "init: (liftedSource: Observable<T>, subscriber: Subscriber<R>) => void", "init: any"
+    )
+    scoped = f"{tenant}-forward"
+    graph.apply(upsert(scoped, "src/util/lift.ts", untyped, 10))
+    assert _callers(graph, scoped, NEXT) == {}
+    graph.apply(upsert(scoped, "src/util/lift.ts", LIFT_TS, 11, workspace="agent-1"))
+    in_view = {n.symbol.id: n.resolution
+               for n in graph.callers(scoped, NEXT, 1, "main~agent-1", INFERRED)}  # fmt: skip
+    assert in_view == {MAP_FN: "inferred"}
+    assert _callers(graph, scoped, NEXT) == {}  # the base still says nothing
+    assert {n.symbol.id for n in graph.callers(scoped, NEXT, 1, "main~agent-1", EXACT)} == set()

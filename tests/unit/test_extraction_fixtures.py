@@ -104,6 +104,7 @@ CASES = {
             ("INHERITS_FROM", "Shape", "HasArea"),
             ("INSTANTIATES", "makeCircle", "Circle"),
             ("INSTANTIATES", "main", "ref:default@typescript/default"),
+            ("CALLBACK_PARAM", "eachShape", "Shape"),
             ("OVERRIDES", "Circle.area", "Shape.area"),
             ("OVERRIDES", "Circle.name", "Named.name"),
             ("OVERRIDES", "Shape.area", "HasArea.area"),
@@ -210,8 +211,11 @@ def test_every_edge_type_is_extracted(builder: FileStateBuilder, rel: str) -> No
     types = {e.type for e in _state(builder, rel).edges}
     # Return types are read from Python annotations and Go results only.
     returns = {EdgeType.RETURNS} if rel.split("/")[0] in ("python", "go") else set()
+    # Callback parameter types are read from TypeScript signatures only.
+    if rel.startswith("typescript/"):
+        returns.add(EdgeType.CALLBACK_PARAM)
     expected = (
-        set(EdgeType) - {EdgeType.RETURNS} | returns
+        set(EdgeType) - {EdgeType.RETURNS, EdgeType.CALLBACK_PARAM} | returns
         if rel != "typescript/view.tsx"
         else {
             EdgeType.DEFINES,

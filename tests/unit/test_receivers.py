@@ -523,3 +523,51 @@ class Group:
     # ``e`` is bound twice in one function: each except block knows its own.
     assert {"ref:Abort.abort@pkg.models", "ref:Usage.show@pkg.models"} <= calls
     assert "ref:Abort.show@pkg.models" not in calls and "ref:Usage.abort@pkg.models" not in calls
+
+
+LIFT_TS = b"""import { Observable } from '../Observable';
+import { Subscriber } from '../Subscriber';
+export function operate<T, R>(
+  init: (liftedSource: Observable<T>, subscriber: Subscriber<R>) => void
+): void {}
+export class Box {
+  constructor(make?: (this: Box, sub: Subscriber<number>, n: number) => void) {}
+}
+"""
+USES_TS = b"""import { operate, Box } from '../util/lift';
+export function map(project: (v: number) => number) {
+  return operate((source, subscriber) => {
+    source.subscribe((value) => subscriber.next(project(value)));
+  });
+}
+export function boxed() {
+  return new Box(function (sub) { sub.complete(); });
+}
+class Item { price(): number { return 1; } }
+export function declared(items: Item[]) {
+  operate((source: Local) => source.own());
+  return items.map((item) => item.price());
+}
+"""
+
+
+def test_typescript_callbacks_take_parameter_types_from_the_callees_signature() -> None:
+    lift = build_state(FileStateBuilder(), "src/util/lift.ts", LIFT_TS)
+    slots = {(e.src.rsplit("::", 1)[-1], e.dst) for e in lift.edges
+             if e.type.value == "CALLBACK_PARAM"}  # fmt: skip
+    assert slots == {  # ``this:`` is no parameter; a constructor's belong to its class
+        ("operate", "ref:Observable@src/Observable"),
+        ("operate", "ref:Subscriber@src/Subscriber"),
+        ("Box", "ref:Subscriber@src/Subscriber"),
+    }
+    uses = build_state(FileStateBuilder(), "src/operators/uses.ts", USES_TS)
+    calls = {(e.src.rsplit("::", 1)[-1], e.dst): str(e.resolution) for e in uses.edges
+             if e.type.value == "CALLS"}  # fmt: skip
+    assert calls[("map", "ref:operate(*).subscribe@src/util/lift")] == "inferred"
+    assert calls[("map", "ref:operate(*).next@src/util/lift")] == "inferred"
+    assert calls[("boxed", "ref:Box(*).complete@src/util/lift")] == "inferred"
+    # A declared parameter keeps its declaration; an array method's callback its element.
+    assert ("declared", "ref:operate(*).own@src/util/lift") not in calls
+    assert calls[("declared", "r::src/operators/uses.ts::Item.price")] == "exact"
+    # The callback passed to ``source.subscribe`` is not joined twice.
+    assert not any("(*).subscribe(*)" in dst for _, dst in calls)

@@ -120,6 +120,8 @@ class _Extractor(Resolution):
         self._collect_references(captures)
         self._collect_overrides()
         self._collect_returns()
+        for owner, target in self._callback_parameter_targets():
+            self._add(EdgeType.CALLBACK_PARAM, owner.symbol_id, target)
         return self._result()
 
     def _matches(self) -> list[dict[str, list[ts.Node]]]:
@@ -295,7 +297,7 @@ class _Extractor(Resolution):
                     parts = [*name_parts(receiver), *parts]
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
-                self._guessed, self._at = False, node.start_byte
+                self._guessed, self._inferred, self._at = False, False, node.start_byte
                 found: _Def | Reference | None = None
                 if "".join(written.split()).startswith("super().") or (
                     parts[0] == "super" and len(parts) == 2 and self.language != "python"

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from patchstream.parsing.node_text import in_other_branches
-from patchstream.parsing.receivers import DOTTED, TypeFact, type_facts, type_parts
+from patchstream.parsing.receivers import (
+    DOTTED,
+    TypeFact,
+    callback_parameter_types,
+    type_facts,
+    type_parts,
+)
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
@@ -76,6 +82,9 @@ class _Typed:
 
 class ReceiverTypes(abc.ABC):
     language: str
+    module: str
+    defs: list[_Def]
+    _inferred: bool  # set while resolving one call: a join that cannot tell the exact target
     tree: ts.Tree
     src: Source
     def_by_name_node: dict[tuple[int, int], _Def]
@@ -193,6 +202,8 @@ class ReceiverTypes(abc.ABC):
             self._note(typed)
             known = typed.parts if typed is not None else None
             called = typed is not None and not typed.declared
+            if typed is not None and typed.through == "callback" and known is not None:
+                return self._callback_member(known, method, around)
             if typed is not None and typed.element and known is not None:
                 known = self._element_of_call(known, around, depth, typed.position)
             elif typed is not None and typed.through and known is not None:
@@ -200,6 +211,53 @@ class ReceiverTypes(abc.ABC):
         if known is None:
             return None
         return self._member_of_type(known, method, around, depth, called)
+
+    def _callback_parameter_targets(self) -> list[tuple[_Def, _Def | Reference]]:
+        """(function, a class that a callback parameter of one of its parameters declares):
+        the facts behind CALLBACK_PARAM edges. A constructor's belong to its class, which is
+        what ``new C(cb)`` names."""
+        if self.language not in ("typescript", "tsx"):
+            return []
+        found: list[tuple[_Def, _Def | Reference]] = []
+        for definition in self.defs:
+            listed = definition.node.child_by_field_name("parameters")
+            if definition.kind != "function" or listed is None:
+                continue
+            owner, parent = definition, definition.parent
+            if definition.name == "constructor" and parent is not None and parent.kind == "class":
+                owner = parent
+            for parameter in listed.named_children:
+                for parts in callback_parameter_types(parameter, self.src):
+                    target = self._resolve_type(list(parts), definition)
+                    if isinstance(target, _Def):
+                        if target.kind in ("class", "interface"):
+                            found.append((owner, target))
+                    elif target.module is not None and class_like(parts[-1]):
+                        found.append((owner, target))
+        return found
+
+    def _callback_member(
+        self, callee: tuple[str, ...], method: str, around: _Def | None
+    ) -> Reference | None:
+        """``m`` of a parameter of a function passed to ``callee``: the reference
+        ``<callee>(*).m`` in the callee's module, which the graph joins through the callee's
+        CALLBACK_PARAM edges (statements.CALLERS_THROUGH_CALLBACKS). The join does not know
+        which of the callee's callback parameters this is, so the call is ``inferred``."""
+        self._typing = True
+        try:
+            owner = self._resolve(list(callee), around)
+        finally:
+            self._typing = False
+        if isinstance(owner, Reference):
+            if owner.module is None or "(" in owner.name:
+                return None  # unknown, or itself a join (``source.subscribe(x => ...)``)
+            found = Reference(name=f"{owner.name}(*).{method}", module=owner.module)
+        elif owner.kind in ("function", "class"):
+            found = Reference(name=f"{owner.qualified_name}(*).{method}", module=self.module)
+        else:
+            return None
+        self._inferred = True
+        return found
 
     def _member_of_type(
         self,

@@ -92,6 +92,10 @@ _TYPESCRIPT_FACTS = f"""
     property: (property_identifier) @method)
   arguments: (arguments . (arrow_function) @callback)) @loop
 (for_in_statement left: (identifier) @name right: [(identifier) (member_expression)] @iter) @loop
+(call_expression function: [(identifier) (member_expression)] @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
+(new_expression constructor: [(identifier) (member_expression)] @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
 """
 # Array methods whose callback's parameter at this position is an element of the array.
 _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
@@ -235,6 +239,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         return []
     facts: list[TypeFact] = []
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "passed" in match:
+            facts += _passed_callback(match, src)
+            continue
         if "iter" in match:  # for x in items, items.map(x => ...): an element of items
             facts += _iteration(match, src)
             continue
@@ -311,6 +318,54 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts
+
+
+def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
+    """``operate((source, subscriber) => ...)``, ``new Observable((subscriber) => ...)``:
+    each undeclared parameter of a function passed as an argument takes a callback
+    parameter's type from the callee's signature, which is usually in another file (the
+    graph joins it through the callee's CALLBACK_PARAM edges). Array methods are left to
+    ``_iteration``: their callback's parameter is an element of the array."""
+    callee = "".join(src.text(match["callee"][0]).split())
+    if not DOTTED.match(callee) or callee.rsplit(".", 1)[-1] in _ARRAY_CALLBACKS:
+        return []
+    parts, callback = tuple(callee.split(".")), match["passed"][0]
+    return [TypeFact(callback, name, parts, through="callback")
+            for name in _undeclared_parameters(callback, src)]  # fmt: skip
+
+
+def _undeclared_parameters(function: ts.Node, src: Source) -> list[str]:
+    single = function.child_by_field_name("parameter")
+    if single is not None:
+        return [src.text(single)] if single.type == "identifier" else []
+    listed = function.child_by_field_name("parameters")
+    names = []
+    for parameter in listed.named_children if listed is not None else []:
+        pattern = parameter.child_by_field_name("pattern")
+        undeclared = parameter.child_by_field_name("type") is None
+        if undeclared and pattern is not None and pattern.type == "identifier":
+            names.append(src.text(pattern))
+    return names
+
+
+def callback_parameter_types(parameter: ts.Node, src: Source) -> list[tuple[str, ...]]:
+    """The declared types of the parameters of a function-typed parameter
+    (``init: (source: Observable<T>, subscriber: Subscriber<R>) => void`` -> Observable,
+    Subscriber); ``this:`` is not a parameter."""
+    annotation = parameter.child_by_field_name("type")
+    written = annotation.named_children[0] if annotation and annotation.named_children else None
+    if written is None or written.type != "function_type":
+        return []
+    inner = written.child_by_field_name("parameters")
+    found = []
+    for item in inner.named_children if inner is not None else []:
+        pattern, declared = item.child_by_field_name("pattern"), item.child_by_field_name("type")
+        if pattern is None or declared is None or src.text(pattern) == "this":
+            continue
+        parts = type_parts(src.text(declared).lstrip(":"))
+        if parts is not None:
+            found.append(parts)
+    return found
 
 
 def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:

@@ -34,7 +34,6 @@ class Resolution(ReceiverTypes):
     """Lookups over the definitions, imports and type facts the extractor collected."""
 
     language: str
-    module: str  # the module this file defines (Go: its directory)
     tree: ts.Tree
     src: Source
     by_qualified: dict[str, _Def]
@@ -59,13 +58,14 @@ class Resolution(ReceiverTypes):
         self._typing = False
         # Set while resolving one call when a type on its way came from a constructor call.
         self._guessed = False
+        self._inferred = False
         self._block_types: list[tuple[int, int, str, _Typed]] = []
         self._at = -1
 
     def _certainty(self) -> CallResolution:
         """The resolution of the call just resolved (``_guessed`` is reset before each)."""
         guessed = self._guessed and self.language in _GUESSED_FROM_CALLS
-        return CallResolution.INFERRED if guessed else CallResolution.EXACT
+        return CallResolution.INFERRED if guessed or self._inferred else CallResolution.EXACT
 
     def _enclosing_def(self, node: ts.Node) -> _Def | None:
         raise NotImplementedError

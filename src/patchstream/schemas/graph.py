@@ -29,6 +29,10 @@ class EdgeType(StrEnum):
     # A function's declared return type (a class or interface). Never materialized across
     # files: callers' walks read it through the reference's keys.
     RETURNS = "RETURNS"
+    # A class a callback parameter of a function's parameter declares (``operate(init:
+    # (source: Observable<T>, subscriber: Subscriber<R>) => void)``: to Observable and to
+    # Subscriber; a constructor's: from its class). Read like RETURNS, never materialized.
+    CALLBACK_PARAM = "CALLBACK_PARAM"
 
 
 class CallResolution(StrEnum):

@@ -239,25 +239,41 @@ _RETURNED_METHOD = (
     "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] "
     "AND c.rkey IS NOT NULL WITH t, c "
 )
-_WANTED_THROUGH_RETURN = (
-    "WITH t, f.rkey + '().' + t.name AS key MATCH (w:Want {uid: key}) WITH t, w "
-    "MATCH (w)<-[r:REFERS]-(n:Symbol) "
-    "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
-    "AND coalesce(r.resolution, 'exact') IN $allowed "
-    "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
-    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
-)
-# Each Want is matched on its own (a WITH before its referrers): written as one pattern,
-# FalkorDB started from every Symbol (5-8 s at level 2 of a scipy walk; 2-3 ms this way).
-CALLERS_THROUGH_RETURNS = (
-    _RETURNED_METHOD + "WITH t, collect(DISTINCT c.rkey) AS ckeys UNWIND ckeys AS ckey "
-    "MATCH (v:Want {uid: ckey}) WITH t, v "
-    "MATCH (v)<-[q:REFERS]-(f:Symbol) WHERE q.type = 'RETURNS' AND f.rkey IS NOT NULL "
-    + _WANTED_THROUGH_RETURN,
-    _RETURNED_METHOD
-    + "MATCH (c)<-[q:RETURNS]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
-    + _WANTED_THROUGH_RETURN,
-)
+
+
+def _wanted_through(marker: str) -> str:
+    return (
+        f"WITH t, f.rkey + '{marker}.' + t.name AS key MATCH (w:Want {{uid: key}}) WITH t, w "
+        "MATCH (w)<-[r:REFERS]-(n:Symbol) "
+        "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
+        "AND coalesce(r.resolution, 'exact') IN $allowed "
+        "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
+        "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+    )
+
+
+def _callers_through(edge: str, marker: str) -> tuple[str, str]:
+    """Callers of ``C.m`` through the functions whose ``edge`` names ``C``: a reference to C's
+    key (C in another file) or a plain edge (the same file). Each Want is matched on its own
+    (a WITH before its referrers): written as one pattern, FalkorDB started from every Symbol
+    (5-8 s at level 2 of a scipy walk; 2-3 ms this way)."""
+    wanted = _wanted_through(marker)
+    return (
+        _RETURNED_METHOD + "WITH t, collect(DISTINCT c.rkey) AS ckeys UNWIND ckeys AS ckey "
+        "MATCH (v:Want {uid: ckey}) WITH t, v "
+        f"MATCH (v)<-[q:REFERS]-(f:Symbol) WHERE q.type = '{edge}' AND f.rkey IS NOT NULL "
+        + wanted,
+        _RETURNED_METHOD
+        + f"MATCH (c)<-[q:{edge}]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
+        + wanted,
+    )
+
+
+CALLERS_THROUGH_RETURNS = _callers_through("RETURNS", "()")
+# ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
+# (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
+# callbacks' parameters declare. The call site's reference is ``inferred`` already.
+CALLERS_THROUGH_CALLBACKS = _callers_through("CALLBACK_PARAM", "(*)")
 
 # Name-only (asked for explicitly): ``recv.m()`` that no type resolves counts as a call of
 # ``m`` when the branch has exactly one function named ``m`` and it is a method. The
@@ -303,7 +319,8 @@ def walk_level(types: str, inbound: bool, inherited: bool, weakest: CallResoluti
     if inherited:  # the walks through inheritance and return types, in the same round trip
         parts += [CALLERS_THROUGH_SUBCLASSES, *CALLERS_THROUGH_RETURNS]
         if weakest.rank >= CallResolution.INFERRED.rank:
-            parts += [CALLERS_THROUGH_INTERFACES, CALLERS_THROUGH_GO_INTERFACES]
+            parts += [CALLERS_THROUGH_INTERFACES, CALLERS_THROUGH_GO_INTERFACES,
+                      *CALLERS_THROUGH_CALLBACKS]  # fmt: skip
     if weakest is CallResolution.NAME_ONLY and "CALLS" in types.split("|"):
         parts.append(CALLERS_BY_NAME_ONLY if inbound else CALLEES_BY_NAME_ONLY)
     return " UNION ALL ".join(parts)

@@ -174,13 +174,20 @@ class ViewInheritance(abc.ABC):
             mine += [m for m, needed in go.get(name, []) if needed <= has]
             for method in mine:
                 methods.setdefault(method["uid"], (method, set()))[1].add(target["uid"])
-        # What another function returns (``current().find()``): the key ``<f's key>().m``.
-        returners = self._returners(view, classes)
-        for target in frontier:
-            owner = parents.get(target["uid"])
-            if owner is not None and target.get("rkey"):
-                wanting += [{**f, "uid": target["uid"], "rkey": f"{f['rkey']}().{target['name']}"}
-                            for f in returners.get(owner["uid"], []) if f.get("rkey")]  # fmt: skip
+        # What another function returns (``current().find()``): the key ``<f's key>().m``;
+        # a parameter of a callback passed to f (``operate((s) => s.m())``): ``<f's key>(*).m``.
+        joins = [("RETURNS", "()")]
+        if weakest.rank >= CallResolution.INFERRED.rank:
+            joins.append(("CALLBACK_PARAM", "(*)"))
+        for edge, marker in joins:
+            producers = self._producers(view, classes, edge)
+            for target in frontier:
+                owner = parents.get(target["uid"])
+                if owner is not None and target.get("rkey"):
+                    wanting += [
+                        {**f, "uid": target["uid"], "rkey": f"{f['rkey']}{marker}.{target['name']}"}
+                        for f in producers.get(owner["uid"], []) if f.get("rkey")
+                    ]  # fmt: skip
         pairs = self._referrers(view, wanting, _CALLS)
         # Callers of an interface method count for each target that implements it (inferred).
         if methods and weakest.rank >= CallResolution.INFERRED.rank:
@@ -190,9 +197,10 @@ class ViewInheritance(abc.ABC):
                       for target in methods[src][1]]  # fmt: skip
         return self._seen(view, pairs)
 
-    def _returners(self, view: View, classes: list[Props]) -> dict[str, list[Props]]:
-        """class uid -> the functions the view sees whose RETURNS names it: a plain edge in
-        the class's file, or a reference to one of the layers' keys of the class."""
+    def _producers(self, view: View, classes: list[Props], edge: str) -> dict[str, list[Props]]:
+        """class uid -> the functions the view sees whose ``edge`` (RETURNS, CALLBACK_PARAM)
+        names it: a plain edge in the class's file, or a reference to one of the layers' keys
+        of the class."""
         keys: dict[str, str] = {}
         for cls in classes:
             if cls.get("rkey"):
@@ -202,10 +210,10 @@ class ViewInheritance(abc.ABC):
         rows = self._read(
             view.tenant,
             "UNWIND $uids AS uid MATCH (c:Symbol {uid: uid}) WITH c "
-            "MATCH (c)<-[r:RETURNS]-(f:Symbol) WHERE r.via IS NULL "
+            f"MATCH (c)<-[r:{edge}]-(f:Symbol) WHERE r.via IS NULL "
             "RETURN c.uid AS found, properties(f) AS props "
             "UNION ALL UNWIND $keys AS key MATCH (w:Want {uid: key}) WITH w, key "
-            "MATCH (w)<-[r:REFERS]-(f:Symbol) WHERE r.type = 'RETURNS' "
+            f"MATCH (w)<-[r:REFERS]-(f:Symbol) WHERE r.type = '{edge}' "
             "RETURN key AS found, properties(f) AS props",
             {"uids": [c["uid"] for c in classes], "keys": sorted(keys)},
         )
