@@ -1,0 +1,69 @@
+"""The query service's consumer-lag probe against a real broker: end minus committed offsets
+per group and partition, followed as commits move, with its clients kept open between
+refreshes and closed when it stops."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from patchstream.embedded.services import Service
+from patchstream.query.lag import LagProbe
+from patchstream.settings import KafkaSettings
+from patchstream.streams.producer import make_producer
+from patchstream.streams.topics import ensure_topics
+
+
+async def _until(condition: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+def test_pending_events_follow_commits_per_group_and_partition(tansu_service: Service) -> None:
+    kafka = KafkaSettings(bootstrap=tansu_service.url, topic_prefix=f"l{uuid.uuid4().hex[:6]}.",
+                          partitions=2)  # fmt: skip
+
+    async def scenario() -> None:
+        topics = await ensure_topics(kafka)
+        producer = make_producer(kafka)
+        await producer.start()
+        try:
+            for partition, count in ((0, 5), (1, 3)):
+                for i in range(count):
+                    await producer.send_and_wait(topics.patch_events, b"{}", key=b"k%d" % i,
+                                                 partition=partition)  # fmt: skip
+        finally:
+            await producer.stop()
+        committer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False,
+                                     group_id=f"{kafka.topic_prefix}parse")  # fmt: skip
+        await committer.start()
+        first = TopicPartition(topics.patch_events, 0)
+        committer.assign([first])
+        await committer.commit({first: 2})
+
+        once = await LagProbe(kafka, ttl_s=0).lags()  # a one-shot read opens and closes
+        assert once["parse"].by_partition == {0: 3, 1: 3} and once["parse"].pending == 6
+        assert once["graph"].pending == 0 and once["vector"].pending == 0
+
+        probe = LagProbe(kafka, ttl_s=0.05)
+        running = asyncio.create_task(probe.run())
+        try:
+            await _until(lambda: probe._cache is not None)
+            clients = probe._clients
+            assert clients is not None  # kept between refreshes
+            await committer.commit({first: 5})
+            await _until(lambda: probe._cache is not None and
+                         probe._cache[1]["parse"].by_partition == {0: 0, 1: 3})  # fmt: skip
+            assert probe._clients is clients  # the same clients all along
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            await committer.stop()
+        assert probe._clients is None  # closed when the probe stops
+
+    asyncio.run(scenario())
