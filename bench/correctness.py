@@ -113,6 +113,26 @@ def _returned_methods(
         for symbol in state.symbols:
             if symbol.parent_id is not None and symbol.id in key_of:  # not shadowed
                 members[symbol.parent_id].append((symbol.name, symbol.id))
+    bases: dict[str, list[str]] = defaultdict(list)
+    for state in states.values():
+        for edge in state.edges:
+            if edge.type is EdgeType.INHERITS_FROM:
+                bases[edge.src] += ([edge.dst] if edge.ref is None else
+                                    [c for k in reference_keys(SCOPE, edge.ref, state.language)
+                                     for c in by_key.get(k, ())])  # fmt: skip
+
+    def inherited(cls: str, depth: int = 0) -> list[tuple[str, str]]:
+        """A class's methods and those it inherits (three levels up), nearest first."""
+        found = list(members.get(cls, ()))
+        if depth < 3:
+            names = {name for name, _ in found}
+            for base in bases.get(cls, ()):
+                for name, member in inherited(base, depth + 1):
+                    if name not in names:
+                        names.add(name)
+                        found.append((name, member))
+        return found
+
     out: dict[str, list[str]] = defaultdict(list)
     markers = {EdgeType.RETURNS: "()", EdgeType.CALLBACK_PARAM: "(*)"}
     for state in states.values():
@@ -124,7 +144,7 @@ def _returned_methods(
                        [c for k in reference_keys(SCOPE, edge.ref, state.language)
                         for c in by_key.get(k, ())])  # fmt: skip
             for cls in classes:
-                for name, member in members.get(cls, ()):
+                for name, member in inherited(cls):
                     out[f"{key_of[edge.src]}{marker}.{name}"].append(member)
     return out
 

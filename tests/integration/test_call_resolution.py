@@ -201,8 +201,15 @@ def test_calls_on_what_another_files_function_returns_reach_the_method(
     }  # fmt: skip
 
 
+SUBSCRIPTION_TS = """\
+export class Subscription {
+  unsubscribe(): void {}
+}
+"""
 SUBSCRIBER_TS = """\
-export class Subscriber<T> {
+import { Subscription } from './Subscription';
+
+export class Subscriber<T> extends Subscription {
   next(value: T): void {}
   complete(): void {}
 }
@@ -230,16 +237,21 @@ export function map<T, R>(project: (value: T) => R) {
 }
 
 export function done() {
-  return operate((source, subscriber) => subscriber.complete());
+  return operate((source, subscriber) => {
+    subscriber.complete();
+    subscriber.unsubscribe();
+  });
 }
 """
-CALLBACK_FILES = (("src/Subscriber.ts", SUBSCRIBER_TS), ("src/Observable.ts", OBSERVABLE_TS),
+CALLBACK_FILES = (("src/Subscription.ts", SUBSCRIPTION_TS),
+                  ("src/Subscriber.ts", SUBSCRIBER_TS), ("src/Observable.ts", OBSERVABLE_TS),
                   ("src/util/lift.ts", LIFT_TS), ("src/operators/map.ts", MAP_TS))  # fmt: skip
 NEXT, SUBSCRIBE = (
     "app::src/Subscriber.ts::Subscriber.next",
     "app::src/Observable.ts::Observable.subscribe",
 )
 MAP_FN, DONE = "app::src/operators/map.ts::map", "app::src/operators/map.ts::done"
+UNSUBSCRIBE = "app::src/Subscription.ts::Subscription.unsubscribe"
 
 
 def test_a_callbacks_parameters_take_their_types_from_the_callees_signature(
@@ -259,6 +271,8 @@ def test_a_callbacks_parameters_take_their_types_from_the_callees_signature(
         assert _callers(graph, scoped, SUBSCRIBE) == {MAP_FN: "inferred"}
         complete = "app::src/Subscriber.ts::Subscriber.complete"
         assert _callers(graph, scoped, complete) == {DONE: "inferred"}
+        # Inherited: Subscriber does not define unsubscribe, its base in another file does.
+        assert _callers(graph, scoped, UNSUBSCRIBE) == {DONE: "inferred"}
         assert _callers(graph, scoped, NEXT, EXACT) == {}
     # The signature without types in the base; an agent's workspace writes them back.
     untyped = LIFT_TS.replace(
@@ -271,5 +285,9 @@ def test_a_callbacks_parameters_take_their_types_from_the_callees_signature(
     in_view = {n.symbol.id: n.resolution
                for n in graph.callers(scoped, NEXT, 1, "main~agent-1", INFERRED)}  # fmt: skip
     assert in_view == {MAP_FN: "inferred"}
+    view_callers = graph.callers(scoped, UNSUBSCRIBE, 1, "main~agent-1", INFERRED)
+    inherited = {n.symbol.id: n.resolution for n in view_callers}
+    assert inherited == {DONE: "inferred"}
     assert _callers(graph, scoped, NEXT) == {}  # the base still says nothing
+    assert _callers(graph, scoped, UNSUBSCRIBE) == {}
     assert {n.symbol.id for n in graph.callers(scoped, NEXT, 1, "main~agent-1", EXACT)} == set()

@@ -571,3 +571,19 @@ def test_typescript_callbacks_take_parameter_types_from_the_callees_signature() 
     assert calls[("declared", "r::src/operators/uses.ts::Item.price")] == "exact"
     # The callback passed to ``source.subscribe`` is not joined twice.
     assert not any("(*).subscribe(*)" in dst for _, dst in calls)
+
+
+def test_typescript_nullable_unions_type_their_one_real_type() -> None:
+    source = b"""class Subscriber { next(v: number): void {} }
+export function later(first: Subscriber | undefined) {
+  let inner: Subscriber | null = null;
+  inner.next(1);
+  first.next(2);
+  let either: Subscriber | Other = make();
+  either.next(3);
+}
+"""
+    state = build_state(FileStateBuilder(), "src/later.ts", source)
+    calls = {e.dst for e in state.edges if e.type.value == "CALLS"}
+    assert "r::src/later.ts::Subscriber.next" in calls
+    assert "ref:either.next" in calls  # two real types: no guess

@@ -72,7 +72,7 @@ _PYTHON_FACTS = """
 """
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 
-_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type)]"
+_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
 _TYPESCRIPT_FACTS = f"""
 (required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
@@ -172,7 +172,9 @@ def type_parts(text: str) -> tuple[str, ...] | None:
     cleaned = "".join(text.split()).strip("\"'").lstrip("*&")  # Go pointers
     while match := _WRAPPERS.match(cleaned):
         cleaned = match.group(1).split(",", 1)[0].strip("\"'")
-    options = [without_generics(o) for o in cleaned.split("|") if o not in ("None", "")]
+    # ``T | None`` (Python), ``T | null | undefined`` (TypeScript): the one real type.
+    nothing = ("None", "", "null", "undefined")
+    options = [without_generics(o) for o in cleaned.split("|") if o not in nothing]
     if len(options) != 1 or not DOTTED.match(options[0]):
         return None  # TypeScript's ``Subscriber<T>`` is a Subscriber
     return tuple(options[0].split("."))

@@ -269,11 +269,43 @@ def _callers_through(edge: str, marker: str) -> tuple[str, str]:
     )
 
 
-CALLERS_THROUGH_RETURNS = _callers_through("RETURNS", "()")
+def _callers_through_subclasses(edge: str, marker: str) -> tuple[str, str]:
+    """The same joins for a method a subclass inherits (up to three levels down): ``f``'s
+    ``edge`` names ``Sub``, which does not define ``m``, so ``<f's key>().m`` calls the base's
+    ``m``. Only subclasses that some function's ``edge`` names are checked for their own."""
+    subclasses = (
+        "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(:Symbol)"
+        "<-[:INHERITS_FROM*1..3]-(s:Symbol) WITH t, collect(DISTINCT s) AS subclasses "
+        "UNWIND subclasses AS s WITH t, s WHERE s.rkey IS NOT NULL AND t.rkey IS NOT NULL "
+    )
+    not_own = (
+        "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
+        "WITH t, f, own WHERE own IS NULL "
+    )
+    wanted = _wanted_through(marker)
+    return (
+        subclasses + "WITH t, s, s.rkey AS skey MATCH (v:Want {uid: skey}) WITH t, s, v "
+        f"MATCH (v)<-[q:REFERS]-(f:Symbol) WHERE q.type = '{edge}' AND f.rkey IS NOT NULL "
+        + not_own
+        + wanted,
+        subclasses
+        + f"MATCH (s)<-[q:{edge}]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
+        + not_own
+        + wanted,
+    )
+
+
+CALLERS_THROUGH_RETURNS = (
+    *_callers_through("RETURNS", "()"),
+    *_callers_through_subclasses("RETURNS", "()"),
+)
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
 # (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
 # callbacks' parameters declare. The call site's reference is ``inferred`` already.
-CALLERS_THROUGH_CALLBACKS = _callers_through("CALLBACK_PARAM", "(*)")
+CALLERS_THROUGH_CALLBACKS = (
+    *_callers_through("CALLBACK_PARAM", "(*)"),
+    *_callers_through_subclasses("CALLBACK_PARAM", "(*)"),
+)
 
 # Name-only (asked for explicitly): ``recv.m()`` that no type resolves counts as a call of
 # ``m`` when the branch has exactly one function named ``m`` and it is a method. The
