@@ -49,11 +49,6 @@ class GcPauses(Collector):
                 self._buckets[generation][bisect.bisect_left(BUCKETS, seconds)] += 1
                 self._sums[generation] += seconds
 
-    def pauses(self, generation: int) -> tuple[int, float]:
-        """Collections of a generation so far and their total seconds."""
-        self.drain()
-        return sum(self._buckets[generation]), self._sums[generation]
-
     def collect(self) -> Iterator[HistogramMetricFamily]:
         self.drain()
         family = HistogramMetricFamily(

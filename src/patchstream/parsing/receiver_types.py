@@ -243,11 +243,7 @@ class ReceiverTypes(abc.ABC):
         ``<callee>(*).m`` in the callee's module, which the graph joins through the callee's
         CALLBACK_PARAM edges (statements.CALLERS_THROUGH_CALLBACKS). The join does not know
         which of the callee's callback parameters this is, so the call is ``inferred``."""
-        self._typing = True
-        try:
-            owner = self._resolve(list(callee), around)
-        finally:
-            self._typing = False
+        owner = self._resolve_type(list(callee), around)
         if isinstance(owner, Reference):
             if owner.module is None or "(" in owner.name:
                 return None  # unknown, or itself a join (``source.subscribe(x => ...)``)

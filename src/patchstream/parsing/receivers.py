@@ -336,13 +336,21 @@ def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeF
             for name in _undeclared_parameters(callback, src)]  # fmt: skip
 
 
-def _undeclared_parameters(function: ts.Node, src: Source) -> list[str]:
+def _parameter_nodes(function: ts.Node) -> list[ts.Node]:
+    """A function expression's parameters: ``x => ...`` has one, bare; ``(a, b) => ...`` a list."""
     single = function.child_by_field_name("parameter")
     if single is not None:
-        return [src.text(single)] if single.type == "identifier" else []
+        return [single]
     listed = function.child_by_field_name("parameters")
+    return listed.named_children if listed is not None else []
+
+
+def _undeclared_parameters(function: ts.Node, src: Source) -> list[str]:
     names = []
-    for parameter in listed.named_children if listed is not None else []:
+    for parameter in _parameter_nodes(function):
+        if parameter.type == "identifier":  # ``x => ...``
+            names.append(src.text(parameter))
+            continue
         pattern = parameter.child_by_field_name("pattern")
         undeclared = parameter.child_by_field_name("type") is None
         if undeclared and pattern is not None and pattern.type == "identifier":
@@ -386,9 +394,7 @@ def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
         return [TypeFact(node, src.text(match["name"][0]), container, through="iter")]
     position = _ARRAY_CALLBACKS.get(src.text(match["method"][0]))
     callback = match["callback"][0]
-    single = callback.child_by_field_name("parameter")
-    listed = callback.child_by_field_name("parameters")
-    parameters = [single] if single is not None else (listed.named_children if listed else [])
+    parameters = _parameter_nodes(callback)
     if position is None or position >= len(parameters):
         return []
     parameter = parameters[position]

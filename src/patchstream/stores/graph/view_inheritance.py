@@ -180,23 +180,23 @@ class ViewInheritance(abc.ABC):
         if weakest.rank >= CallResolution.INFERRED.rank:
             joins.append(("CALLBACK_PARAM", "(*)"))
         # A subclass that does not define the method inherits it: what names the subclass
-        # counts too.
+        # counts too. Target -> the classes whose producers reach it.
+        holders: dict[str, list[Props]] = {}
+        for target in frontier:
+            owner = parents.get(target["uid"])
+            if owner is not None and target.get("rkey"):
+                holders[target["uid"]] = [owner, *(
+                    sub for sub in below.get(owner["uid"], {}).values()
+                    if not any(c["name"] == target["name"] for c in kids.get(sub["uid"], []))
+                )]  # fmt: skip
         subclasses = [sub for found in below.values() for sub in found.values()]
         for edge, marker in joins:
             producers = self._producers(view, [*classes, *subclasses], edge)
-            for target in frontier:
-                owner = parents.get(target["uid"])
-                if owner is None or not target.get("rkey"):
-                    continue
-                name = target["name"]
-                holders = [owner, *(sub for sub in below.get(owner["uid"], {}).values()
-                                    if not any(c["name"] == name
-                                               for c in kids.get(sub["uid"], [])))]  # fmt: skip
-                wanting += [
-                    {**f, "uid": target["uid"], "rkey": f"{f['rkey']}{marker}.{name}"}
-                    for holder in holders for f in producers.get(holder["uid"], [])
-                    if f.get("rkey")
-                ]  # fmt: skip
+            wanting += [
+                {**f, "uid": target["uid"], "rkey": f"{f['rkey']}{marker}.{target['name']}"}
+                for target in frontier for holder in holders.get(target["uid"], [])
+                for f in producers.get(holder["uid"], []) if f.get("rkey")
+            ]  # fmt: skip
         pairs = self._referrers(view, wanting, _CALLS)
         # Callers of an interface method count for each target that implements it (inferred).
         if methods and weakest.rank >= CallResolution.INFERRED.rank:
