@@ -164,8 +164,9 @@ class EmbeddedSettings(BaseModel):
         default=10,
         ge=0,
         le=19,
-        description="CPU niceness of the vector tier (vector sink, Milvus Lite): on a busy "
-        "machine the graph tier gets the cores first and embedding catches up after",
+        description="CPU niceness of the vector tier (vector sink, Milvus Lite), set on the "
+        "process and on its Linux autogroup: on a busy machine the graph tier gets the cores "
+        "first and embedding catches up after",
     )
     metrics_port: int = Field(
         default=9460,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
 
+from patchstream.embedded.priority import autogroup_nice
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
@@ -229,3 +230,20 @@ def test_crashed_worker_and_sink_recover_to_a_clean_rebuild(stack: Supervisor) -
     finally:
         vectors.close()
     assert _views(stack, "default") == _views(stack, "rebuild")
+
+
+def test_the_vector_tier_runs_at_lower_priority_in_its_own_scheduling_group(
+    stack: Supervisor,
+) -> None:
+    """Each child is its own session; with autogroups a process nice alone did nothing."""
+    nice = stack.settings.embedded.vector_nice
+    pids = {worker.name: worker.process.pid for worker in stack.workers if worker.process}
+    pids.update({service.name: service.process.pid for service in stack.services})
+    for name in ("vector-sink", "milvus"):
+        assert os.getpriority(os.PRIO_PROCESS, pids[name]) == nice, name
+    for name in ("parse-0", "graph-sink", "falkordb", "tansu", "query"):
+        assert os.getpriority(os.PRIO_PROCESS, pids[name]) == 0, name
+    if Path("/proc/self/autogroup").exists():
+        assert autogroup_nice(pids["vector-sink"]) == nice
+        assert autogroup_nice(pids["milvus"]) == nice
+        assert autogroup_nice(pids["graph-sink"]) == 0

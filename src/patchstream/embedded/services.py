@@ -20,6 +20,7 @@ from typing import IO
 
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.milvus_server import MEMORY_ENV
+from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers
 from patchstream.errors import ConfigError, PatchstreamError
 
@@ -212,8 +213,7 @@ def start_milvus_lite(data_dir: Path, port: int, host: str = "127.0.0.1", nice: 
     ]  # fmt: skip
     service = _spawn("milvus", argv, host, port, data_dir, env_defaults=MEMORY_ENV)
     if nice:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, service.process.pid, nice)
+        lower_priority(service.process.pid, nice)
     wait_until_ready(service, timeout=120.0)
     return service
 

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from patchstream.embedded.lifetime import with_parent_lifetime
+from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
     Service,
     ServiceError,
@@ -145,8 +146,7 @@ class Worker:
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         if self.nice:
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, self.process.pid, self.nice)
+            lower_priority(self.process.pid, self.nice)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
