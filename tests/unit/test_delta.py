@@ -12,6 +12,7 @@ from patchstream.parsing.delta import apply_delta, compute_delta, delete_delta, 
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.state import FileState
 from patchstream.settings import ParsingSettings
+from patchstream.streams.codec import decode_delta, encode
 from tests.conftest import FIXTURES, build_state
 
 REAL_FILES = [
@@ -124,3 +125,46 @@ def test_delete_delta_removes_everything(builder: FileStateBuilder) -> None:
     assert set(delta.symbol_ids_remove) == {s.id for s in state.symbols}
     assert set(delta.chunk_ids_remove) == {c.id for c in state.chunks}
     assert apply_delta(state, delta) is None
+
+
+def test_a_delta_against_nothing_carries_the_state_once_and_reads_as_all_new(
+    builder: FileStateBuilder,
+) -> None:
+    state = build_state(builder, "shapes.py", (FIXTURES / "python/pkg/shapes.py").read_bytes())
+    assert state.edges and state.chunks
+    cold = diff_states(None, state)
+    # On the wire: each edge once (the complete list), none of the "all new" lists.
+    wire = encode(cold)
+    assert (cold.symbol_ids_upsert, cold.edges_add, cold.chunk_ids_upsert) == ((), (), ())
+    assert cold.new_chunk_hashes == ()
+    first_edge = state.edges[0].model_dump_json().encode()
+    assert wire.count(first_edge) == 1
+    # Read back: everything is new.
+    read = decode_delta(wire)
+    assert read.added_edges() == state.edges
+    assert read.upserted_symbols() == list(state.symbols)
+    assert read.upserted_chunks() == list(state.chunks)
+    assert read.embedding_candidates() == sorted({c.content_hash for c in state.chunks})
+    assert apply_delta(None, read) == state
+    # A producer that still fills the lists (as before) is read the same way.
+    filled = read.model_copy(
+        update={
+            "edges_add": state.edges,
+            "symbol_ids_upsert": tuple(s.id for s in state.symbols),
+            "chunk_ids_upsert": tuple(c.id for c in state.chunks),
+        }
+    )
+    assert apply_delta(None, filled) == state
+    assert filled.added_edges() == read.added_edges()
+
+
+def test_a_delta_against_a_base_keeps_its_diff_lists(builder: FileStateBuilder) -> None:
+    source = (FIXTURES / "python/pkg/shapes.py").read_bytes()
+    first = build_state(builder, "shapes.py", source)
+    edited = source.replace(b"return 0\n", b"return helper_added()\n", 1)
+    second = build_state(builder, "shapes.py", edited, version=2, previous=first)
+    delta = diff_states(first, second)
+    assert delta.base_version == 1
+    assert delta.edges_add and set(delta.added_edges()) == set(second.edges) - set(first.edges)
+    assert delta.embedding_candidates() == list(delta.new_chunk_hashes)
+    assert apply_delta(first, delta) == second

@@ -25,13 +25,6 @@ def diff_states(
     previous: FileState | None, new: FileState, event: PatchEvent | None = None
 ) -> FileDelta:
     """What moves a file from ``previous`` (``None``: nothing stored) to ``new``."""
-    old_symbols = {s.id: s for s in previous.symbols} if previous else {}
-    old_edges = set(previous.edges) if previous else set()
-    old_chunks = {c.id: c for c in previous.chunks} if previous else {}
-    old_hashes = {c.content_hash for c in old_chunks.values()}
-    new_symbols = {s.id: s for s in new.symbols}
-    new_edges = set(new.edges)
-    new_chunks = {c.id: c for c in new.chunks}
     return FileDelta(
         event_id=event.event_id if event else f"state:{new.content_hash}:{new.version}",
         tenant=new.tenant,
@@ -49,19 +42,38 @@ def diff_states(
         symbols=new.symbols,
         edges=new.edges,
         chunks=new.chunks,
-        symbol_ids_upsert=tuple(
-            sid for sid, s in sorted(new_symbols.items()) if old_symbols.get(sid) != s
-        ),
-        symbol_ids_remove=tuple(sorted(old_symbols.keys() - new_symbols.keys())),
-        edges_add=tuple(sorted(new_edges - old_edges, key=Edge.sort_key)),
-        edges_remove=tuple(sorted(old_edges - new_edges, key=Edge.sort_key)),
-        chunk_ids_upsert=tuple(
-            cid for cid, c in sorted(new_chunks.items()) if old_chunks.get(cid) != c
-        ),
-        chunk_ids_remove=tuple(sorted(old_chunks.keys() - new_chunks.keys())),
-        new_chunk_hashes=tuple(sorted({c.content_hash for c in new_chunks.values()} - old_hashes)),
+        **(_diff_lists(previous, new) if previous is not None else {}),
         **_provenance(event),
     )
+
+
+def _diff_lists(
+    previous: FileState, new: FileState
+) -> dict[str, tuple[str, ...] | tuple[Edge, ...]]:
+    """The diff lists against a base. Against nothing they stay empty: everything is new, and
+    the complete lists say so (``FileDelta``)."""
+    old_symbols = {s.id: s for s in previous.symbols}
+    old_edges = set(previous.edges)
+    old_chunks = {c.id: c for c in previous.chunks}
+    old_hashes = {c.content_hash for c in old_chunks.values()}
+    new_symbols = {s.id: s for s in new.symbols}
+    new_edges = set(new.edges)
+    new_chunks = {c.id: c for c in new.chunks}
+    return {
+        "symbol_ids_upsert": tuple(
+            sid for sid, s in sorted(new_symbols.items()) if old_symbols.get(sid) != s
+        ),
+        "symbol_ids_remove": tuple(sorted(old_symbols.keys() - new_symbols.keys())),
+        "edges_add": tuple(sorted(new_edges - old_edges, key=Edge.sort_key)),
+        "edges_remove": tuple(sorted(old_edges - new_edges, key=Edge.sort_key)),
+        "chunk_ids_upsert": tuple(
+            cid for cid, c in sorted(new_chunks.items()) if old_chunks.get(cid) != c
+        ),
+        "chunk_ids_remove": tuple(sorted(old_chunks.keys() - new_chunks.keys())),
+        "new_chunk_hashes": tuple(
+            sorted({c.content_hash for c in new_chunks.values()} - old_hashes)
+        ),
+    }
 
 
 def delete_delta(
@@ -112,7 +124,7 @@ def apply_delta(previous: FileState | None, delta: FileDelta) -> FileState | Non
             symbols.pop(sid, None)
         symbols.update((s.id, s) for s in delta.upserted_symbols())
         edges.difference_update(delta.edges_remove)
-        edges.update(delta.edges_add)
+        edges.update(delta.added_edges())
         for cid in delta.chunk_ids_remove:
             chunks.pop(cid, None)
         chunks.update((c.id, c) for c in delta.upserted_chunks())

@@ -67,6 +67,13 @@ class FileDelta(BaseModel):
     ``new_chunk_hashes`` are content hashes ``base_version`` did not have: candidates for
     embedding (the vector sink still reuses vectors stored for the same hash in the tenant).
     A sink ignores a delta whose ``version`` is not newer than the one it applied.
+
+    Against nothing (``base_version`` None) everything is new, and the four lists that would
+    repeat the complete state (``symbol_ids_upsert``, ``edges_add``, ``chunk_ids_upsert``,
+    ``new_chunk_hashes``) are left empty on the wire: a cold index's deltas carried every edge
+    twice (a third of their bytes, and of the sinks' decoding). Read them through
+    ``upserted_symbols``, ``added_edges``, ``upserted_chunks`` and ``embedding_candidates``,
+    which take the complete lists then (a producer that fills them anyway is read the same).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -90,13 +97,24 @@ class FileDelta(BaseModel):
     symbols: tuple[Symbol, ...] = Field(default=(), description="complete new state")
     edges: tuple[Edge, ...] = Field(default=(), description="complete new state")
     chunks: tuple[Chunk, ...] = Field(default=(), description="complete new state")
-    symbol_ids_upsert: tuple[str, ...] = ()
+    symbol_ids_upsert: tuple[str, ...] = Field(
+        default=(),
+        description="ids of new or changed symbols (empty when base_version is None: all)",
+    )
     symbol_ids_remove: tuple[str, ...] = ()
-    edges_add: tuple[Edge, ...] = ()
+    edges_add: tuple[Edge, ...] = Field(
+        default=(), description="edges base_version lacks (empty when base_version is None: all)"
+    )
     edges_remove: tuple[Edge, ...] = ()
-    chunk_ids_upsert: tuple[str, ...] = ()
+    chunk_ids_upsert: tuple[str, ...] = Field(
+        default=(),
+        description="ids of new or changed chunks (empty when base_version is None: all)",
+    )
     chunk_ids_remove: tuple[str, ...] = ()
-    new_chunk_hashes: tuple[str, ...] = ()
+    new_chunk_hashes: tuple[str, ...] = Field(
+        default=(),
+        description="content hashes base_version lacks (empty when base_version is None: all)",
+    )
     source: Source = "cli"
     actor: str | None = None
     session_id: str | None = None
@@ -108,9 +126,22 @@ class FileDelta(BaseModel):
     )
 
     def upserted_symbols(self) -> list[Symbol]:
+        if self.base_version is None:
+            return list(self.symbols)
         wanted = set(self.symbol_ids_upsert)
         return [s for s in self.symbols if s.id in wanted]
 
+    def added_edges(self) -> tuple[Edge, ...]:
+        return self.edges if self.base_version is None else self.edges_add
+
     def upserted_chunks(self) -> list[Chunk]:
+        if self.base_version is None:
+            return list(self.chunks)
         wanted = set(self.chunk_ids_upsert)
         return [c for c in self.chunks if c.id in wanted]
+
+    def embedding_candidates(self) -> list[str]:
+        """Content hashes ``base_version`` did not have (against nothing: every chunk's)."""
+        if self.base_version is None:
+            return sorted({c.content_hash for c in self.chunks})
+        return list(self.new_chunk_hashes)
