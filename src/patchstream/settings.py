@@ -40,7 +40,20 @@ class ParsingSettings(BaseModel):
     tree_cache_size: int = Field(
         default=512,
         ge=0,
-        description="Parsed trees kept per worker for incremental reparsing.",
+        description="Parsed trees kept per worker for incremental reparsing (and files whose "
+        "last state a worker keeps); the byte bounds below apply as well.",
+    )
+    tree_cache_mb: float = Field(
+        default=16.0,
+        ge=0,
+        description="Source MiB whose parsed trees a worker keeps; a tree costs about 4-5x its "
+        "source (scipy), so the default holds ~80 MiB of trees.",
+    )
+    state_cache_mb: float = Field(
+        default=32.0,
+        ge=0,
+        description="MiB of recent files' last states a worker keeps, stored encoded (~10x "
+        "smaller than as objects); a miss reads the state from the graph.",
     )
 
 

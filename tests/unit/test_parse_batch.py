@@ -106,3 +106,43 @@ def test_a_redelivery_sends_the_complete_state_again_and_older_versions_stay_sta
     parse_batch(stage, states, [newer])
     (old,) = parse_batch(stage, states, [event])
     assert old.output is not None and old.output.stale and not old.output.deltas
+
+
+def test_recent_states_are_kept_encoded_and_bounded_by_bytes() -> None:
+    graph = FlakyGraph(outages=0)
+    builder = FileStateBuilder()
+    stage = ParseStage(builder, BlobReader(""))
+    body = "".join(f"def f{i}(x):\n    return g(x) + {i}\n\n\n" for i in range(40))
+    outcomes = parse_batch(stage, PreviousStates(graph, capacity=16), [_event("one.py", 1, body)])  # type: ignore[arg-type]
+    one = outcomes[0].output
+    assert one is not None and one.state is not None
+    size = len(one.state.model_dump_json().encode())
+    # Room for two such states: the third evicts the oldest, whatever the count allows.
+    states = PreviousStates(graph, capacity=100, max_bytes=2 * size + size // 2)  # type: ignore[arg-type]
+    events = [_event(f"f{i}.py", 1, body) for i in range(3)]
+    parse_batch(stage, states, events)
+    assert list(states.recent) == [e.key for e in events[1:]]
+    assert (
+        states.held_bytes == sum(len(v or b"") for v in states.recent.values()) <= states.max_bytes
+    )
+    # What comes back is the state that went in (chunks too: a resend reuses them).
+    kept = states.get(events[2])
+    assert (
+        kept is not None
+        and kept.chunks
+        and kept
+        == parse_batch(
+            ParseStage(FileStateBuilder(), BlobReader("")),
+            PreviousStates(graph, capacity=4),  # type: ignore[arg-type]
+            [events[2]],
+        )[0].output.state
+    )  # type: ignore[union-attr]
+    # Evicted: the graph is asked (an empty store here) instead.
+    calls = graph.calls
+    assert states.get(events[0]) is None and graph.calls == calls + 1
+    # A state over the whole bound is never kept; a delete's None is, at no cost.
+    tiny = PreviousStates(graph, capacity=100, max_bytes=size // 2)  # type: ignore[arg-type]
+    parse_batch(stage, tiny, [events[0]])
+    assert not tiny.recent and tiny.held_bytes == 0
+    tiny.put(events[1], None)
+    assert tiny.recent == {events[1].key: None} and tiny.get(events[1]) is None

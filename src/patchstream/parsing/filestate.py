@@ -48,7 +48,11 @@ class FileStateBuilder:
 
     def __init__(self, settings: ParsingSettings | None = None) -> None:
         self.settings = settings or ParsingSettings()
-        self.parser = IncrementalParser(self.settings.tree_cache_size, self.settings.timeout_micros)
+        self.parser = IncrementalParser(
+            self.settings.tree_cache_size,
+            self.settings.timeout_micros,
+            int(self.settings.tree_cache_mb * (1 << 20)),
+        )
         self.counter = TokenCounter(self.settings.token_encoding)
 
     def build(

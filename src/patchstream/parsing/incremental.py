@@ -88,13 +88,23 @@ class _Cached:
 
 
 class IncrementalParser:
-    """Parses files, keeping the last ``cache_size`` trees for incremental reparsing."""
+    """Parses files, keeping the trees of the last ``cache_size`` files, and of at most
+    ``cache_bytes`` of their source, for incremental reparsing. Bytes bound it, not only
+    entries: a tree costs a few times its source, and one huge file costs as much as hundreds
+    of ordinary ones."""
 
-    def __init__(self, cache_size: int = 512, timeout_micros: int = 2_000_000) -> None:
+    def __init__(
+        self,
+        cache_size: int = 512,
+        timeout_micros: int = 2_000_000,
+        cache_bytes: int = 16 << 20,
+    ) -> None:
         self.cache_size = cache_size
+        self.cache_bytes = cache_bytes
         self.timeout_micros = timeout_micros
         self._parsers: dict[str, ts.Parser] = {}
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self.cached_bytes = 0
         self.reused = 0
         self.full = 0
 
@@ -105,7 +115,9 @@ class IncrementalParser:
         return parser
 
     def forget(self, key: str) -> None:
-        self._cache.pop(key, None)
+        gone = self._cache.pop(key, None)
+        if gone is not None:
+            self.cached_bytes -= len(gone.data)
 
     def parse(self, key: str, language: str, data: bytes, hint: EditHint | None = None) -> ts.Tree:
         """Parse ``data``; raises :class:`ParseTimeout` when the budget is exceeded."""
@@ -134,12 +146,18 @@ class IncrementalParser:
             self.full += 1
         else:
             self.reused += 1
-        if self.cache_size > 0:
-            self._cache[key] = _Cached(language, data, tree)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        self._keep(key, _Cached(language, data, tree))
         return tree
+
+    def _keep(self, key: str, entry: _Cached) -> None:
+        self.forget(key)
+        if self.cache_size <= 0 or len(entry.data) > self.cache_bytes:
+            return
+        self._cache[key] = entry
+        self.cached_bytes += len(entry.data)
+        while len(self._cache) > self.cache_size or self.cached_bytes > self.cache_bytes:
+            _, oldest = self._cache.popitem(last=False)
+            self.cached_bytes -= len(oldest.data)
 
     def _parse(self, language: str, data: bytes, old_tree: ts.Tree | None) -> ts.Tree:
         # The budget is this thread's CPU time: on a busy machine a file's wall time grows

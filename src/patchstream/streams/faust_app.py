@@ -91,7 +91,11 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
     delta_topic = app.topic(topics.file_deltas, **raw, **raw_serializers)
     dlq_topic = app.topic(topics.dlq, **raw, **raw_serializers)
     stage = ParseStage(FileStateBuilder(settings.parsing), BlobReader(settings.pipeline.repos_dir))
-    states = PreviousStates(open_graph_store(settings), settings.parsing.tree_cache_size)
+    states = PreviousStates(
+        open_graph_store(settings),
+        settings.parsing.tree_cache_size,
+        int(settings.parsing.state_cache_mb * (1 << 20)),
+    )
     allowed = settings.pipeline.allowed_tenants
 
     async def reject(

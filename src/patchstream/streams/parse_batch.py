@@ -30,17 +30,25 @@ from patchstream.streams.parse_stage import ParseOutput, ParseStage
 
 
 class PreviousStates:
-    """Recent files' states in memory; the graph store's view of a file on a miss."""
+    """Recent files' states in memory; the graph store's view of a file on a miss.
 
-    def __init__(self, graph: GraphStore, capacity: int) -> None:
+    States are kept encoded, bounded by count and by bytes: as objects a scipy file's state
+    took ~450 KiB (symbols, edges and chunks as models), encoded a tenth of that, and one
+    generated file can outweigh hundreds of ordinary ones. A hit decodes (~1-2 ms); a miss
+    costs a graph read, as for any file not seen lately."""
+
+    def __init__(self, graph: GraphStore, capacity: int, max_bytes: int = 32 << 20) -> None:
         self.graph = graph
         self.capacity = max(1, capacity)
-        self.recent: OrderedDict[str, FileState | None] = OrderedDict()
+        self.max_bytes = max_bytes
+        self.recent: OrderedDict[str, bytes | None] = OrderedDict()
+        self.held_bytes = 0
 
     def get(self, event: PatchEvent, absent: frozenset[str] = frozenset()) -> FileState | None:
         if event.key in self.recent:
             self.recent.move_to_end(event.key)
-            return self.recent[event.key]
+            kept = self.recent[event.key]
+            return None if kept is None else FileState.model_validate_json(kept)
         if event.key in absent:
             return None
         return self.graph.file_state(
@@ -48,10 +56,19 @@ class PreviousStates:
         )
 
     def put(self, event: PatchEvent, state: FileState | None) -> None:
-        self.recent[event.key] = state
-        self.recent.move_to_end(event.key)
-        while len(self.recent) > self.capacity:
-            self.recent.popitem(last=False)
+        self._drop(event.key)
+        encoded = None if state is None else state.model_dump_json().encode("utf-8")
+        if encoded is not None and len(encoded) > self.max_bytes:
+            return  # a miss reads it from the graph
+        self.recent[event.key] = encoded
+        self.held_bytes += len(encoded or b"")
+        while len(self.recent) > self.capacity or self.held_bytes > self.max_bytes:
+            _, oldest = self.recent.popitem(last=False)
+            self.held_bytes -= len(oldest or b"")
+
+    def _drop(self, key: str) -> None:
+        if key in self.recent:
+            self.held_bytes -= len(self.recent.pop(key) or b"")
 
     def absent(self, events: Sequence[PatchEvent]) -> frozenset[str]:
         """Keys of events whose file the graph does not hold (one query per tenant)."""
