@@ -587,3 +587,35 @@ export function later(first: Subscriber | undefined) {
     calls = {e.dst for e in state.edges if e.type.value == "CALLS"}
     assert "r::src/later.ts::Subscriber.next" in calls
     assert "ref:either.next" in calls  # two real types: no guess
+
+
+def test_typescript_return_annotations_give_returns_edges_and_type_local_calls() -> None:
+    source = b"""import { Subscription } from './Subscription';
+export class Observable<T> {
+  subscribe(s: unknown): Subscription { return new Subscription(); }
+  pipe(): Observable<T> { return this; }
+}
+export interface SchedulerLike { schedule(work: () => void): Subscription; }
+export function innerFrom<O>(input: O): Observable<O>;
+export function innerFrom<T>(input: T): Observable<T> { return new Observable<T>(); }
+export function untyped(input: unknown) { return input; }
+export function use(x: unknown, s: unknown, scheduler: SchedulerLike) {
+  innerFrom(x).subscribe(s);
+  innerFrom(x).pipe().subscribe(s);
+  untyped(x).subscribe(s);
+  scheduler.schedule(() => {}).add(s);
+}
+"""
+    state = build_state(FileStateBuilder(), "src/inner.ts", source)
+    returns = {(e.src.rsplit("::", 1)[-1], e.dst) for e in state.edges
+               if e.type.value == "RETURNS"}  # fmt: skip
+    assert returns == {  # generics dropped; an overload and its body name the same class
+        ("innerFrom", "r::src/inner.ts::Observable"),
+        ("Observable.pipe", "r::src/inner.ts::Observable"),
+        ("Observable.subscribe", "ref:Subscription@src/Subscription"),
+        ("SchedulerLike.schedule", "ref:Subscription@src/Subscription"),
+    }
+    calls = {e.dst for e in state.edges if e.type.value == "CALLS"}
+    # In the file, what a function returns types the call on it (joined later across files).
+    assert "r::src/inner.ts::Observable.subscribe" in calls
+    assert "ref:subscribe" in calls  # untyped(x).subscribe: no type, no guess

@@ -96,6 +96,12 @@ _TYPESCRIPT_FACTS = f"""
   arguments: (arguments [(arrow_function) (function_expression)] @passed))
 (new_expression constructor: [(identifier) (member_expression)] @callee
   arguments: (arguments [(arrow_function) (function_expression)] @passed))
+(function_declaration name: (identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
+(method_definition name: (property_identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
+(method_signature name: (property_identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
 """
 # Array methods whose callback's parameter at this position is an element of the array.
 _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
