@@ -619,3 +619,23 @@ export function use(x: unknown, s: unknown, scheduler: SchedulerLike) {
     # In the file, what a function returns types the call on it (joined later across files).
     assert "r::src/inner.ts::Observable.subscribe" in calls
     assert "ref:subscribe" in calls  # untyped(x).subscribe: no type, no guess
+
+
+def test_typescript_locals_bound_to_a_call_take_what_the_callee_returns() -> None:
+    source = b"""import { make } from './make';
+export class Sub { unsubscribe(): void {} }
+export function local(): Sub { return new Sub(); }
+export function use() {
+  const a = local();
+  a.unsubscribe();
+  const b = make(1);
+  b.unsubscribe();
+  const n = [1].map((x) => x);
+  n.unsubscribe();
+}
+"""
+    state = build_state(FileStateBuilder(), "src/u.ts", source)
+    calls = {e.dst: str(e.resolution) for e in state.edges if e.type.value == "CALLS"}
+    assert calls["r::src/u.ts::Sub.unsubscribe"] == "exact"  # local()'s declared return
+    assert calls["ref:make().unsubscribe@src/make"] == "exact"  # joined by make's RETURNS
+    assert "ref:n.unsubscribe" in calls  # an array method's result: no type, no guess

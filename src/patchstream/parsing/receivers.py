@@ -84,6 +84,8 @@ _TYPESCRIPT_FACTS = f"""
 (public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
 (variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
 (variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name
+  value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
 (assignment_expression
   left: (member_expression object: (this) @owner property: (property_identifier) @name)
   right: {_TS_NEW}) @fact
