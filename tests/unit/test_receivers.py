@@ -639,3 +639,47 @@ export function use() {
     assert calls["r::src/u.ts::Sub.unsubscribe"] == "exact"  # local()'s declared return
     assert calls["ref:make().unsubscribe@src/make"] == "exact"  # joined by make's RETURNS
     assert "ref:n.unsubscribe" in calls  # an array method's result: no type, no guess
+
+
+def test_a_local_taken_from_an_attribute_has_the_attributes_type() -> None:
+    typescript = b"""export class Clock { now(): number { return 1; } }
+export class Other { now(): number { return 2; } }
+export class Replay {
+  private _clock: Clock = new Clock();
+  private other: Other;
+  private untyped = make();
+  next() {
+    const { _clock, other } = this;
+    _clock.now();
+    other.now();
+  }
+  later() {
+    const c = this._clock;
+    c.now();
+    const u = this.untyped;
+    u.now();
+  }
+}
+"""
+    state = build_state(FileStateBuilder(), "src/replay.ts", typescript)
+    calls = {(e.src.rsplit("::", 1)[-1], e.dst) for e in state.edges if e.type.value == "CALLS"}
+    assert ("Replay.next", "r::src/replay.ts::Clock.now") in calls  # destructured from this
+    assert ("Replay.next", "r::src/replay.ts::Other.now") in calls
+    assert ("Replay.later", "r::src/replay.ts::Clock.now") in calls  # const c = this._clock
+    assert ("Replay.later", "ref:u.now") in calls  # an untyped field gives no guess
+    python = b"""class Clock:
+    def now(self):
+        return 1
+
+
+class Replay:
+    def __init__(self, clock: Clock):
+        self._clock = clock
+
+    def next(self):
+        c = self._clock
+        return c.now()
+"""
+    state = build_state(FileStateBuilder(), "replay.py", python)
+    calls = {(e.src.rsplit("::", 1)[-1], e.dst) for e in state.edges if e.type.value == "CALLS"}
+    assert ("Replay.next", "r::replay.py::Clock.now") in calls

@@ -204,6 +204,9 @@ class ReceiverTypes(abc.ABC):
             called = typed is not None and not typed.declared
             if typed is not None and typed.through == "callback" and known is not None:
                 return self._callback_member(known, method, around)
+            if typed is not None and typed.through == "attribute" and known is not None:
+                known = self._chain_type(list(known), around)
+                return None if known is None else self._member_of_type(known, method, around, depth)
             if typed is not None and typed.element and known is not None:
                 known = self._element_of_call(known, around, depth, typed.position)
             elif typed is not None and typed.through and known is not None:

@@ -86,6 +86,10 @@ _TYPESCRIPT_FACTS = f"""
 (variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
 (variable_declarator name: (identifier) @name
   value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
+(variable_declarator name: (identifier) @name
+  value: (member_expression object: (this) property: (property_identifier)) @alias) @fact
+(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)
+  value: (this)) @destructured
 (assignment_expression
   left: (member_expression object: (this) @owner property: (property_identifier) @name)
   right: {_TS_NEW}) @fact
@@ -160,7 +164,8 @@ class TypeFact:
     # (``items: list[Foo]``, ``by_key: dict[str, Foo]``, ``Foo[]``).
     container: str | None = None
     # "iter" / "item": the name takes an element of the container ``type_parts`` names
-    # (``for x in self.items``, ``x = self.by_key[k]``, ``items.map(x => ...)``).
+    # (``for x in self.items``, ``x = self.by_key[k]``, ``items.map(x => ...)``);
+    # "attribute": the type of the attribute ``type_parts`` names (``c = self.clock``).
     through: str | None = None
     # A tuple's item: ``-> tuple[str, Command]`` (a ``returns`` fact per position) and
     # ``name, cmd = f()`` (``element`` facts: the name takes that item of f's result).
@@ -272,6 +277,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 name, call = src.text(match["name"][0]), tuple(text.split("."))
                 facts.append(TypeFact(match["loop"][0], name, call, from_call=True, element=True))
             continue
+        if "destructured" in match:  # const { a, b } = this: each has its field's type
+            node = match["destructured"][0]
+            for target in match["name"]:
+                name = src.text(target)
+                facts.append(TypeFact(node, name, ("this", name), through="attribute"))
+            continue
         if "field" in match:  # constructor(private store: Store): a field of the class
             parts = type_parts(src.text(match["type"][0]))
             if parts is not None:
@@ -303,7 +314,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "alias" in match:
             text = "".join(src.text(match["alias"][0]).split())
             if DOTTED.match(text) and text not in ("None", "True", "False"):
-                facts.append(TypeFact(node, name, tuple(text.split(".")), owner, alias=True))
+                parts = tuple(text.split("."))
+                facts.append(TypeFact(node, name, parts, owner, alias=True))
+                if owner is None and len(parts) == 2 and parts[0] in ("self", "this"):
+                    # c = self.clock: c also has the attribute's type.
+                    facts.append(TypeFact(node, name, parts, through="attribute"))
             continue
         if "item" in match:  # x = items[k]
             text = "".join(src.text(match["item"][0]).split())
