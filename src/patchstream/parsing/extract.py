@@ -27,7 +27,7 @@ from patchstream.parsing.node_text import (
     signature_of,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like
-from patchstream.parsing.resolution import Resolution
+from patchstream.parsing.resolution import Resolution, constructed
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
     CallResolution,
@@ -306,7 +306,11 @@ class _Extractor(Resolution):
                 elif receiver is None and ")" in written:
                     # ``Foo(x).m()``: only a written receiver with a call in it built one.
                     found = self._member_of_call(match["name"][0], around)
+                elif receiver is not None and ")" in receiver:  # Java's ``make().m()``
+                    found = self._member_of_built(match["receiver"][0], parts[-1], around)
                 target = found if found is not None else self._resolve(parts, around)
+                if edge_type is EdgeType.INSTANTIATES:
+                    target = constructed(target)
                 src = around.symbol_id if around is not None else self.module_id
                 certainty = self._certainty()
                 if isinstance(target, _Def) and target.alternative:
@@ -375,6 +379,9 @@ class _Extractor(Resolution):
             function = self.by_qualified.get(qualified)
             if function is None or function.kind != "function":
                 continue
+            if written == ("Self",):  # Rust's ``-> Self``: the type the impl is for
+                enclosing = self._enclosing_class(function)
+                written = tuple(enclosing.split(".")) if enclosing else written
             target = self._resolve_type(list(written), function)
             if isinstance(target, _Def):
                 names_a_class = target.kind in ("class", "interface")

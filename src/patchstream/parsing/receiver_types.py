@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import in_other_branches
+from patchstream.parsing.node_text import in_other_branches, without_generics
 from patchstream.parsing.receivers import (
     DOTTED,
     TypeFact,
@@ -31,8 +31,13 @@ _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A member access's (receiver, member) fields per grammar, and the receivers that build.
 _MEMBER_FIELDS = {"attribute": ("object", "attribute"),
                   "member_expression": ("object", "property"),
-                  "selector_expression": ("operand", "field")}  # fmt: skip
-_BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression"})
+                  "selector_expression": ("operand", "field"),
+                  "field_expression": ("value", "field")}  # fmt: skip
+_BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression",
+                    "method_invocation", "object_creation_expression"})  # fmt: skip
+# The field of a built receiver that names what builds it (a call's default: "function").
+_BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
+                   "object_creation_expression": "type"}  # fmt: skip
 _GETTERS = frozenset({"get", "pop", "setdefault"})  # a mapping's methods that give an item
 
 
@@ -182,7 +187,14 @@ class ReceiverTypes(abc.ABC):
             if typed is not None:
                 return typed
             scope = scope.parent
-        return self._var_types.get("", {}).get(name)
+        found = self._var_types.get("", {}).get(name)
+        if found is None and self.language == "java":  # a field, without ``this.``
+            owner = self._enclosing_class(around)
+            for current in self._local_lineage(owner) if owner is not None else ():
+                found = self._attr_types.get(current, {}).get(name)
+                if found is not None:
+                    break
+        return found
 
     def _typed_member(
         self, parts: list[str], around: _Def | None, depth: int = 0
@@ -272,6 +284,9 @@ class ReceiverTypes(abc.ABC):
             item = self._element_type(known[:-1], "item", around)
             if item is not None:
                 return self._member_of_type(item, method, around, depth + 1)
+        if known == ("Self",):  # Rust's (and typing's) ``Self``: the class around
+            enclosing = self._enclosing_class(around)
+            return self._member(enclosing, method) if enclosing is not None else None
         owner = self._resolve_type(list(known), around)
         if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
@@ -375,26 +390,33 @@ class ReceiverTypes(abc.ABC):
             return None
         receiver = callee.child_by_field_name(fields[0])
         method = callee.child_by_field_name(fields[1])
-        if receiver is None or method is None or receiver.type not in _BUILT:
+        if receiver is None or method is None:
+            return None
+        return self._member_of_built(receiver, self.src.text(method), around)
+
+    def _member_of_built(
+        self, receiver: ts.Node, method: str, around: _Def | None
+    ) -> _Def | Reference | None:
+        """``m`` of what the expression ``receiver`` builds, when it is a call or ``new``
+        (Java's ``make().m()`` and ``new Foo().m()`` come here with their receiver)."""
+        if receiver.type not in _BUILT:
             return None
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
             asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
             if asserted is None:
                 return None
-            return self._member_of_type(asserted, self.src.text(method), around)
-        field = {"call": "function", "call_expression": "function",
-                 "new_expression": "constructor"}.get(receiver.type)  # fmt: skip
-        built = receiver.child_by_field_name(field) if field else None
+            return self._member_of_type(asserted, method, around)
+        built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
         if built is None:
             return None
-        text = "".join(self.src.text(built).split())
+        text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
+        if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
+            text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
         if not DOTTED.match(text):
             return None
-        called = receiver.type != "new_expression"
-        return self._member_of_type(
-            tuple(text.split(".")), self.src.text(method), around, called=called
-        )
+        called = receiver.type not in ("new_expression", "object_creation_expression")
+        return self._member_of_type(tuple(text.split(".")), method, around, called=called)
 
 
 def class_like(name: str) -> bool:

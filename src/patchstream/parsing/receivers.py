@@ -25,108 +25,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 
 import tree_sitter as ts
 
-from patchstream.parsing.languages import get_language
+from patchstream.parsing.declared_types import declared_type
+from patchstream.parsing.fact_queries import facts_query
 from patchstream.parsing.node_text import without_generics
 from patchstream.parsing.source import Source
 
-_PYTHON_FACTS = """
-(typed_parameter (identifier) @name type: (type) @type) @fact
-(typed_default_parameter name: (identifier) @name type: (type) @type) @fact
-(assignment left: (identifier) @name type: (type) @type) @fact
-(assignment
-  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
-  type: (type) @type) @fact
-(assignment left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)) @fact
-(assignment
-  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
-  right: (call function: [(identifier) (attribute)] @call)) @fact
-(function_definition name: (identifier) @returns return_type: (type) @type) @fact
-(with_item value: (as_pattern (call function: [(identifier) (attribute)] @call)
-  alias: (as_pattern_target (identifier) @name))) @fact
-(assignment left: (identifier) @name right: [(identifier) (attribute)] @alias) @fact
-(assignment
-  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
-  right: (identifier) @alias) @fact
-(for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
-  ) @loop
-(for_in_clause left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
-  ) @loop
-(for_statement left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
-(for_in_clause left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
-(for_statement left: (pattern_list (identifier) (identifier) @name)
-  right: (call function: (identifier) @enumerate
-    arguments: (argument_list . [(identifier) (attribute)] @iter))) @loop
-(assignment left: (identifier) @name right: (subscript value: [(identifier) (attribute)] @item)
-  ) @fact
-(assignment left: (pattern_list) @unpack
-  right: (call function: [(identifier) (attribute)] @call)) @fact
-(except_clause value: (as_pattern [(identifier) (attribute)] @type
-  alias: (as_pattern_target (identifier) @name))) @fact
-(assignment left: (identifier) @name
-  right: (call function: [(identifier) (attribute)] @cast
-    arguments: (argument_list . [(identifier) (attribute) (string)] @type))) @fact
-"""
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
+_LITERALS = frozenset({"composite_literal", "struct_expression"})  # Go's ``T{}``, Rust's
 
-_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
-_TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
-_TYPESCRIPT_FACTS = f"""
-(required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
-(optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
-(required_parameter (accessibility_modifier) pattern: (identifier) @name
-  type: (type_annotation {_TS_TYPE} @type)) @field
-(public_field_definition name: (property_identifier) @name
-  type: (type_annotation {_TS_TYPE} @type)) @fact
-(public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
-(variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
-(variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
-(variable_declarator name: (identifier) @name
-  value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
-(variable_declarator name: (identifier) @name
-  value: (member_expression object: (this) property: (property_identifier)) @alias) @fact
-(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)
-  value: (this)) @destructured
-(assignment_expression
-  left: (member_expression object: (this) @owner property: (property_identifier) @name)
-  right: {_TS_NEW}) @fact
-(call_expression
-  function: (member_expression object: [(identifier) (member_expression)] @iter
-    property: (property_identifier) @method)
-  arguments: (arguments . (arrow_function) @callback)) @loop
-(for_in_statement left: (identifier) @name right: [(identifier) (member_expression)] @iter) @loop
-(call_expression function: [(identifier) (member_expression)] @callee
-  arguments: (arguments [(arrow_function) (function_expression)] @passed))
-(new_expression constructor: [(identifier) (member_expression)] @callee
-  arguments: (arguments [(arrow_function) (function_expression)] @passed))
-(function_declaration name: (identifier) @returns
-  return_type: (type_annotation {_TS_TYPE} @type)) @fact
-(method_definition name: (property_identifier) @returns
-  return_type: (type_annotation {_TS_TYPE} @type)) @fact
-(method_signature name: (property_identifier) @returns
-  return_type: (type_annotation {_TS_TYPE} @type)) @fact
-"""
 # Array methods whose callback's parameter at this position is an element of the array.
 _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
                     "findLast": 0, "some": 0, "every": 0, "flatMap": 0, "reduce": 1,
                     "reduceRight": 1, "sort": 0}  # fmt: skip
 
-_GO_TYPE = "[(type_identifier) (qualified_type) (pointer_type)]"
-_GO_NEW = ("[(composite_literal type: [(type_identifier) (qualified_type)] @call) "
-           "(unary_expression operand: (composite_literal type: [(type_identifier) "
-           "(qualified_type)] @call)) (call_expression function: [(identifier) "
-           "(selector_expression)] @call)]")  # fmt: skip
-_GO_FACTS = f"""
-(parameter_declaration name: (identifier) @name type: {_GO_TYPE} @type) @fact
-(field_declaration name: (field_identifier) @name type: {_GO_TYPE} @type) @fact
-(var_spec name: (identifier) @name type: {_GO_TYPE} @type) @fact
-(short_var_declaration left: (expression_list . (identifier) @name)
-  right: (expression_list . {_GO_NEW})) @fact
-(function_declaration name: (identifier) @returns result: {_GO_TYPE} @type) @fact
-"""
 
 _WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
 _CONTAINER = re.compile(
@@ -170,13 +84,6 @@ class TypeFact:
     # A tuple's item: ``-> tuple[str, Command]`` (a ``returns`` fact per position) and
     # ``name, cmd = f()`` (``element`` facts: the name takes that item of f's result).
     position: int | None = None
-
-
-@cache
-def _facts_query(language: str) -> ts.Query | None:
-    source = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS,
-              "tsx": _TYPESCRIPT_FACTS, "go": _GO_FACTS}.get(language)  # fmt: skip
-    return ts.Query(get_language(language), source) if source else None
 
 
 def type_parts(text: str) -> tuple[str, ...] | None:
@@ -249,7 +156,7 @@ def element_parts(text: str) -> tuple[str, ...] | None:
 
 
 def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
-    query = _facts_query(language)
+    query = facts_query(language)
     if query is None:
         return []
     facts: list[TypeFact] = []
@@ -291,7 +198,7 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             continue
         node = match["fact"][0]
         if "returns" in match:
-            written = src.text(match["type"][0])
+            written = _written_type(match["type"][0], language, src)
             function = src.text(match["returns"][0])
             parts = type_parts(written)
             if parts is not None:
@@ -326,16 +233,22 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 facts.append(TypeFact(node, name, tuple(text.split(".")), through="item"))
             continue
         if "call" in match:
-            text = "".join(src.text(match["call"][0]).split())
+            text = without_generics("".join(src.text(match["call"][0]).split()))
+            if "object" in match:  # Java's ``var x = a.b()``: the call's name is ``b``
+                text = "".join(src.text(match["object"][0]).split()) + "." + text
+            text = text.replace("::", ".")  # Rust's ``Item::new()``
             parts = tuple(text.split("."))
             # A class, a factory function, or a method whose return annotation may tell.
-            # Go's ``T{}`` / ``&T{}`` names the type itself: a declaration, not a call.
+            # Go's ``T{}`` / ``&T{}`` and Rust's ``T { .. }`` name the type itself: a
+            # declaration, not a call.
             literal = match["call"][0].parent
-            built = literal is not None and literal.type == "composite_literal"
+            built = literal is not None and literal.type in _LITERALS
             if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
-        written = src.text(match["type"][0])
+        written = _written_type(match["type"][0], language, src)
+        if written == "var":  # Java's inferred local: the value's type (a ``@call`` fact)
+            continue
         containers = container_parts(written)  # before type_parts: Array<T> is not an Array
         for kind, element in containers.items():
             facts.append(TypeFact(node, name, element, owner, container=kind))
@@ -343,6 +256,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts
+
+
+def _written_type(node: ts.Node, language: str, src: Source) -> str:
+    """A declared type's text; Java's and Rust's rewritten in the notation read here."""
+    return declared_type(node, src) if language in ("java", "rust") else src.text(node)
 
 
 def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:

@@ -12,7 +12,13 @@ from collections import defaultdict
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
-from patchstream.parsing.receiver_types import SELF_WORDS, ReceiverTypes, _Def, _Typed
+from patchstream.parsing.receiver_types import (
+    SELF_WORDS,
+    ReceiverTypes,
+    _Def,
+    _Typed,
+    class_like,
+)
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference
 
@@ -27,6 +33,16 @@ _GO_PREDECLARED = frozenset({
     "complex128", "error", "float32", "float64", "int", "int8", "int16", "int32", "int64", "rune",
     "string", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "any", "comparable",
     "iota", "nil", "true", "false",
+})  # fmt: skip
+
+
+# java.lang's classes that code names without an import (the ones a call is made on).
+_JAVA_LANG = frozenset({
+    "Boolean", "Byte", "Character", "Class", "ClassLoader", "Double", "Enum", "Float",
+    "Integer", "Long", "Math", "Number", "Object", "Runtime", "Short", "StrictMath", "String",
+    "StringBuilder", "StringBuffer", "System", "Thread", "ThreadLocal", "Throwable",
+    "Exception", "RuntimeException", "Error", "Iterable", "Comparable", "Runnable", "Record",
+    "CharSequence", "AutoCloseable", "Void", "Process", "ProcessBuilder", "StackWalker",
 })  # fmt: skip
 
 
@@ -161,6 +177,10 @@ class Resolution(ReceiverTypes):
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.
             return Reference(name=dotted, module=self.module)
+        if self.language == "java" and class_like(parts[0]) and parts[0] not in _JAVA_LANG:
+            # Java: a class no import names is one of the package's (no import is written
+            # for those), unless it is one of java.lang's.
+            return Reference(name=dotted, module=self.module)
         return Reference(name=dotted)
 
     def _binding(self, name: str, around: _Def | None) -> ImportBinding | None:
@@ -229,3 +249,13 @@ class Resolution(ReceiverTypes):
             elif base.module is not None:
                 return Reference(name=f"{base.name}.{method}", module=base.module)
         return Reference(name=method)
+
+
+def constructed(target: _Def | Reference) -> _Def | Reference:
+    """What ``new C()`` builds: inside C, Java's name lookup finds C's constructor (a function
+    named as its class) before the class; the class is what is instantiated."""
+    if isinstance(target, _Def) and target.kind == "function" and target.parent is not None:
+        owner = target.parent
+        if owner.kind == "class" and owner.name == target.name:
+            return owner
+    return target

@@ -1,0 +1,62 @@
+"""Java and Rust declared types, rewritten as the text the receiver helpers read.
+
+``type_parts`` and ``container_parts`` read Python's and TypeScript's notation; a Java or
+Rust type node becomes that notation here: references, ``dyn``/``impl`` and owning wrappers
+(``&mut Item``, ``Box<dyn Store>``, ``Option<Item>``, ``Optional<Item>``) are the type they
+hold, sequences (``Vec<Item>``, ``&[Item]``, ``List<Item>``, ``Item[]``) ``list[Item]``, and
+maps (``HashMap<K, V>``, ``Map<K, V>``) ``dict[K, V]``; paths use dots (``store::Store``).
+"""
+
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from patchstream.parsing.source import Source
+
+# Types that hold one value of their (first) argument: a call on them reaches it (Deref).
+_HOLDERS = frozenset({"Box", "Rc", "Arc", "Option", "RefCell", "Cell", "Mutex", "RwLock", "Cow",
+                      "Pin", "Weak", "Optional", "AtomicReference"})  # fmt: skip
+_SEQUENCES = frozenset({
+    "Vec", "VecDeque", "HashSet", "BTreeSet", "LinkedList", "BinaryHeap", "IndexSet",
+    "List", "ArrayList", "Set", "TreeSet", "LinkedHashSet", "SortedSet", "Collection",
+    "Iterable", "Iterator", "Deque", "ArrayDeque", "Queue", "Stream", "CopyOnWriteArrayList",
+})  # fmt: skip
+_MAPS = frozenset({"HashMap", "BTreeMap", "IndexMap", "Map", "TreeMap", "LinkedHashMap",
+                   "SortedMap", "ConcurrentHashMap", "ConcurrentMap"})  # fmt: skip
+_UNWRAPPED = {"reference_type": "type", "pointer_type": "type", "dynamic_type": "trait",
+              "abstract_type": "trait", "bounded_type": None}  # fmt: skip
+_MAX_DEPTH = 8  # nesting kept is shallow; deeper types are not a receiver we can type anyway
+
+
+def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
+    """The type ``node`` declares, in the notation ``receivers.type_parts`` reads."""
+    while node.type in _UNWRAPPED and depth < _MAX_DEPTH:
+        field = _UNWRAPPED[node.type]
+        inner = node.child_by_field_name(field) if field else node.named_child(0)
+        if inner is None:
+            break
+        node, depth = inner, depth + 1
+    if node.type == "array_type":  # Rust ``[Item]`` / ``[Item; 4]``, Java ``Item[]``
+        element = node.child_by_field_name("element")
+        return f"list[{declared_type(element, src, depth + 1)}]" if element else ""
+    if node.type != "generic_type" or depth >= _MAX_DEPTH:
+        return _dotted(src.text(node))
+    named = node.child_by_field_name("type") or node.named_child(0)  # Rust / Java
+    listed = node.child_by_field_name("type_arguments") or next(
+        (c for c in node.named_children if c.type == "type_arguments"), None
+    )
+    base = _dotted(src.text(named)) if named is not None else ""
+    arguments = [a for a in listed.named_children if a.type != "lifetime"] if listed else []
+    last = base.rsplit(".", 1)[-1]
+    if last in _HOLDERS and arguments:
+        return declared_type(arguments[0], src, depth + 1)
+    if last in _SEQUENCES and len(arguments) == 1:
+        return f"list[{declared_type(arguments[0], src, depth + 1)}]"
+    if last in _MAPS and len(arguments) == 2:
+        key, value = (declared_type(a, src, depth + 1) for a in arguments)
+        return f"dict[{key}, {value}]"
+    return base
+
+
+def _dotted(text: str) -> str:
+    return "".join(text.split()).replace("::", ".")

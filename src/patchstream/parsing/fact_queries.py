@@ -1,0 +1,146 @@
+"""Tree-sitter queries for the type facts behind ``recv.m()`` calls, one per language.
+
+Captures: ``@fact`` (a declaration or an assignment) with ``@name`` and ``@type`` (declared)
+or ``@call`` (what builds the value); ``@owner`` for attributes (``self.x``); ``@returns``
+for a function's return type; ``@loop``/``@iter`` for names bound to a container's element;
+``@alias``, ``@item``, ``@unpack``, ``@cast``, ``@destructured``, ``@field`` and ``@passed``
+as ``receivers.type_facts`` reads them.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import tree_sitter as ts
+
+from patchstream.parsing.languages import get_language
+
+_PYTHON_FACTS = """
+(typed_parameter (identifier) @name type: (type) @type) @fact
+(typed_default_parameter name: (identifier) @name type: (type) @type) @fact
+(assignment left: (identifier) @name type: (type) @type) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  type: (type) @type) @fact
+(assignment left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  right: (call function: [(identifier) (attribute)] @call)) @fact
+(function_definition name: (identifier) @returns return_type: (type) @type) @fact
+(with_item value: (as_pattern (call function: [(identifier) (attribute)] @call)
+  alias: (as_pattern_target (identifier) @name))) @fact
+(assignment left: (identifier) @name right: [(identifier) (attribute)] @alias) @fact
+(assignment
+  left: (attribute object: (identifier) @owner attribute: (identifier) @name)
+  right: (identifier) @alias) @fact
+(for_statement left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
+  ) @loop
+(for_in_clause left: (identifier) @name right: (call function: [(identifier) (attribute)] @call)
+  ) @loop
+(for_statement left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
+(for_in_clause left: (identifier) @name right: [(identifier) (attribute)] @iter) @loop
+(for_statement left: (pattern_list (identifier) (identifier) @name)
+  right: (call function: (identifier) @enumerate
+    arguments: (argument_list . [(identifier) (attribute)] @iter))) @loop
+(assignment left: (identifier) @name right: (subscript value: [(identifier) (attribute)] @item)
+  ) @fact
+(assignment left: (pattern_list) @unpack
+  right: (call function: [(identifier) (attribute)] @call)) @fact
+(except_clause value: (as_pattern [(identifier) (attribute)] @type
+  alias: (as_pattern_target (identifier) @name))) @fact
+(assignment left: (identifier) @name
+  right: (call function: [(identifier) (attribute)] @cast
+    arguments: (argument_list . [(identifier) (attribute) (string)] @type))) @fact
+"""
+
+_TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
+_TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
+_TYPESCRIPT_FACTS = f"""
+(required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(required_parameter (accessibility_modifier) pattern: (identifier) @name
+  type: (type_annotation {_TS_TYPE} @type)) @field
+(public_field_definition name: (property_identifier) @name
+  type: (type_annotation {_TS_TYPE} @type)) @fact
+(public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name
+  value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
+(variable_declarator name: (identifier) @name
+  value: (member_expression object: (this) property: (property_identifier)) @alias) @fact
+(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)
+  value: (this)) @destructured
+(assignment_expression
+  left: (member_expression object: (this) @owner property: (property_identifier) @name)
+  right: {_TS_NEW}) @fact
+(call_expression
+  function: (member_expression object: [(identifier) (member_expression)] @iter
+    property: (property_identifier) @method)
+  arguments: (arguments . (arrow_function) @callback)) @loop
+(for_in_statement left: (identifier) @name right: [(identifier) (member_expression)] @iter) @loop
+(call_expression function: [(identifier) (member_expression)] @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
+(new_expression constructor: [(identifier) (member_expression)] @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
+(function_declaration name: (identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
+(method_definition name: (property_identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
+(method_signature name: (property_identifier) @returns
+  return_type: (type_annotation {_TS_TYPE} @type)) @fact
+"""
+
+_GO_TYPE = "[(type_identifier) (qualified_type) (pointer_type)]"
+_GO_NEW = ("[(composite_literal type: [(type_identifier) (qualified_type)] @call) "
+           "(unary_expression operand: (composite_literal type: [(type_identifier) "
+           "(qualified_type)] @call)) (call_expression function: [(identifier) "
+           "(selector_expression)] @call)]")  # fmt: skip
+_GO_FACTS = f"""
+(parameter_declaration name: (identifier) @name type: {_GO_TYPE} @type) @fact
+(field_declaration name: (field_identifier) @name type: {_GO_TYPE} @type) @fact
+(var_spec name: (identifier) @name type: {_GO_TYPE} @type) @fact
+(short_var_declaration left: (expression_list . (identifier) @name)
+  right: (expression_list . {_GO_NEW})) @fact
+(function_declaration name: (identifier) @returns result: {_GO_TYPE} @type) @fact
+"""
+
+_JAVA_TYPE = "[(type_identifier) (scoped_type_identifier) (generic_type) (array_type)]"
+_JAVA_FACTS = f"""
+(formal_parameter type: {_JAVA_TYPE} @type name: (identifier) @name) @fact
+(field_declaration type: {_JAVA_TYPE} @type
+  declarator: (variable_declarator name: (identifier) @name)) @fact
+(local_variable_declaration type: {_JAVA_TYPE} @type
+  declarator: (variable_declarator name: (identifier) @name)) @fact
+(local_variable_declaration declarator: (variable_declarator name: (identifier) @name
+  value: (object_creation_expression type: [(type_identifier) (scoped_type_identifier)
+    (generic_type)] @call))) @fact
+(local_variable_declaration declarator: (variable_declarator name: (identifier) @name
+  value: (method_invocation object: [(identifier) (field_access)]? @object
+    name: (identifier) @call))) @fact
+(enhanced_for_statement type: {_JAVA_TYPE} @type name: (identifier) @name) @fact
+(method_declaration type: {_JAVA_TYPE} @type name: (identifier) @returns) @fact
+"""
+
+_RUST_FACTS = """
+(parameter pattern: (identifier) @name type: (_) @type) @fact
+(let_declaration pattern: (identifier) @name type: (_) @type) @fact
+(let_declaration pattern: (identifier) @name
+  value: (call_expression function: [(identifier) (scoped_identifier) (field_expression)] @call)
+  ) @fact
+(let_declaration pattern: (identifier) @name
+  value: (struct_expression name: [(type_identifier) (scoped_type_identifier)] @call)) @fact
+(field_declaration name: (field_identifier) @name type: (_) @type) @fact
+(function_item name: (identifier) @returns return_type: (_) @type) @fact
+(function_signature_item name: (identifier) @returns return_type: (_) @type) @fact
+(for_expression pattern: (identifier) @name value: [(identifier) (field_expression)] @iter) @loop
+"""
+
+_FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
+          "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS}  # fmt: skip
+
+
+@cache
+def facts_query(language: str) -> ts.Query | None:
+    source = _FACTS.get(language)
+    return ts.Query(get_language(language), source) if source else None

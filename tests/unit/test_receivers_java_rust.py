@@ -1,0 +1,226 @@
+"""Receiver types in Java and Rust: declared types of parameters, fields and locals, ``var``
+and ``let`` bound to what builds the value, return types (Rust's ``Self``), calls on what a
+call returns, and Java's implicit ``this`` and same-package classes."""
+
+from __future__ import annotations
+
+import pytest
+import tree_sitter as ts
+
+from patchstream.parsing.declared_types import declared_type
+from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.parsing.languages import get_language
+from patchstream.parsing.receivers import container_parts, type_parts
+from patchstream.parsing.source import Source
+from patchstream.schemas.graph import EdgeType
+from patchstream.schemas.state import FileState
+from tests.conftest import build_state
+
+
+def _rust_parameter_type(written: str) -> str:
+    code = f"fn f(x: {written}) {{}}".encode()
+    tree = ts.Parser(get_language("rust")).parse(code)
+    parameter = tree.root_node.named_children[0].child_by_field_name("parameters")
+    assert parameter is not None
+    node = parameter.named_children[0].child_by_field_name("type")
+    assert node is not None
+    return declared_type(node, Source(code))
+
+
+def _java_field_type(written: str) -> str:
+    code = f"class A {{ {written} x; }}".encode()
+    tree = ts.Parser(get_language("java")).parse(code)
+    body = tree.root_node.named_children[0].child_by_field_name("body")
+    assert body is not None
+    node = body.named_children[0].child_by_field_name("type")
+    assert node is not None
+    return declared_type(node, Source(code))
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("Item", "Item"),
+        ("&Item", "Item"),
+        ("&mut Item", "Item"),
+        ("&'a Item", "Item"),
+        ("Box<dyn Store>", "Store"),
+        ("impl Store", "Store"),
+        ("Option<Rc<RefCell<Item>>>", "Item"),
+        ("crate::store::Memory", "crate.store.Memory"),
+        ("&[Item]", "list[Item]"),
+        ("Vec<Item>", "list[Item]"),
+        ("HashMap<String, Item>", "dict[String, Item]"),
+        ("Wrapper<Item>", "Wrapper"),
+    ],
+)
+def test_rust_types_read_as_the_type_a_call_reaches(written: str, expected: str) -> None:
+    assert _rust_parameter_type(written) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("Item", "Item"),
+        ("com.shop.Item", "com.shop.Item"),
+        ("Optional<Item>", "Item"),
+        ("List<Item>", "list[Item]"),
+        ("java.util.List<Item>", "list[Item]"),
+        ("Item[]", "list[Item]"),
+        ("Map<String, Item>", "dict[String, Item]"),
+        ("Comparator<Item>", "Comparator"),
+    ],
+)
+def test_java_types_read_as_the_type_a_call_reaches(written: str, expected: str) -> None:
+    assert _java_field_type(written) == expected
+
+
+def test_rewritten_containers_give_their_elements() -> None:
+    assert container_parts(_rust_parameter_type("&[Item]")) == {"iter": ("Item",),
+                                                                "item": ("Item",)}  # fmt: skip
+    assert container_parts(_java_field_type("Map<String, Item>"))["item"] == ("Item",)
+    assert type_parts(_rust_parameter_type("&mut crate::Item")) == ("crate", "Item")
+
+
+JAVA = b"""
+package com.shop.orders;
+
+import com.shop.store.Store;
+
+interface Priced {
+    double price();
+}
+
+class Item implements Priced {
+    public double price() { return 1.0; }
+    public Item copy() { return new Item(); }
+    public static Item make() { return new Item(); }
+}
+
+class Ledger {
+    void record(Item item) {}
+}
+
+public class Orders {
+    private final Ledger ledger = new Ledger();
+    private Store store;
+
+    Ledger currentLedger() { return ledger; }
+
+    double total(java.util.List<Priced> priced, Item first) {
+        double sum = first.price();
+        for (Priced p : priced) { sum += p.price(); }
+        var built = new Item();
+        built.copy();
+        var made = Item.make();
+        made.copy();
+        ledger.record(first);
+        currentLedger().record(first);
+        new Ledger().record(first);
+        store.put("k", first);
+        Tax.apply(sum);
+        String.valueOf(sum);
+        return sum;
+    }
+}
+"""
+
+RUST = b"""
+use crate::store::Store;
+
+pub trait Priced {
+    fn price(&self) -> f64;
+}
+
+pub struct Item {
+    cost: f64,
+}
+
+impl Item {
+    pub fn new(cost: f64) -> Self {
+        Item { cost }
+    }
+    pub fn copy(&self) -> Item {
+        Item { cost: self.cost }
+    }
+}
+
+impl Priced for Item {
+    fn price(&self) -> f64 {
+        self.cost
+    }
+}
+
+pub struct Orders {
+    store: Box<dyn Store>,
+    first: Option<Item>,
+}
+
+impl Orders {
+    fn total(&mut self, items: &[Item], first: &mut Item, p: &dyn Priced) -> f64 {
+        let mut sum = first.price();
+        sum += p.price();
+        let built = Item::new(1.0);
+        built.copy();
+        let literal = Item { cost: 2.0 };
+        literal.price();
+        Item::new(3.0).copy();
+        self.store.put("k");
+        for each in items {
+            each.price();
+        }
+        sum
+    }
+}
+"""
+
+
+def _calls(state: FileState, caller: str) -> set[str]:
+    prefix = f"r::{state.path}::"
+    return {
+        e.dst.removeprefix(prefix) if e.ref is None else f"ref:{e.ref.name}@{e.ref.module}"
+        for e in state.edges
+        if e.type is EdgeType.CALLS and e.src == f"{prefix}{caller}"
+    }
+
+
+def test_java_receivers_resolve_to_the_declared_or_built_type(builder: FileStateBuilder) -> None:
+    state = build_state(builder, "com/shop/orders/Orders.java", JAVA)
+    assert _calls(state, "Orders.total") == {
+        "Item.price",  # a parameter
+        "Priced.price",  # an enhanced for's variable
+        "Item.copy",  # var built = new Item(); var made = Item.make() (returns Item)
+        "Item.make",
+        "Ledger.record",  # a field without this., a method's return, new Ledger()
+        "Orders.currentLedger",
+        "ref:Store.put@com.shop.store",  # an imported type's field
+        "ref:Tax.apply@com.shop.orders",  # a class of the same package: no import needed
+        "ref:String.valueOf@None",  # java.lang's
+    }
+
+
+def test_java_new_inside_the_class_instantiates_the_class_not_its_constructor(
+    builder: FileStateBuilder,
+) -> None:
+    source = b"class Box { Box() {} static Box of() { return new Box(); } }"
+    state = build_state(builder, "Box.java", source)
+    prefix = f"r::{state.path}::"
+    made = {(e.type, e.dst.removeprefix(prefix)) for e in state.edges if e.src.endswith("Box.of")}
+    assert made == {(EdgeType.INSTANTIATES, "Box")}
+
+
+def test_rust_receivers_resolve_through_references_boxes_and_self(
+    builder: FileStateBuilder,
+) -> None:
+    state = build_state(builder, "src/orders.rs", RUST)
+    assert _calls(state, "Orders.total") == {
+        "Item.price",  # &mut Item; a struct literal; an element of &[Item]
+        "Priced.price",  # &dyn Priced
+        "Item.new",
+        "Item.copy",  # Item::new() -> Self, bound and called directly
+        "ref:Store.put@crate::store",  # Box<dyn Store>
+    }
+    prefix = f"r::{state.path}::"
+    returns = {(e.src.removeprefix(prefix), e.dst.removeprefix(prefix))
+               for e in state.edges if e.type is EdgeType.RETURNS}  # fmt: skip
+    assert returns == {("Item.new", "Item"), ("Item.copy", "Item")}  # -> Self is the impl's type
