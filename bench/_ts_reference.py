@@ -40,6 +40,14 @@ def checker_edges(
     constructor) counts once, as its first declaration: the one a key finds in the graph."""
     done = subprocess.run(["node", str(HERE / "ts_callees.js"), str(typescript_module()),
                            str(root)], check=True, capture_output=True, text=True)  # fmt: skip
+    return edges_from_lines(done.stdout.splitlines(), root, repo, states, caller)
+
+
+def edges_from_lines(
+    lines: list[str], root: Path, repo: str, states: dict[str, FileState], caller: Caller
+) -> set[tuple[str, str]]:
+    """A reference tool's JSON lines ([caller file, call line, callee file, callee's first
+    line, callee's name line], files relative to ``root``) as (caller id, callee id)."""
     prefix = root.name
     by_line: dict[tuple[str, int], str] = {}
     for rel, state in states.items():
@@ -47,7 +55,7 @@ def checker_edges(
             if symbol.kind in CALLABLE:
                 by_line.setdefault((rel, symbol.start_line), symbol.id)
     edges: set[tuple[str, str]] = set()
-    for raw in done.stdout.splitlines():
+    for raw in lines:
         src_file, line, dst_file, start, name_line = json.loads(raw)
         src_rel, dst_rel = f"{prefix}/{src_file}", f"{prefix}/{dst_file}"
         if src_rel not in states:

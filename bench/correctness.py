@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_readme_row
+from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name
 from patchstream.parsing.delta import diff_states
 from patchstream.parsing.extract import module_id
@@ -104,7 +105,8 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
 def _returned_methods(
     states: dict[str, FileState], by_key: dict[str, list[str]]
 ) -> dict[str, list[str]]:
-    """``<f's key>().m`` -> ``C.m`` for each function ``f`` declared to return ``C``, and
+    """``<C's key>.m`` -> ``B.m`` for each ``m`` a class inherits from a base ``B``;
+    ``<f's key>().m`` -> ``C.m`` for each function ``f`` declared to return ``C``, and
     ``<f's key>(*).m`` for each ``C`` a callback parameter of f's parameters declares: the
     keys the graph's walks through RETURNS and CALLBACK_PARAM build (``statements``)."""
     key_of = {sid: key for key, sids in by_key.items() for sid in sids}
@@ -134,6 +136,15 @@ def _returned_methods(
         return found
 
     out: dict[str, list[str]] = defaultdict(list)
+    # ``Sub.m`` where Sub inherits m: the callers the graph adds through subclasses
+    # (statements.CALLERS_THROUGH_SUBCLASSES).
+    for cls in list(members):
+        if cls not in key_of:
+            continue
+        own = {name for name, _ in members[cls]}
+        for name, member in inherited(cls):
+            if name not in own and f"{key_of[cls]}.{name}" not in by_key:
+                out[f"{key_of[cls]}.{name}"].append(member)
     markers = {EdgeType.RETURNS: "()", EdgeType.CALLBACK_PARAM: "(*)"}
     for state in states.values():
         for edge in state.edges:
@@ -256,6 +267,13 @@ def measure_typescript() -> dict[str, float]:
     return compare(states, reference, same_target=first_of_name)
 
 
+def measure_java(name: str) -> dict[str, float]:
+    """A Java project's main sources against javac's attribution."""
+    root = java_tree(JAVA_CORPORA[name])
+    states = build_states(root, name, "*.java")
+    return compare(states, javac_edges(root, name, states, _caller), same_target=first_of_name)
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -281,6 +299,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--packages", default="requests,click,attr")
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
+    parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args()
     import jedi
@@ -300,13 +319,23 @@ def main() -> None:
               "(aliases followed)", flush=True)  # fmt: skip
         typescript["rxjs"] = _row(measure_typescript(), "checker")
         print(f"rxjs: {typescript['rxjs']}", flush=True)
-    print_rows({**rows, **typescript})
+    java = {}
+    for name in filter(None, args.java.split(",")):
+        print(f"corpus {JAVA_CORPORA[name].label} from Debian's source archive, src/main "
+              f"(Java); reference {javac_version()} attribution: the method or class at every "
+              "call and new", flush=True)  # fmt: skip
+        java[name] = _row(measure_java(name), "javac")
+        print(f"{name}: {java[name]}", flush=True)
+    print_rows({**rows, **typescript, **java})
     if args.update_readme:
         update_readme_row("correctness python", "python bench/correctness.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
         if typescript:
             update_readme_row("correctness typescript", "python bench/correctness.py",
                               "; ".join(f"{k} {v}" for k, v in typescript.items()))  # fmt: skip
+        if java:
+            update_readme_row("correctness java", "python bench/correctness.py",
+                              "; ".join(f"{k} {v}" for k, v in java.items()))  # fmt: skip
 
 
 def _row(figures: dict[str, float], reference: str) -> str:

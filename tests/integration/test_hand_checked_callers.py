@@ -76,6 +76,10 @@ JAVA = Program(FIXTURES / "java_shop", "*.java", frozenset({
     (f"{JA}::Main.main", f"{JM}::Memory.create", "exact"),
     (f"{JA}::Main.main", f"{JM}::Memory.put", "exact"),  # var memory = Memory.create()
     (f"{JA}::Main.main", f"{JC}::Cache.lookup", "exact"),  # new Cache(..).lookup, of(..).lookup
+    (f"{JA}::Main.report", f"{JC}::Cache.backing#2", "exact"),  # the method, not the field
+    (f"{JA}::Main.report", f"{JS}::Store.get", "exact"),  # through backing()'s return type
+    (f"{JA}::Main.report", f"{JM}::Memory.get", "dispatch"),
+    (f"{JA}::Main.report", f"{JD}::Disk.get", "dispatch"),
 }))  # fmt: skip
 
 RS, RD, RC, RM = "src/store.rs", "src/disk.rs", "src/cache.rs", "src/main.rs"
@@ -98,6 +102,11 @@ RUST = Program(FIXTURES / "rust_shop", "*.rs", frozenset({
     (f"{RM}::main", f"{RS}::Memory.new", "exact"),
     (f"{RM}::main", f"{RS}::Memory.put", "exact"),
     (f"{RM}::main", f"{RC}::Cache.lookup", "exact"),  # Cache::new(..).lookup(..)
+    (f"{RM}::main", f"{RM}::report", "exact"),
+    (f"{RM}::report", f"{RC}::Cache.backing", "exact"),
+    (f"{RM}::report", f"{RS}::Store.get", "exact"),  # backing() -> &dyn Store
+    (f"{RM}::report", f"{RS}::Memory.get", "dispatch"),
+    (f"{RM}::report", f"{RD}::Disk.get", "dispatch"),
 }))  # fmt: skip
 
 PROGRAMS = {"go": GO, "java": JAVA, "rust": RUST}

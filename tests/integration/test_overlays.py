@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -217,3 +218,37 @@ def test_idle_workspaces_expire_and_branches_stay(
     assert vectors.file_hashes(tenant, "app", f"main~{WORKSPACE}") == {}
     assert [s.name for s in graph.symbols_by_name(tenant, "keep_me", "app", "main")] == ["keep_me"]
     assert service.drop(tenant, "app", "main") is None  # a plain branch is never dropped
+
+
+JAVA_SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "java_shop"
+
+
+def test_an_overlay_of_java_reads_as_its_merge_through_interfaces(graph: CypherGraphStore) -> None:
+    """Interfaces in a view: the base's ``report`` calls ``Store.get`` through what
+    ``Cache.backing()`` returns (an inferred caller of each implementation); the workspace
+    moves that call into a new method of ``Main`` and drops ``Disk``'s implementation."""
+    files = {p.relative_to(JAVA_SHOP).as_posix(): p.read_text()
+             for p in sorted(JAVA_SHOP.rglob("*.java"))}  # fmt: skip
+    main, disk = "com/shop/app/Main.java", "com/shop/store/Disk.java"
+    edited = files[main].replace("static String report(", "static String audit(")
+    layered, merged = (f"{k}{uuid.uuid4().hex[:10]}" for k in "lm")
+    _apply(graph, [upsert(layered, path, text, 1) for path, text in files.items()])
+    _apply(graph, [upsert(layered, main, edited, 2, workspace=WORKSPACE),
+                   delete(layered, disk, 2, workspace=WORKSPACE)])  # fmt: skip
+    state = {**files, main: edited}
+    del state[disk]
+    _apply(graph, [upsert(merged, path, text, 1) for path, text in state.items()])
+    try:
+        ids, names = _ids_and_names(graph, layered, merged)
+        view = _answers(graph, layered, f"main~{WORKSPACE}", ids, names)
+        assert view == _answers(graph, merged, "main", ids, names)
+        memory_get = "app::com/shop/store/Memory.java::Memory.get"
+        callers = {n.symbol.id: n.resolution for n in
+                   graph.callers(layered, memory_get, 1, f"main~{WORKSPACE}")}  # fmt: skip
+        assert callers["app::com/shop/app/Main.java::Main.audit"] == "inferred"
+        assert "app::com/shop/app/Main.java::Main.report" not in callers
+        base = {n.symbol.id for n in graph.callers(layered, memory_get, 1, "main")}
+        assert "app::com/shop/app/Main.java::Main.report" in base
+    finally:
+        for tenant in (layered, merged):
+            getattr(graph, "drop_tenant", lambda _t: None)(tenant)

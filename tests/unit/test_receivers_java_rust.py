@@ -199,14 +199,75 @@ def test_java_receivers_resolve_to_the_declared_or_built_type(builder: FileState
     }
 
 
-def test_java_new_inside_the_class_instantiates_the_class_not_its_constructor(
+CONSTRUCTORS = b"""
+package com.shop;
+
+class Box extends Base {
+    static final Box EMPTY = new Box();
+    private int size;
+
+    Box() { this(0); }
+    Box(int size) { super(size); }
+
+    static Box of() { return new Box(); }
+
+    int size() { return size; }
+
+    int twice(Box other) { return other.size() + size(); }
+}
+"""
+
+
+def _made(state: FileState, caller: str) -> set[tuple[EdgeType, str]]:
+    prefix = f"r::{state.path}::"
+    return {
+        (e.type, e.dst.removeprefix(prefix) if e.ref is None else f"ref:{e.ref.name}")
+        for e in state.edges
+        if e.src == f"{prefix}{caller}" and e.type in (EdgeType.CALLS, EdgeType.INSTANTIATES)
+    }
+
+
+def test_java_constructors_count_as_their_class(builder: FileStateBuilder) -> None:
+    """Inside the class, ``new Box()`` finds the constructor before the class; ``this(...)``
+    and ``super(...)`` run the class's and the base's; a singleton builds its own class."""
+    state = build_state(builder, "com/shop/Box.java", CONSTRUCTORS)
+    assert _made(state, "Box.of") == {(EdgeType.INSTANTIATES, "Box")}
+    assert _made(state, "Box.Box") == {(EdgeType.INSTANTIATES, "Box")}
+    assert _made(state, "Box.Box#2") == {(EdgeType.INSTANTIATES, "ref:Base")}
+    assert _made(state, "Box") == {(EdgeType.INSTANTIATES, "Box")}
+
+
+def test_java_a_method_named_as_a_field_is_what_a_call_reaches(builder: FileStateBuilder) -> None:
+    state = build_state(builder, "com/shop/Box.java", CONSTRUCTORS)
+    # ``other.size()`` and ``size()``: the method (Box.size#2), not the field (Box.size).
+    assert _made(state, "Box.twice") == {(EdgeType.CALLS, "Box.size#2")}
+
+
+INHERITED = b"""
+package com.shop.nodes;
+
+import com.shop.parser.Token;
+
+class Comment extends LeafNode {
+    String text(Token token) {
+        String name = token.asStartTag().normalName();
+        return outerHtml() + name;
+    }
+}
+"""
+
+
+def test_java_calls_without_a_receiver_and_chains_through_other_files(
     builder: FileStateBuilder,
 ) -> None:
-    source = b"class Box { Box() {} static Box of() { return new Box(); } }"
-    state = build_state(builder, "Box.java", source)
-    prefix = f"r::{state.path}::"
-    made = {(e.type, e.dst.removeprefix(prefix)) for e in state.edges if e.src.endswith("Box.of")}
-    assert made == {(EdgeType.INSTANTIATES, "Box")}
+    """``outerHtml()`` is ``this.outerHtml()``: a method the base (of this package, no import)
+    may define; ``token.asStartTag().normalName()`` joins through asStartTag's RETURNS edge."""
+    state = build_state(builder, "com/shop/nodes/Comment.java", INHERITED)
+    assert _calls(state, "Comment.text") == {
+        "ref:LeafNode.outerHtml@com.shop.nodes",
+        "ref:Token.asStartTag@com.shop.parser",
+        "ref:Token.asStartTag().normalName@com.shop.parser",
+    }
 
 
 def test_rust_receivers_resolve_through_references_boxes_and_self(
@@ -224,3 +285,10 @@ def test_rust_receivers_resolve_through_references_boxes_and_self(
     returns = {(e.src.removeprefix(prefix), e.dst.removeprefix(prefix))
                for e in state.edges if e.type is EdgeType.RETURNS}  # fmt: skip
     assert returns == {("Item.new", "Item"), ("Item.copy", "Item")}  # -> Self is the impl's type
+
+
+def test_python_chains_through_another_files_method_too(builder: FileStateBuilder) -> None:
+    source = b"from .sessions import Session\n\ndef fetch(s: Session, r):\n"
+    source += b"    return s.get_adapter(r).send(r)\n"
+    state = build_state(builder, "pkg/api.py", source)
+    assert "ref:Session.get_adapter().send@pkg.sessions" in _calls(state, "fetch")

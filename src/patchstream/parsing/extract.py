@@ -26,8 +26,8 @@ from patchstream.parsing.node_text import (
     name_parts,
     signature_of,
 )
-from patchstream.parsing.receiver_types import _Def, branch_variants, class_like
-from patchstream.parsing.resolution import Resolution, constructed
+from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
+from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import (
     CallResolution,
@@ -191,7 +191,11 @@ class _Extractor(Resolution):
             definition.symbol_id = f"{self.repo}::{self.path}::{qualified}{suffix}"
             # In Python the last definition of a name is the one that runs (typing
             # overloads first, the implementation last); elsewhere the first one.
-            if suffix == "" or self.language == "python":
+            held = self.by_qualified.get(qualified)
+            # Java keeps fields and methods apart (a field ``proxy`` and ``proxy()``): a
+            # name lookup is for a call, so the method wins.
+            method = held is not None and held.kind == "variable" and definition.kind == "function"
+            if suffix == "" or self.language == "python" or method:
                 self.by_qualified[qualified] = definition
             stack.append(definition)
 
@@ -308,6 +312,8 @@ class _Extractor(Resolution):
                     found = self._member_of_call(match["name"][0], around)
                 elif receiver is not None and ")" in receiver:  # Java's ``make().m()``
                     found = self._member_of_built(match["receiver"][0], parts[-1], around)
+                elif edge_type is EdgeType.INSTANTIATES and parts in (["this"], ["super"]):
+                    found = self._delegated_constructor(parts[0], around)  # Java's this(...)
                 target = found if found is not None else self._resolve(parts, around)
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
@@ -353,8 +359,10 @@ class _Extractor(Resolution):
     ) -> None:
         if isinstance(target, Reference):
             dst = target.as_dst()
-        elif target.kind != "impl" and (target.symbol_id != src or edge_type is EdgeType.CALLS):
-            dst = target.symbol_id  # a recursive call is a caller; a class is not its own base
+        elif target.kind != "impl" and (
+            target.symbol_id != src or edge_type in (EdgeType.CALLS, EdgeType.INSTANTIATES)
+        ):  # a recursive call is a caller, a singleton's ``new C()`` too; not a class's own base
+            dst = target.symbol_id
         else:
             return
         # One edge per (type, src, dst): the strongest resolution of its call sites. Most

@@ -171,7 +171,7 @@ class ReceiverTypes(abc.ABC):
         """A type's name resolved as written: no receiver typing inside (that would recurse)."""
         self._typing = True
         try:
-            return self._resolve(parts, around)
+            return constructed(self._resolve(parts, around))
         finally:
             self._typing = False
 
@@ -296,6 +296,10 @@ class ReceiverTypes(abc.ABC):
                 returned = self._returns.get(via.qualified_name)
                 if returned is not None:
                     return self._member_of_type(returned, method, via, depth + 1)
+            if isinstance(via, Reference) and via.module is not None and "(" not in via.name:
+                # A method of another file's class: the graph joins ``T.f().m`` through
+                # f's RETURNS edge, as for a function (statements.CALLERS_THROUGH_RETURNS).
+                return Reference(name=f"{via.name}().{method}", module=via.module)
             return None
         if isinstance(owner, Reference):
             if owner.module is None:
@@ -417,6 +421,16 @@ class ReceiverTypes(abc.ABC):
             return None
         called = receiver.type not in ("new_expression", "object_creation_expression")
         return self._member_of_type(tuple(text.split(".")), method, around, called=called)
+
+
+def constructed(target: _Def | Reference) -> _Def | Reference:
+    """What ``new C()`` builds: inside C, Java's name lookup finds C's constructor (a function
+    named as its class) before the class; the class is what is instantiated."""
+    if isinstance(target, _Def) and target.kind == "function" and target.parent is not None:
+        owner = target.parent
+        if owner.kind == "class" and owner.name == target.name:
+            return owner
+    return target
 
 
 def class_like(name: str) -> bool:

@@ -154,6 +154,10 @@ class Resolution(ReceiverTypes):
                 local = self.by_qualified.get(key)
                 if local is not None:
                     return local
+            if self.language == "java" and not self._typing and not class_like(dotted):
+                inherited = self._inherited_method(dotted, around)
+                if inherited is not None:
+                    return inherited
         else:
             local = self.by_qualified.get(dotted)
             if local is not None:
@@ -182,6 +186,23 @@ class Resolution(ReceiverTypes):
             # for those), unless it is one of java.lang's.
             return Reference(name=dotted, module=self.module)
         return Reference(name=dotted)
+
+    def _delegated_constructor(self, word: str, around: _Def | None) -> _Def | Reference | None:
+        """Java's ``this(...)`` (the class around) and ``super(...)`` (its base class, the
+        first one declared): constructors count as their class."""
+        owner = self._enclosing_class(around)
+        if owner is None:
+            return None
+        if word == "this":
+            return self.by_qualified.get(owner)
+        bases = self._bases.get(owner, [])
+        return bases[0] if bases else None
+
+    def _inherited_method(self, name: str, around: _Def | None) -> _Def | Reference | None:
+        """Java's ``m()`` inside a class: ``this.m()``, which a base of this file or another
+        may define (the graph walks further up from the first imported base)."""
+        owner = self._enclosing_class(around)
+        return self._member(owner, name) if owner is not None else None
 
     def _binding(self, name: str, around: _Def | None) -> ImportBinding | None:
         """What an import binds ``name`` to, innermost function first, then the module."""
@@ -249,13 +270,3 @@ class Resolution(ReceiverTypes):
             elif base.module is not None:
                 return Reference(name=f"{base.name}.{method}", module=base.module)
         return Reference(name=method)
-
-
-def constructed(target: _Def | Reference) -> _Def | Reference:
-    """What ``new C()`` builds: inside C, Java's name lookup finds C's constructor (a function
-    named as its class) before the class; the class is what is instantiated."""
-    if isinstance(target, _Def) and target.kind == "function" and target.parent is not None:
-        owner = target.parent
-        if owner.kind == "class" and owner.name == target.name:
-            return owner
-    return target

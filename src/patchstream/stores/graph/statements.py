@@ -212,6 +212,35 @@ CALLERS_THROUGH_INTERFACES = (
     "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
 )
 
+# ``c.backing().get()`` where ``backing()`` (another file) is declared to return the interface
+# ``Store``: the call wants ``<backing's key>().get``, joined to ``Store.get`` through the
+# RETURNS edge (``CALLERS_THROUGH_RETURNS``); like a direct call of ``Store.get`` it is an
+# inferred caller of each implementation. The producers are found as there: a reference to
+# the interface's key (another file) or a plain edge (the same file).
+_INTERFACE_METHOD = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+    "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] WITH t, c "
+    "MATCH (c)-[:INHERITS_FROM*1..3]->(i:Symbol) WHERE i.kind = 'interface' WITH t, i "
+    "MATCH (i)-[:DEFINES]->(m:Symbol) WHERE m.name = t.name WITH t, i, m "
+)
+_WANTED_THROUGH_INTERFACE = (
+    "WITH t, f.rkey + '().' + m.name AS key MATCH (w:Want {uid: key}) WITH t, w "
+    "MATCH (w)<-[r:REFERS]-(n:Symbol) "
+    "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
+    "AND coalesce(r.resolution, 'exact') IN $allowed "
+    "WITH n, collect(DISTINCT [t.uid, 'inferred']) AS srcs "
+    "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+)
+CALLERS_THROUGH_INTERFACE_RETURNS = (
+    _INTERFACE_METHOD + "WITH t, m, i WHERE i.rkey IS NOT NULL "
+    "MATCH (v:Want {uid: i.rkey}) WITH t, m, v "
+    "MATCH (v)<-[q:REFERS]-(f:Symbol) WHERE q.type = 'RETURNS' AND f.rkey IS NOT NULL "
+    + _WANTED_THROUGH_INTERFACE,
+    _INTERFACE_METHOD
+    + "MATCH (i)<-[q:RETURNS]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
+    + _WANTED_THROUGH_INTERFACE,
+)
+
 # Go interfaces are structural: ``s.Put()`` with ``s Store`` may run the ``Put`` of every type
 # of the branch whose methods include all of ``Store``'s. Callers of ``Memory.Put`` include
 # the callers of ``Store.Put`` when ``Memory`` has every method ``Store`` declares.
@@ -352,7 +381,7 @@ def walk_level(types: str, inbound: bool, inherited: bool, weakest: CallResoluti
         parts += [CALLERS_THROUGH_SUBCLASSES, *CALLERS_THROUGH_RETURNS]
         if weakest.rank >= CallResolution.INFERRED.rank:
             parts += [CALLERS_THROUGH_INTERFACES, CALLERS_THROUGH_GO_INTERFACES,
-                      *CALLERS_THROUGH_CALLBACKS]  # fmt: skip
+                      *CALLERS_THROUGH_INTERFACE_RETURNS, *CALLERS_THROUGH_CALLBACKS]  # fmt: skip
     if weakest is CallResolution.NAME_ONLY and "CALLS" in types.split("|"):
         parts.append(CALLERS_BY_NAME_ONLY if inbound else CALLEES_BY_NAME_ONLY)
     return " UNION ALL ".join(parts)

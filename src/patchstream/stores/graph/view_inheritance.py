@@ -204,7 +204,26 @@ class ViewInheritance(abc.ABC):
                       for src, dst, props, _ in self._inbound(
                           view, [m for m, _ in methods.values()], ("CALLS",))
                       for target in methods[src][1]]  # fmt: skip
+            pairs += self._interface_returns(view, interfaces, kids, methods)
         return self._seen(view, pairs)
+
+    def _interface_returns(self, view: View, interfaces: list[Props],
+                           kids: dict[str, list[Props]],
+                           methods: dict[str, tuple[Props, set[str]]]) -> list[Pair]:  # fmt: skip
+        """``c.backing().get()`` with ``backing()`` declared to return the interface: the
+        key ``<backing's key>().get``, an inferred caller of each implementation
+        (``statements.CALLERS_THROUGH_INTERFACE_RETURNS``)."""
+        owner_of = {c["uid"]: i["uid"] for i in interfaces
+                    for c in kids.get(i["uid"], []) if "uid" in c}  # fmt: skip
+        producers = self._producers(view, interfaces, "RETURNS")
+        wanting = [
+            {**f, "uid": target, "rkey": f"{f['rkey']}().{method['name']}"}
+            for uid, (method, targets) in methods.items()
+            for f in producers.get(owner_of.get(uid, ""), []) if f.get("rkey")
+            for target in targets
+        ]  # fmt: skip
+        return [(src, dst, props, CallResolution.INFERRED.value)
+                for src, dst, props, _ in self._referrers(view, wanting, _CALLS)]  # fmt: skip
 
     def _producers(self, view: View, classes: list[Props], edge: str) -> dict[str, list[Props]]:
         """class uid -> the functions the view sees whose ``edge`` (RETURNS, CALLBACK_PARAM)
