@@ -56,7 +56,8 @@ _PYTHON_FACTS = """
 _TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
 _TYPESCRIPT_FACTS = f"""
-(required_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
+(required_parameter pattern: [(identifier) (this)] @name type: (type_annotation {_TS_TYPE} @type)
+  ) @fact
 (optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
 (required_parameter (accessibility_modifier) pattern: (identifier) @name
   type: (type_annotation {_TS_TYPE} @type)) @field

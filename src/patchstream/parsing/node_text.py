@@ -17,12 +17,14 @@ _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 
 
 def name_parts(text: str) -> list[str]:
-    """Split a written callee/type (``a.b``, ``a::b``, ``a->b``, ``Foo<T>``) into parts.
+    """Split a written callee/type (``a.b``, ``a::b``, ``a->b``, ``Foo<T>``, TypeScript's
+    ``a!.b`` and ``a?.b``) into parts.
 
     A part that is not an identifier (a call result, an index) becomes ``"?"``.
     """
     cleaned = without_generics("".join(text.split()))
-    cleaned = cleaned.replace("?.", ".").replace("::", ".").replace("->", ".").replace("&", "")
+    cleaned = cleaned.replace("?.", ".").replace("!.", ".").replace("::", ".")
+    cleaned = cleaned.replace("->", ".").replace("&", "")
     cleaned = cleaned.replace("*", "")
     return [part if _IDENT.match(part) else "?" for part in cleaned.split(".")]
 

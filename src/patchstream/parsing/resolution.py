@@ -137,6 +137,10 @@ class Resolution(ReceiverTypes):
                 member = self._member(owner, parts[1])
                 if member is not None:
                     return member
+            elif not self._typing:  # TypeScript's ``function (this: T) { this.m() }``
+                typed = self._typed_member(parts, around)
+                if typed is not None:
+                    return typed
             return Reference(name=".".join(parts))
         if len(parts) >= 2 and not self._typing:
             guessed = self._guessed
