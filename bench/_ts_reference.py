@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tarfile
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,9 +40,24 @@ def checker_edges(
     """(caller id, callee id) for every call and ``new`` whose callee the checker finds in
     the project. A symbol declared several times (overload signatures, a class and its
     constructor) counts once, as its first declaration: the one a key finds in the graph."""
+    return edges_from_lines(checker_lines(root), root, repo, states, caller)
+
+
+def checker_lines(root: Path) -> list[str]:
+    """``ts_callees.js``'s JSON lines for the TypeScript sources under ``root``."""
     done = subprocess.run(["node", str(HERE / "ts_callees.js"), str(typescript_module()),
                            str(root)], check=True, capture_output=True, text=True)  # fmt: skip
-    return edges_from_lines(done.stdout.splitlines(), root, repo, states, caller)
+    return done.stdout.splitlines()
+
+
+def pin_checker_reference(archive: Path, out: Path) -> int:
+    """Write the checker's lines for the sources in ``archive`` (a tarball with ``src/``)
+    to ``out``: the stored reference of the pinned TypeScript test. Returns the count."""
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+        lines = checker_lines(Path(tmp) / "src")
+    out.write_text("".join(f"{line}\n" for line in lines))
+    return len(lines)
 
 
 def edges_from_lines(

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_readme_row
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
-from _ts_reference import TYPESCRIPT, checker_edges, first_of_name
+from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.delta import diff_states
 from patchstream.parsing.extract import module_id
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
@@ -301,7 +301,15 @@ def main() -> None:
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--pin-typescript", metavar="DIR", type=Path,
+                        help="rewrite the pinned TypeScript references in DIR")  # fmt: skip
     args = parser.parse_args()
+    if args.pin_typescript is not None:
+        for archive in sorted(args.pin_typescript.glob("*.tar.xz")):
+            out = archive.with_name(archive.name.removesuffix(".tar.xz") + ".checker.jsonl")
+            if out.exists():
+                print(f"{out}: {pin_checker_reference(archive, out)} lines")
+        return
     import jedi
 
     packages = args.packages.split(",")

@@ -36,6 +36,8 @@ _GO_PREDECLARED = frozenset({
 })  # fmt: skip
 
 
+_NO_BARE_MEMBERS = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
+
 # java.lang's classes that code names without an import (the ones a call is made on).
 _JAVA_LANG = frozenset({
     "Boolean", "Byte", "Character", "Class", "ClassLoader", "Double", "Enum", "Float",
@@ -91,8 +93,11 @@ class Resolution(ReceiverTypes):
         prefixes: list[str] = []
         current = around
         while current is not None:
-            is_class = current.kind in ("class", "interface", "impl")
-            if not (is_class and self.language == "python"):
+            # Only Java (and Go, whose methods are not nested) name a class's members by a
+            # bare name; elsewhere ``m()`` inside a method (or an object literal's method)
+            # is never ``this.m()``/``self.m()``/``Self::m()``.
+            member_scope = self.language not in _NO_BARE_MEMBERS or current.kind == "function"
+            if member_scope:
                 prefixes.append(current.qualified_name)
             current = current.parent
         prefixes.append("")
