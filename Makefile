@@ -16,17 +16,19 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The ops tests run Debian's docker-compose (config validation), promtool and a real
-# Prometheus. Installed once; apt's lists are refreshed only when the install needs it.
-SYSTEM_TOOLS := prometheus promtool docker-compose
+# Prometheus; the Java correctness test runs javac (a JDK). Installed once; apt's lists are
+# refreshed only when the install needs it.
+SYSTEM_TOOLS := prometheus promtool docker-compose javac
+SYSTEM_PACKAGES := prometheus docker-compose default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 system-deps:
 	@for tool in $(SYSTEM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages: prometheus docker-compose"; \
+	  echo "installing Debian packages: $(SYSTEM_PACKAGES)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  $(SUDO) apt-get install -y -q prometheus docker-compose >/dev/null \
+	  $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES) >/dev/null \
 	  || ($(SUDO) apt-get update -q >/dev/null && \
-	      $(SUDO) apt-get install -y -q prometheus docker-compose >/dev/null); \
+	      $(SUDO) apt-get install -y -q $(SYSTEM_PACKAGES) >/dev/null); \
 	fi
 
 ## run: start the embedded stack, index this repository (or REPO_DIR=...) and show queries
