@@ -138,10 +138,11 @@ def _returned_methods(
     out: dict[str, list[str]] = defaultdict(list)
     # ``Sub.m`` where Sub inherits m: the callers the graph adds through subclasses
     # (statements.CALLERS_THROUGH_SUBCLASSES).
-    for cls in list(members):
-        if cls not in key_of:
-            continue
-        own = {name for name, _ in members[cls]}
+    classes = [s.id for state in states.values() for s in state.symbols
+               if s.kind in (SymbolKind.CLASS, SymbolKind.INTERFACE)
+               and s.id in key_of]  # fmt: skip
+    for cls in classes:  # an empty subclass (``class QueueScheduler extends AsyncScheduler {}``)
+        own = {name for name, _ in members.get(cls, ())}
         for name, member in inherited(cls):
             if name not in own and f"{key_of[cls]}.{name}" not in by_key:
                 out[f"{key_of[cls]}.{name}"].append(member)

@@ -4,9 +4,9 @@ The code is in ``tests/fixtures/pinned`` (see its README): rxjs's scheduler with
 it imports (40 files), against the TypeScript checker's answers stored beside it, and
 Commons IO's ``filefilter`` package (31 files), against javac's attribution computed here.
 Correctness, never a timing. Java meets #15's goals (recall >= 0.97, precision >= 0.95);
-the rxjs slice holds its floor: it gathers rxjs's hardest calls (unions narrowed by
-``instanceof``, ``this`` typed by a callee's signature), and the edges the checker does not
-confirm are the ones read by hand below.
+the rxjs slice holds its floor (0.907 / 0.925 at stop 32; all of rxjs is at 0.971 / 0.991):
+it gathers rxjs's hardest calls (a field typed by a union of two classes, a union narrowed
+by ``||``), and the edges the checker does not confirm are the ones read by hand below.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_typescript_callers_on_pinned_rxjs_hold_against_the_checker(tmp_path: Pa
     reference = edges_from_lines(lines, root, "rxjs", states, correctness._caller)
     assert len(reference) >= 100  # the reference itself did not collapse
     figures = correctness.compare(states, reference, same_target=first_of_name)
-    assert figures["inferred recall"] >= 0.86
+    assert figures["inferred recall"] >= 0.90
     assert figures["inferred precision"] >= 0.92
     assert _unconfirmed(states, reference) == CHECKED_BY_HAND
 

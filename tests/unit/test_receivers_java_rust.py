@@ -292,3 +292,18 @@ def test_python_chains_through_another_files_method_too(builder: FileStateBuilde
     source += b"    return s.get_adapter(r).send(r)\n"
     state = build_state(builder, "pkg/api.py", source)
     assert "ref:Session.get_adapter().send@pkg.sessions" in _calls(state, "fetch")
+
+
+def test_python_isinstance_narrows_a_name_inside_its_block(builder: FileStateBuilder) -> None:
+    source = b"""from .core import Group
+
+
+def resolve(command, ctx):
+    if isinstance(command, Group):
+        command.resolve_command(ctx)
+    command.invoke(ctx)
+"""
+    state = build_state(builder, "pkg/shell.py", source)
+    calls = _calls(state, "resolve")
+    assert "ref:Group.resolve_command@pkg.core" in calls
+    assert "ref:command.invoke@None" in calls  # outside the block: nothing known

@@ -25,6 +25,7 @@ from patchstream.parsing.node_text import (
     in_other_branches,
     name_parts,
     signature_of,
+    written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
 from patchstream.parsing.resolution import Resolution
@@ -292,7 +293,7 @@ class _Extractor(Resolution):
                 if capture not in match:
                     continue
                 node = match[capture][0]
-                written = self.src.text(match["name"][0])
+                written = written_callee(match["name"][0], self.src)
                 parts = name_parts(written)
                 around = self._enclosing_def(node)
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
@@ -307,8 +308,9 @@ class _Extractor(Resolution):
                     parts[0] == "super" and len(parts) == 2 and self.language != "python"
                 ):  # Python's super().m(), TypeScript's and Java's super.m()
                     found = self._super_member(parts[-1], around)
-                elif receiver is None and ")" in written:
-                    # ``Foo(x).m()``: only a written receiver with a call in it built one.
+                elif receiver is None and (")" in written or "]" in written):
+                    # ``Foo(x).m()``, ``items[0].m()``: a written receiver with a call (or an
+                    # index) in it.
                     found = self._member_of_call(match["name"][0], around)
                 elif receiver is not None and ")" in receiver:  # Java's ``make().m()``
                     found = self._member_of_built(match["receiver"][0], parts[-1], around)

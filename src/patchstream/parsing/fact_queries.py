@@ -3,8 +3,9 @@
 Captures: ``@fact`` (a declaration or an assignment) with ``@name`` and ``@type`` (declared)
 or ``@call`` (what builds the value); ``@owner`` for attributes (``self.x``); ``@returns``
 for a function's return type; ``@loop``/``@iter`` for names bound to a container's element;
-``@alias``, ``@item``, ``@unpack``, ``@cast``, ``@destructured``, ``@field`` and ``@passed``
-as ``receivers.type_facts`` reads them.
+``@alias``, ``@item``, ``@unpack``, ``@cast``, ``@destructured``, ``@field``, ``@passed`` and
+``@narrowed`` (a block where ``isinstance``/``instanceof`` fixed a name's type) as
+``receivers.type_facts`` reads them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import tree_sitter as ts
 from patchstream.parsing.languages import get_language
 
 _PYTHON_FACTS = """
+(if_statement
+  condition: (call function: (identifier) @isinstance
+    arguments: (argument_list . (identifier) @name . [(identifier) (attribute)] @type .))
+  consequence: (block) @narrowed)
 (typed_parameter (identifier) @name type: (type) @type) @fact
 (typed_default_parameter name: (identifier) @name type: (type) @type) @fact
 (assignment left: (identifier) @name type: (type) @type) @fact
@@ -56,6 +61,11 @@ _PYTHON_FACTS = """
 _TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
 _TYPESCRIPT_FACTS = f"""
+(if_statement
+  condition: (parenthesized_expression
+    (binary_expression left: (identifier) @name operator: "instanceof"
+      right: [(identifier) (member_expression)] @type))
+  consequence: (statement_block) @narrowed)
 (required_parameter pattern: [(identifier) (this)] @name type: (type_annotation {_TS_TYPE} @type)
   ) @fact
 (optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
@@ -66,6 +76,8 @@ _TYPESCRIPT_FACTS = f"""
 (public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
 (variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
 (variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name
+  value: (array . (new_expression constructor: [(identifier) (member_expression)] @built))) @fact
 (variable_declarator name: (identifier) @name
   value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
 (variable_declarator name: (identifier) @name

@@ -141,3 +141,19 @@ def in_other_branches(first: ts.Node, later: ts.Node) -> bool:
             return node.type in _BRANCHING
         node = node.parent
     return False
+
+
+def written_callee(callee: ts.Node, src: Source) -> str:
+    """A callee's text. ``a - b!.m()`` is the one exception: tree-sitter-typescript parses it
+    as ``(a - b)!.m()`` (its ``!`` binds looser than a binary operator), whose receiver is
+    ``b``: the text is then ``b.m``."""
+    held = callee.child_by_field_name("object") if callee.type == "member_expression" else None
+    member = callee.child_by_field_name("property")
+    if held is None or member is None or held.type != "non_null_expression":
+        return src.text(callee)
+    inner = held.named_children[0] if held.named_child_count == 1 else None
+    if inner is None or inner.type != "binary_expression":
+        return src.text(callee)
+    while inner.type == "binary_expression" and (right := inner.child_by_field_name("right")):
+        inner = right
+    return f"{src.text(inner)}.{src.text(member)}"

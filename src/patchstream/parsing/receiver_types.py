@@ -35,10 +35,12 @@ _MEMBER_FIELDS = {"attribute": ("object", "attribute"),
                   "field_expression": ("value", "field")}  # fmt: skip
 _BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression",
                     "method_invocation", "object_creation_expression"})  # fmt: skip
+_SUBSCRIPTS = {"subscript": "value", "subscript_expression": "object"}  # Python, TypeScript
 # The field of a built receiver that names what builds it (a call's default: "function").
 _BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
                    "object_creation_expression": "type"}  # fmt: skip
-_GETTERS = frozenset({"get", "pop", "setdefault"})  # a mapping's methods that give an item
+# A container's methods that give one of its items: a mapping's, and an array's.
+_GETTERS = frozenset({"get", "pop", "setdefault", "shift", "at", "find", "findLast"})
 
 
 @dataclass
@@ -151,7 +153,7 @@ class ReceiverTypes(abc.ABC):
                         fact.type_parts
                     )
                 continue
-            if fact.node.type == "except_clause":  # bound in its block only
+            if fact.block or fact.node.type == "except_clause":  # bound in its block only
                 typed = _Typed(fact.type_parts, declared=True)
                 self._block_types.append((fact.node.start_byte, fact.node.end_byte, fact.name,
                                           typed))  # fmt: skip
@@ -259,6 +261,10 @@ class ReceiverTypes(abc.ABC):
         CALLBACK_PARAM edges (statements.CALLERS_THROUGH_CALLBACKS). The join does not know
         which of the callee's callback parameters this is, so the call is ``inferred``."""
         owner = self._resolve_type(list(callee), around)
+        if isinstance(owner, Reference) and owner.module is None and len(callee) >= 2:
+            # ``scheduler.schedule(function () { this.schedule() })``: a method of the
+            # receiver's type, when the file knows it.
+            owner = self._typed_member(list(callee), around) or owner
         if isinstance(owner, Reference):
             if owner.module is None or "(" in owner.name:
                 return None  # unknown, or itself a join (``source.subscribe(x => ...)``)
@@ -365,7 +371,13 @@ class ReceiverTypes(abc.ABC):
             return self._attribute_type(owner, container[1] + mark) if owner else None
         if len(container) == 1:
             typed = self._variable_type(container[0] + mark, around)
-            return typed.parts if typed is not None and not typed.through else None
+            if typed is not None:
+                return typed.parts if not typed.through else None
+            # ``const items = this.items``: the attribute's elements.
+            local = self._variable_type(container[0], around)
+            if local is None or local.through != "attribute" or local.parts is None:
+                return None
+            return self._element_type(local.parts, kind, around)
         return None
 
     def _local_lineage(self, owner: str) -> Iterator[str]:
@@ -403,6 +415,13 @@ class ReceiverTypes(abc.ABC):
     ) -> _Def | Reference | None:
         """``m`` of what the expression ``receiver`` builds, when it is a call or ``new``
         (Java's ``make().m()`` and ``new Foo().m()`` come here with their receiver)."""
+        while receiver.type == "non_null_expression" and receiver.named_child_count:
+            receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
+        if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
+            held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
+            text = "".join(self.src.text(held).split()) if held is not None else ""
+            item = self._element_type(tuple(text.split(".")), "item", around)
+            return self._member_of_type(item, method, around) if item else None
         if receiver.type not in _BUILT:
             return None
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None

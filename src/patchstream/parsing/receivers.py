@@ -84,6 +84,7 @@ class TypeFact:
     # A tuple's item: ``-> tuple[str, Command]`` (a ``returns`` fact per position) and
     # ``name, cmd = f()`` (``element`` facts: the name takes that item of f's result).
     position: int | None = None
+    block: bool = False  # the name has the type inside ``node`` only (narrowed by a check)
 
 
 def type_parts(text: str) -> tuple[str, ...] | None:
@@ -94,7 +95,7 @@ def type_parts(text: str) -> tuple[str, ...] | None:
         cleaned = match.group(1).split(",", 1)[0].strip("\"'")
     # ``T | None`` (Python), ``T | null | undefined`` (TypeScript): the one real type.
     nothing = ("None", "", "null", "undefined")
-    options = [without_generics(o) for o in cleaned.split("|") if o not in nothing]
+    options = [without_generics(o) for o in _top_level(cleaned, "|") if o not in nothing]
     if len(options) != 1 or not DOTTED.match(options[0]):
         return None  # TypeScript's ``Subscriber<T>`` is a Subscriber
     return tuple(options[0].split("."))
@@ -132,15 +133,16 @@ def tuple_items(text: str) -> list[tuple[str, ...] | None]:
     return [type_parts(item) for item in items]
 
 
-def _top_level(arguments: str) -> list[str]:
-    """``str, list[int]`` -> [``str``, ``list[int]``]: commas outside brackets."""
+def _top_level(arguments: str, separator: str = ",") -> list[str]:
+    """``str, list[int]`` -> [``str``, ``list[int]``]: parts between separators outside
+    brackets (``Observable<T | U> | null`` splits on its second ``|`` only)."""
     parts, depth, start = [], 0, 0
     for index, char in enumerate(arguments):
         if char in "[<(":
             depth += 1
         elif char in "]>)":
             depth -= 1
-        elif char == "," and depth == 0:
+        elif char == separator and depth == 0:
             parts.append(arguments[start:index])
             start = index + 1
     parts.append(arguments[start:])
@@ -161,6 +163,13 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         return []
     facts: list[TypeFact] = []
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "narrowed" in match:  # if isinstance(x, T): / if (x instanceof T): in that block
+            check = match.get("isinstance")
+            parts = type_parts(src.text(match["type"][0]))
+            if parts is not None and (check is None or src.text(check[0]) == "isinstance"):
+                name = src.text(match["name"][0])
+                facts.append(TypeFact(match["narrowed"][0], name, parts, block=True))
+            continue
         if "passed" in match:
             facts += _passed_callback(match, src)
             continue
@@ -183,6 +192,14 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if DOTTED.match(text):
                 name, call = src.text(match["name"][0]), tuple(text.split("."))
                 facts.append(TypeFact(match["loop"][0], name, call, from_call=True, element=True))
+            continue
+        if "built" in match:  # const items = [new Foo()]: its elements are Foos
+            text = "".join(src.text(match["built"][0]).split())
+            if DOTTED.match(text):
+                element = tuple(text.split("."))
+                name = src.text(match["name"][0])
+                facts += [TypeFact(match["fact"][0], name, element, from_call=True, container=kind)
+                          for kind in ("iter", "item")]  # fmt: skip
             continue
         if "destructured" in match:  # const { a, b } = this: each has its field's type
             node = match["destructured"][0]
@@ -273,8 +290,17 @@ def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeF
     if not DOTTED.match(callee) or callee.rsplit(".", 1)[-1] in _ARRAY_CALLBACKS:
         return []
     parts, callback = tuple(callee.split(".")), match["passed"][0]
-    return [TypeFact(callback, name, parts, through="callback")
-            for name in _undeclared_parameters(callback, src)]  # fmt: skip
+    names = _undeclared_parameters(callback, src)
+    if callback.type == "function_expression" and not _declares_this(callback, src):
+        names.append("this")  # a ``function`` (not an arrow) gets ``this`` from its caller
+    return [TypeFact(callback, name, parts, through="callback") for name in names]
+
+
+def _declares_this(function: ts.Node, src: Source) -> bool:
+    return any(
+        (pattern := p.child_by_field_name("pattern")) is not None and src.text(pattern) == "this"
+        for p in _parameter_nodes(function)
+    )
 
 
 def _parameter_nodes(function: ts.Node) -> list[ts.Node]:
@@ -302,7 +328,7 @@ def _undeclared_parameters(function: ts.Node, src: Source) -> list[str]:
 def callback_parameter_types(parameter: ts.Node, src: Source) -> list[tuple[str, ...]]:
     """The declared types of the parameters of a function-typed parameter
     (``init: (source: Observable<T>, subscriber: Subscriber<R>) => void`` -> Observable,
-    Subscriber); ``this:`` is not a parameter."""
+    Subscriber), ``this:`` too (what ``this`` is in a ``function`` passed there)."""
     annotation = parameter.child_by_field_name("type")
     written = annotation.named_children[0] if annotation and annotation.named_children else None
     if written is None or written.type != "function_type":
@@ -311,7 +337,7 @@ def callback_parameter_types(parameter: ts.Node, src: Source) -> list[tuple[str,
     found = []
     for item in inner.named_children if inner is not None else []:
         pattern, declared = item.child_by_field_name("pattern"), item.child_by_field_name("type")
-        if pattern is None or declared is None or src.text(pattern) == "this":
+        if pattern is None or declared is None:
             continue
         parts = type_parts(src.text(declared).lstrip(":"))
         if parts is not None:
