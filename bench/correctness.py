@@ -129,10 +129,11 @@ def _returned_methods(
         if depth < 3:
             names = {name for name, _ in found}
             for base in bases.get(cls, ()):
-                for name, member in inherited(base, depth + 1):
-                    if name not in names:
-                        names.add(name)
-                        found.append((name, member))
+                # Every member of a name the class does not define (a Java field and its
+                # namesake method are two members).
+                taken = [(n, m) for n, m in inherited(base, depth + 1) if n not in names]
+                found += taken
+                names |= {n for n, _ in taken}
         return found
 
     out: dict[str, list[str]] = defaultdict(list)

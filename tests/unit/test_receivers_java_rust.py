@@ -307,3 +307,46 @@ def resolve(command, ctx):
     calls = _calls(state, "resolve")
     assert "ref:Group.resolve_command@pkg.core" in calls
     assert "ref:command.invoke@None" in calls  # outside the block: nothing known
+
+
+def test_fields_of_another_files_class_are_joined_through_their_returns_edge(
+    builder: FileStateBuilder,
+) -> None:
+    """``t.tagPending.append()`` (t's class in another file), ``Filters.DIRECTORY.and()``
+    (a static field), ``r.request.copy()``: each wants ``T.field().m``; the field's own
+    file gives it a RETURNS edge to its declared type."""
+    java = b"""package com.shop.parser;
+
+class TokeniserState {
+    void read(Tokeniser t) {
+        t.tagPending.append("x");
+        Filters.DIRECTORY.and(null);
+        Token.Tag.valueOf("x");
+    }
+}
+"""
+    calls = _calls(
+        build_state(builder, "com/shop/parser/TokeniserState.java", java), "TokeniserState.read"
+    )
+    assert calls == {
+        "ref:Tokeniser.tagPending().append@com.shop.parser",
+        "ref:Filters.DIRECTORY().and@com.shop.parser",
+        "ref:Token.Tag.valueOf@com.shop.parser",  # a nested class, not a field
+    }
+    owner = b"""package com.shop.parser;
+
+class Tokeniser {
+    Token.Tag tagPending;
+    private String name;
+}
+"""
+    state = build_state(builder, "com/shop/parser/Tokeniser.java", owner)
+    returns = {(e.src.rsplit("::", 1)[-1], e.ref.name if e.ref else e.dst)
+               for e in state.edges if e.type is EdgeType.RETURNS}  # fmt: skip
+    assert returns == {("Tokeniser.tagPending", "Token.Tag")}  # String is no class of ours
+    python = (
+        b"from .models import Response\n\n\ndef again(r: Response):\n    return r.request.copy()\n"
+    )
+    assert "ref:Response.request().copy@pkg.models" in _calls(
+        build_state(builder, "pkg/auth.py", python), "again"
+    )

@@ -383,11 +383,12 @@ class _Extractor(Resolution):
         self.edges.add(edge)
 
     def _collect_returns(self) -> None:
-        """RETURNS edges from functions to the class their return annotation names, so a
-        call on what another file's function returns can find its method."""
-        for qualified, written in self._returns.items():
-            function = self.by_qualified.get(qualified)
-            if function is None or function.kind != "function":
+        """RETURNS edges from functions to the class their return annotation names, and from
+        fields to the class they are declared as (reading a field returns its value), so a
+        call on what another file's function or field gives can find its method."""
+        functions = ((self.by_qualified.get(q), written) for q, written in self._returns.items())
+        for function, written in [*functions, *self._declared_fields()]:
+            if function is None or function.kind not in ("function", "variable"):
                 continue
             if written == ("Self",):  # Rust's ``-> Self``: the type the impl is for
                 enclosing = self._enclosing_class(function)

@@ -19,7 +19,6 @@ from patchstream.parsing.node_text import in_other_branches, without_generics
 from patchstream.parsing.receivers import (
     DOTTED,
     TypeFact,
-    callback_parameter_types,
     type_facts,
     type_parts,
 )
@@ -119,6 +118,16 @@ class ReceiverTypes(abc.ABC):
     @abc.abstractmethod
     def _member(self, owner: str, member: str) -> _Def | Reference | None: ...
 
+    @abc.abstractmethod
+    def _callback_member(
+        self, callee: tuple[str, ...], method: str, around: _Def | None
+    ) -> Reference | None: ...
+
+    @abc.abstractmethod
+    def _field_reference(
+        self, receiver: list[str], method: str, around: _Def | None
+    ) -> Reference | None: ...
+
     def _note(self, typed: _Typed | None) -> None:
         if typed is not None and typed.parts is not None and not typed.declared:
             self._guessed = True
@@ -211,6 +220,8 @@ class ReceiverTypes(abc.ABC):
         elif len(receiver) >= 2:
             # ``l.store.Put()``, ``self.a.b.m()``: the type of the head, then of each field.
             known = self._chain_type(receiver, around)
+            if known is None:
+                return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
             self._note(typed)
@@ -228,53 +239,6 @@ class ReceiverTypes(abc.ABC):
         if known is None:
             return None
         return self._member_of_type(known, method, around, depth, called)
-
-    def _callback_parameter_targets(self) -> list[tuple[_Def, _Def | Reference]]:
-        """(function, a class that a callback parameter of one of its parameters declares):
-        the facts behind CALLBACK_PARAM edges. A constructor's belong to its class, which is
-        what ``new C(cb)`` names."""
-        if self.language not in ("typescript", "tsx"):
-            return []
-        found: list[tuple[_Def, _Def | Reference]] = []
-        for definition in self.defs:
-            listed = definition.node.child_by_field_name("parameters")
-            if definition.kind != "function" or listed is None:
-                continue
-            owner, parent = definition, definition.parent
-            if definition.name == "constructor" and parent is not None and parent.kind == "class":
-                owner = parent
-            for parameter in listed.named_children:
-                for parts in callback_parameter_types(parameter, self.src):
-                    target = self._resolve_type(list(parts), definition)
-                    if isinstance(target, _Def):
-                        if target.kind in ("class", "interface"):
-                            found.append((owner, target))
-                    elif target.module is not None and class_like(parts[-1]):
-                        found.append((owner, target))
-        return found
-
-    def _callback_member(
-        self, callee: tuple[str, ...], method: str, around: _Def | None
-    ) -> Reference | None:
-        """``m`` of a parameter of a function passed to ``callee``: the reference
-        ``<callee>(*).m`` in the callee's module, which the graph joins through the callee's
-        CALLBACK_PARAM edges (statements.CALLERS_THROUGH_CALLBACKS). The join does not know
-        which of the callee's callback parameters this is, so the call is ``inferred``."""
-        owner = self._resolve_type(list(callee), around)
-        if isinstance(owner, Reference) and owner.module is None and len(callee) >= 2:
-            # ``scheduler.schedule(function () { this.schedule() })``: a method of the
-            # receiver's type, when the file knows it.
-            owner = self._typed_member(list(callee), around) or owner
-        if isinstance(owner, Reference):
-            if owner.module is None or "(" in owner.name:
-                return None  # unknown, or itself a join (``source.subscribe(x => ...)``)
-            found = Reference(name=f"{owner.name}(*).{method}", module=owner.module)
-        elif owner.kind in ("function", "class"):
-            found = Reference(name=f"{owner.qualified_name}(*).{method}", module=self.module)
-        else:
-            return None
-        self._inferred = True
-        return found
 
     def _member_of_type(
         self,

@@ -12,9 +12,9 @@ from collections import defaultdict
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
+from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import (
     SELF_WORDS,
-    ReceiverTypes,
     _Def,
     _Typed,
     class_like,
@@ -48,7 +48,7 @@ _JAVA_LANG = frozenset({
 })  # fmt: skip
 
 
-class Resolution(ReceiverTypes):
+class Resolution(ReceiverJoins):
     """Lookups over the definitions, imports and type facts the extractor collected."""
 
     language: str

@@ -1,0 +1,96 @@
+"""Receivers another file types: the references the graph joins at read time.
+
+A mixin between ``ReceiverTypes`` (which asks for these) and ``Resolution``: a callback's
+parameter typed by the callee's signature (``<callee>(*).m``, CALLBACK_PARAM edges) and a
+field of another file's class (``T.field().m``, the field's RETURNS edge), with the facts
+behind the edges those joins read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from patchstream.parsing.receiver_types import SELF_WORDS, ReceiverTypes, _Def, class_like
+from patchstream.parsing.receivers import callback_parameter_types
+from patchstream.schemas.graph import Reference
+
+
+class ReceiverJoins(ReceiverTypes):
+    def _callback_parameter_targets(self) -> list[tuple[_Def, _Def | Reference]]:
+        """(function, a class that a callback parameter of one of its parameters declares):
+        the facts behind CALLBACK_PARAM edges. A constructor's belong to its class, which is
+        what ``new C(cb)`` names."""
+        if self.language not in ("typescript", "tsx"):
+            return []
+        found: list[tuple[_Def, _Def | Reference]] = []
+        for definition in self.defs:
+            listed = definition.node.child_by_field_name("parameters")
+            if definition.kind != "function" or listed is None:
+                continue
+            owner, parent = definition, definition.parent
+            if definition.name == "constructor" and parent is not None and parent.kind == "class":
+                owner = parent
+            for parameter in listed.named_children:
+                for parts in callback_parameter_types(parameter, self.src):
+                    target = self._resolve_type(list(parts), definition)
+                    if isinstance(target, _Def):
+                        if target.kind in ("class", "interface"):
+                            found.append((owner, target))
+                    elif target.module is not None and class_like(parts[-1]):
+                        found.append((owner, target))
+        return found
+
+    def _callback_member(
+        self, callee: tuple[str, ...], method: str, around: _Def | None
+    ) -> Reference | None:
+        """``m`` of a parameter of a function passed to ``callee``: the reference
+        ``<callee>(*).m`` in the callee's module, which the graph joins through the callee's
+        CALLBACK_PARAM edges (statements.CALLERS_THROUGH_CALLBACKS). The join does not know
+        which of the callee's callback parameters this is, so the call is ``inferred``."""
+        owner = self._resolve_type(list(callee), around)
+        if isinstance(owner, Reference) and owner.module is None and len(callee) >= 2:
+            # ``scheduler.schedule(function () { this.schedule() })``: a method of the
+            # receiver's type, when the file knows it.
+            owner = self._typed_member(list(callee), around) or owner
+        if isinstance(owner, Reference):
+            if owner.module is None or "(" in owner.name:
+                return None  # unknown, or itself a join (``source.subscribe(x => ...)``)
+            found = Reference(name=f"{owner.name}(*).{method}", module=owner.module)
+        elif owner.kind in ("function", "class"):
+            found = Reference(name=f"{owner.qualified_name}(*).{method}", module=self.module)
+        else:
+            return None
+        self._inferred = True
+        return found
+
+    def _declared_fields(self) -> Iterator[tuple[_Def, tuple[str, ...]]]:
+        """(a field's definition, its declared type): class-level declarations only, as a
+        constructor call's guess is no declaration."""
+        fields = {d.qualified_name: d for d in self.defs if d.kind == "variable"}
+        for owner, attributes in self._attr_types.items():
+            for name, typed in attributes.items():
+                field = fields.get(f"{owner}.{name}")
+                if field is not None and typed.parts and typed.declared and not typed.through:
+                    yield field, typed.parts
+
+    def _field_reference(
+        self, receiver: list[str], method: str, around: _Def | None
+    ) -> Reference | None:
+        """``t.pending.m()`` where ``t``'s class is another file's, or ``Other.FIELD.m()``: the
+        reference ``T.pending().m`` in T's module, which the graph joins through the field's
+        RETURNS edge (its declared type) as for a function's."""
+        if len(receiver) != 2 or receiver[0] in SELF_WORDS or class_like(receiver[1]):
+            return None
+        typed = self._variable_type(receiver[0], around)
+        if typed is not None:
+            if typed.parts is None or typed.element or typed.through:
+                return None
+            owner = self._resolve_type(list(typed.parts), around)
+        elif class_like(receiver[0]):  # a static field of a class
+            owner = self._resolve_type([receiver[0]], around)
+        else:
+            return None
+        if isinstance(owner, Reference) and owner.module is not None and "(" not in owner.name:
+            self._note(typed)
+            return Reference(name=f"{owner.name}.{receiver[1]}().{method}", module=owner.module)
+        return None
