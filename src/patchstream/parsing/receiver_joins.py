@@ -79,8 +79,10 @@ class ReceiverJoins(ReceiverTypes):
         """``t.pending.m()`` where ``t``'s class is another file's, or ``Other.FIELD.m()``: the
         reference ``T.pending().m`` in T's module, which the graph joins through the field's
         RETURNS edge (its declared type) as for a function's."""
-        if len(receiver) != 2 or receiver[0] in SELF_WORDS or class_like(receiver[1]):
+        if len(receiver) != 2 or class_like(receiver[1]):
             return None
+        if receiver[0] in SELF_WORDS:
+            return self._base_field_reference(receiver[1], method, around)
         typed = self._variable_type(receiver[0], around)
         if typed is not None:
             if typed.parts is None or typed.element or typed.through:
@@ -93,4 +95,17 @@ class ReceiverJoins(ReceiverTypes):
         if isinstance(owner, Reference) and owner.module is not None and "(" not in owner.name:
             self._note(typed)
             return Reference(name=f"{owner.name}.{receiver[1]}().{method}", module=owner.module)
+        return None
+
+    def _base_field_reference(
+        self, field: str, method: str, around: _Def | None
+    ) -> Reference | None:
+        """Java's ``tokeniser.m()`` in a class whose base (another file's) declares the field
+        ``tokeniser``: ``Base.tokeniser().m``, joined like any field's."""
+        owner = self._enclosing_class(around)
+        if owner is None or self._attribute_type(owner, field) is not None:
+            return None
+        for base in self._bases.get(owner, ()):
+            if isinstance(base, Reference) and base.module is not None:
+                return Reference(name=f"{base.name}.{field}().{method}", module=base.module)
         return None

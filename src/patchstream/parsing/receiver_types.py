@@ -3,7 +3,8 @@
 The typing half of ``Resolution`` (a mixin it inherits): the type facts of ``receivers``
 bound per scope and class, then looked up through variables, attributes, chains, factories,
 container elements and calls. It asks ``Resolution`` for names (``_resolve``) and members
-(``_member``); ``Resolution`` asks it for ``_typed_member`` and ``_member_of_call``.
+(``_member``); ``Resolution`` asks it for ``_typed_member``. ``receiver_joins`` and
+``receiver_calls`` extend it.
 """
 
 from __future__ import annotations
@@ -15,29 +16,16 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import in_other_branches, without_generics
+from patchstream.parsing.node_text import in_other_branches
 from patchstream.parsing.receivers import (
-    DOTTED,
     TypeFact,
     type_facts,
-    type_parts,
 )
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
-# A member access's (receiver, member) fields per grammar, and the receivers that build.
-_MEMBER_FIELDS = {"attribute": ("object", "attribute"),
-                  "member_expression": ("object", "property"),
-                  "selector_expression": ("operand", "field"),
-                  "field_expression": ("value", "field")}  # fmt: skip
-_BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression",
-                    "method_invocation", "object_creation_expression"})  # fmt: skip
-_SUBSCRIPTS = {"subscript": "value", "subscript_expression": "object"}  # Python, TypeScript
-# The field of a built receiver that names what builds it (a call's default: "function").
-_BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
-                   "object_creation_expression": "type"}  # fmt: skip
 # A container's methods that give one of its items: a mapping's, and an array's.
 _GETTERS = frozenset({"get", "pop", "setdefault", "shift", "at", "find", "findLast"})
 
@@ -101,6 +89,7 @@ class ReceiverTypes(abc.ABC):
     _element_returns: dict[str, tuple[str, ...]]
     _aliases: dict[str, tuple[str, ...] | None]
     _local_bases: dict[str, list[str]]
+    _bases: dict[str, list[_Def | Reference]]
     _typing: bool
     _guessed: bool
     _block_types: list[tuple[int, int, str, _Typed]]  # (start, end, name, type): except blocks
@@ -217,6 +206,8 @@ class ReceiverTypes(abc.ABC):
         if receiver[0] in SELF_WORDS and len(receiver) == 2:
             owner = self._enclosing_class(around)
             known = self._attribute_type(owner, receiver[1]) if owner else None
+            if known is None:  # ``self.ctx.m()`` with ``ctx`` declared by another file's base
+                return self._field_reference(receiver, method, around)
         elif len(receiver) >= 2:
             # ``l.store.Put()``, ``self.a.b.m()``: the type of the head, then of each field.
             known = self._chain_type(receiver, around)
@@ -224,6 +215,8 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
+            if typed is None and self.language == "java":  # a field a base of another file has
+                return self._field_reference(["this", receiver[0]], method, around)
             self._note(typed)
             known = typed.parts if typed is not None else None
             called = typed is not None and not typed.declared
@@ -361,49 +354,6 @@ class ReceiverTypes(abc.ABC):
                 self._note(found)
                 return found.parts
         return None
-
-    def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:
-        """``Foo(x).m()``, ``new Foo().m()``, ``make().m()``, Go's ``NewT().M()``: ``m`` of what
-        the call builds or says it returns (no name is bound, so nothing can rebind it)."""
-        fields = _MEMBER_FIELDS.get(callee.type)
-        if fields is None:  # a plain name: nothing was built
-            return None
-        receiver = callee.child_by_field_name(fields[0])
-        method = callee.child_by_field_name(fields[1])
-        if receiver is None or method is None:
-            return None
-        return self._member_of_built(receiver, self.src.text(method), around)
-
-    def _member_of_built(
-        self, receiver: ts.Node, method: str, around: _Def | None
-    ) -> _Def | Reference | None:
-        """``m`` of what the expression ``receiver`` builds, when it is a call or ``new``
-        (Java's ``make().m()`` and ``new Foo().m()`` come here with their receiver)."""
-        while receiver.type == "non_null_expression" and receiver.named_child_count:
-            receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
-        if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
-            held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
-            text = "".join(self.src.text(held).split()) if held is not None else ""
-            item = self._element_type(tuple(text.split(".")), "item", around)
-            return self._member_of_type(item, method, around) if item else None
-        if receiver.type not in _BUILT:
-            return None
-        inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
-        if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
-            asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
-            if asserted is None:
-                return None
-            return self._member_of_type(asserted, method, around)
-        built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
-        if built is None:
-            return None
-        text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
-        if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
-            text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
-        if not DOTTED.match(text):
-            return None
-        called = receiver.type not in ("new_expression", "object_creation_expression")
-        return self._member_of_type(tuple(text.split(".")), method, around, called=called)
 
 
 def constructed(target: _Def | Reference) -> _Def | Reference:

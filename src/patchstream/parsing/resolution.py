@@ -12,7 +12,7 @@ from collections import defaultdict
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
-from patchstream.parsing.receiver_joins import ReceiverJoins
+from patchstream.parsing.receiver_calls import BuiltReceivers
 from patchstream.parsing.receiver_types import (
     SELF_WORDS,
     _Def,
@@ -48,7 +48,7 @@ _JAVA_LANG = frozenset({
 })  # fmt: skip
 
 
-class Resolution(ReceiverJoins):
+class Resolution(BuiltReceivers):
     """Lookups over the definitions, imports and type facts the extractor collected."""
 
     language: str
@@ -78,6 +78,8 @@ class Resolution(ReceiverJoins):
         self._guessed = False
         self._inferred = False
         self._block_types: list[tuple[int, int, str, _Typed]] = []
+        self._built: dict[tuple[int, int, str], tuple[_Def | Reference | None, bool, bool]] = {}
+        self._chain_depth = 0
         self._at = -1
 
     def _certainty(self) -> CallResolution:
@@ -163,7 +165,8 @@ class Resolution(ReceiverJoins):
                 local = self.by_qualified.get(key)
                 if local is not None:
                     return local
-            if self.language == "java" and not self._typing and not class_like(dotted):
+            java_member = self.language == "java" and not class_like(dotted)
+            if java_member and self._binding(dotted, around) is None:  # not a static import
                 inherited = self._inherited_method(dotted, around)
                 if inherited is not None:
                     return inherited
@@ -171,6 +174,9 @@ class Resolution(ReceiverJoins):
             local = self.by_qualified.get(dotted)
             if local is not None:
                 return local
+            nested = self._nested(parts, around) if self.language == "java" else None
+            if nested is not None:  # ``TagName.valueOf()`` for the nested ``Outer.TagName``
+                return nested
             container = self.by_qualified.get(".".join(parts[:-1]))
             if container is not None and container.kind in ("class", "interface"):
                 member = self._member(container.qualified_name, parts[-1])  # Base.__init__(self)
@@ -195,6 +201,20 @@ class Resolution(ReceiverJoins):
             # for those), unless it is one of java.lang's.
             return Reference(name=dotted, module=self.module)
         return Reference(name=dotted)
+
+    def _nested(self, parts: list[str], around: _Def | None) -> _Def | Reference | None:
+        """``A.m`` / ``A.B`` where ``A`` is a class nested in one around (Java names it without
+        its outer class)."""
+        for prefix in self._scopes(around)[:-1]:
+            head = self.by_qualified.get(f"{prefix}.{parts[0]}")
+            if head is None or head.kind not in ("class", "interface"):
+                continue
+            found = self.by_qualified.get(".".join([head.qualified_name, *parts[1:]]))
+            if found is not None:
+                return found
+            if len(parts) == 2:
+                return self._member(head.qualified_name, parts[1])
+        return None
 
     def _delegated_constructor(self, word: str, around: _Def | None) -> _Def | Reference | None:
         """Java's ``this(...)`` (the class around) and ``super(...)`` (its base class, the

@@ -1,0 +1,112 @@
+"""Receivers that are expressions: ``Foo(x).m()``, ``new Foo().m()``, ``make().m()``,
+``items[0].m()``, ``(x as T).m()`` and chains of calls (``new Safelist().addTags(..)
+.addAttributes(..)``), each typed by what its callee builds or declares it returns.
+"""
+
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from patchstream.parsing.node_text import without_generics
+from patchstream.parsing.receiver_joins import ReceiverJoins
+from patchstream.parsing.receiver_types import _Def
+from patchstream.parsing.receivers import DOTTED, type_parts
+from patchstream.schemas.graph import Reference
+
+# A member access's (receiver, member) fields per grammar, and the receivers that build.
+_MEMBER_FIELDS = {"attribute": ("object", "attribute"),
+                  "member_expression": ("object", "property"),
+                  "selector_expression": ("operand", "field"),
+                  "field_expression": ("value", "field")}  # fmt: skip
+_BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression",
+                    "method_invocation", "object_creation_expression"})  # fmt: skip
+_SUBSCRIPTS = {"subscript": "value", "subscript_expression": "object"}  # Python, TypeScript
+# The field of a built receiver that names what builds it (a call's default: "function").
+_BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
+                   "object_creation_expression": "type"}  # fmt: skip
+_CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones stay unknown
+
+
+class BuiltReceivers(ReceiverJoins):
+    # Memo of a chain's links, with whether each was a guess: long chains stay linear.
+    _built: dict[tuple[int, int, str], tuple[_Def | Reference | None, bool, bool]]
+    _chain_depth: int
+
+    def _member_of_call(self, callee: ts.Node, around: _Def | None) -> _Def | Reference | None:
+        """``Foo(x).m()``, ``new Foo().m()``, ``make().m()``, Go's ``NewT().M()``: ``m`` of what
+        the call builds or says it returns (no name is bound, so nothing can rebind it)."""
+        fields = _MEMBER_FIELDS.get(callee.type)
+        if fields is None:  # a plain name: nothing was built
+            return None
+        receiver = callee.child_by_field_name(fields[0])
+        method = callee.child_by_field_name(fields[1])
+        if receiver is None or method is None:
+            return None
+        return self._member_of_built(receiver, self.src.text(method), around)
+
+    def _member_of_built(
+        self, receiver: ts.Node, method: str, around: _Def | None
+    ) -> _Def | Reference | None:
+        """``m`` of what the expression ``receiver`` builds, when it is a call or ``new``
+        (Java's ``make().m()`` and ``new Foo().m()`` come here with their receiver)."""
+        while receiver.type == "non_null_expression" and receiver.named_child_count:
+            receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
+        if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
+            held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
+            text = "".join(self.src.text(held).split()) if held is not None else ""
+            item = self._element_type(tuple(text.split(".")), "item", around)
+            return self._member_of_type(item, method, around) if item else None
+        if receiver.type not in _BUILT:
+            return None
+        inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
+        if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
+            asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
+            if asserted is None:
+                return None
+            return self._member_of_type(asserted, method, around)
+        built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
+        if built is None:
+            return None
+        text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
+        if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
+            text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
+        if not DOTTED.match(text):
+            return self._member_of_chain(receiver, method, around)
+        called = receiver.type not in ("new_expression", "object_creation_expression")
+        return self._member_of_type(tuple(text.split(".")), method, around, called=called)
+
+    def _member_of_chain(
+        self, call: ts.Node, method: str, around: _Def | None
+    ) -> _Def | Reference | None:
+        """``a.f(..).m()`` where ``a`` is itself built (``new Safelist().addTags(..)``): ``m``
+        of what the method ``f`` found on ``a`` returns, as far as it is declared. Each link
+        is resolved once (``_built``) and at most ``_CHAIN_DEPTH`` links back."""
+        if call.type == "method_invocation":
+            on, named = call.child_by_field_name("object"), call.child_by_field_name("name")
+        else:
+            callee = call.child_by_field_name("function")
+            fields = _MEMBER_FIELDS.get(callee.type) if callee is not None else None
+            if callee is None or fields is None:
+                return None
+            on, named = callee.child_by_field_name(fields[0]), callee.child_by_field_name(fields[1])
+        if on is None or named is None or self._chain_depth >= _CHAIN_DEPTH:
+            return None
+        key = (on.start_byte, on.end_byte, self.src.text(named))
+        if key not in self._built:
+            self._chain_depth += 1
+            guessed, inferred = self._guessed, self._inferred
+            self._guessed = self._inferred = False
+            try:
+                found = self._member_of_built(on, key[2], around)
+                self._built[key] = (found, self._guessed, self._inferred)
+            finally:
+                self._chain_depth -= 1
+                self._guessed, self._inferred = guessed, inferred
+        link, guessed, inferred = self._built[key]
+        self._guessed, self._inferred = self._guessed or guessed, self._inferred or inferred
+        if isinstance(link, _Def) and link.kind == "function":
+            returned = self._returns.get(link.qualified_name)
+            return self._member_of_type(returned, method, link) if returned else None
+        if isinstance(link, Reference) and link.module is not None and "(" not in link.name:
+            return Reference(name=f"{link.name}().{method}", module=link.module)  # joined
+        return None
