@@ -350,3 +350,49 @@ class Tokeniser {
     assert "ref:Response.request().copy@pkg.models" in _calls(
         build_state(builder, "pkg/auth.py", python), "again"
     )
+
+
+OVERLOADS = b"""package com.shop.parser;
+
+import static com.shop.util.Strings.inSorted;
+
+abstract class Token {
+    private Token() {}
+
+    Token reset() { return this; }
+
+    static void reset(StringBuilder sb) {}
+
+    static final class Doctype extends Token {
+        final StringBuilder name = new StringBuilder();
+
+        @Override
+        Token reset() {
+            super.reset();
+            reset(name);
+            return this;
+        }
+    }
+}
+
+class HtmlTreeBuilder extends TreeBuilder {
+    boolean check(String name) {
+        tokeniser.transition(name);
+        return inSorted(name, null);
+    }
+}
+"""
+
+
+def test_java_overloads_by_argument_count_bases_past_constructors_and_base_fields(
+    builder: FileStateBuilder,
+) -> None:
+    state = build_state(builder, "com/shop/parser/Token.java", OVERLOADS)
+    # super.reset(): the base's (Token's own constructor does not hide the class Token);
+    # reset(name): the static one-argument overload of the outer class, not Doctype.reset().
+    assert _calls(state, "Token.Doctype.reset") == {"Token.reset", "Token.reset#2"}
+    # A field the base (another file) declares; a static import over an inherited guess.
+    assert _calls(state, "HtmlTreeBuilder.check") == {
+        "ref:TreeBuilder.tokeniser().transition@com.shop.parser",
+        "ref:inSorted@com.shop.util.Strings",
+    }

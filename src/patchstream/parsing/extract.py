@@ -198,6 +198,8 @@ class _Extractor(Resolution):
             method = held is not None and held.kind == "variable" and definition.kind == "function"
             if suffix == "" or self.language == "python" or method:
                 self.by_qualified[qualified] = definition
+            if definition.kind == "function" and self.language == "java":
+                self._overloads[qualified].append(definition)
             stack.append(definition)
 
     def _mark_alternatives(self) -> None:
@@ -279,7 +281,7 @@ class _Extractor(Resolution):
             deriving = self._deriving(match)
             if deriving is None:
                 continue
-            target = self._resolve(name_parts(self.src.text(match["name"][0])), deriving)
+            target = self._resolve_type(name_parts(self.src.text(match["name"][0])), deriving)
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             self._bases[deriving.qualified_name].append(target)
@@ -303,6 +305,8 @@ class _Extractor(Resolution):
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
+                listed = node.child_by_field_name("arguments") if self.language == "java" else None
+                self._arity = listed.named_child_count if listed is not None else None
                 found: _Def | Reference | None = None
                 if "".join(written.split()).startswith("super().") or (
                     parts[0] == "super" and len(parts) == 2 and self.language != "python"

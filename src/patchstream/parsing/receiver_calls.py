@@ -28,6 +28,7 @@ _CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones 
 
 
 class BuiltReceivers(ReceiverJoins):
+    _arity: int | None
     # Memo of a chain's links, with whether each was a guess: long chains stay linear.
     _built: dict[tuple[int, int, str], tuple[_Def | Reference | None, bool, bool]]
     _chain_depth: int
@@ -94,14 +95,18 @@ class BuiltReceivers(ReceiverJoins):
         key = (on.start_byte, on.end_byte, self.src.text(named))
         if key not in self._built:
             self._chain_depth += 1
-            guessed, inferred = self._guessed, self._inferred
+            guessed, inferred, arity = self._guessed, self._inferred, self._arity
+            listed = call.child_by_field_name("arguments")
             self._guessed = self._inferred = False
+            self._arity = (
+                listed.named_child_count if listed is not None and arity is not None else None
+            )
             try:
                 found = self._member_of_built(on, key[2], around)
                 self._built[key] = (found, self._guessed, self._inferred)
             finally:
                 self._chain_depth -= 1
-                self._guessed, self._inferred = guessed, inferred
+                self._guessed, self._inferred, self._arity = guessed, inferred, arity
         link, guessed, inferred = self._built[key]
         self._guessed, self._inferred = self._guessed or guessed, self._inferred or inferred
         if isinstance(link, _Def) and link.kind == "function":

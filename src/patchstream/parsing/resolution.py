@@ -81,6 +81,8 @@ class Resolution(BuiltReceivers):
         self._built: dict[tuple[int, int, str], tuple[_Def | Reference | None, bool, bool]] = {}
         self._chain_depth = 0
         self._at = -1
+        self._arity: int | None = None  # the call's argument count, where it is known
+        self._overloads: dict[str, list[_Def]] = defaultdict(list)  # Java: qualified -> each
 
     def _certainty(self) -> CallResolution:
         """The resolution of the call just resolved (``_guessed`` is reset before each)."""
@@ -157,14 +159,18 @@ class Resolution(BuiltReceivers):
             self._guessed = guessed  # no type helped: what follows is a name binding
         dotted = ".".join(parts)
         if len(parts) == 1:
+            nearest: _Def | None = None
             for prefix in self._scopes(around):
                 key = f"{prefix}.{dotted}" if prefix else dotted
                 named = self._via_alias(key, around)
                 if named is not None:
                     return named
-                local = self.by_qualified.get(key)
-                if local is not None:
-                    return local
+                fitting = self._fitting(key)
+                if fitting is not None and fitting[1]:
+                    return fitting[0]
+                nearest = nearest or (fitting[0] if fitting else None)
+            if nearest is not None:
+                return nearest
             java_member = self.language == "java" and not class_like(dotted)
             if java_member and self._binding(dotted, around) is None:  # not a static import
                 inherited = self._inherited_method(dotted, around)
@@ -258,12 +264,26 @@ class Resolution(BuiltReceivers):
         return target if target.module is not None else None
 
     def _lookup_member(self, owner: str, member: str) -> _Def | None:
-        """``owner.member`` in this file, searching local base classes breadth first."""
+        """``owner.member`` in this file, searching local base classes breadth first (in Java,
+        the nearest whose parameters take the call's arguments, else the nearest)."""
+        nearest = None
         for current in self._local_lineage(owner):
-            found = self.by_qualified.get(f"{current}.{member}")
-            if found is not None:
-                return found
-        return None
+            found = self._fitting(f"{current}.{member}")
+            if found is not None and (found[1] or self._arity is None):
+                return found[0]
+            nearest = nearest or (found[0] if found else None)
+        return nearest
+
+    def _fitting(self, qualified: str) -> tuple[_Def, bool] | None:
+        """The definition named ``qualified`` and whether it takes the call's arguments: with
+        Java overloads, the first that does (``reset(sb)`` is not ``reset()``)."""
+        found = self.by_qualified.get(qualified)
+        if found is None or self.language != "java" or self._arity is None:
+            return (found, True) if found is not None else None
+        for overload in self._overloads.get(qualified, ()):
+            if takes(overload, self._arity):
+                return overload, True
+        return found, found.kind != "function"
 
     # -- receivers ---------------------------------------------------------------------------
 
@@ -299,3 +319,13 @@ class Resolution(BuiltReceivers):
             elif base.module is not None:
                 return Reference(name=f"{base.name}.{method}", module=base.module)
         return Reference(name=method)
+
+
+def takes(function: _Def, count: int) -> bool:
+    """Whether a Java method's parameters take ``count`` arguments (varargs take more)."""
+    listed = function.node.child_by_field_name("parameters")
+    if listed is None:
+        return count == 0
+    fixed = [p for p in listed.named_children if p.type == "formal_parameter"]
+    varargs = any(p.type == "spread_parameter" for p in listed.named_children)
+    return count == len(fixed) or (varargs and count >= len(fixed))
