@@ -127,7 +127,7 @@ def _returned_methods(
         """A class's methods and those it inherits (three levels up), nearest first."""
         found = list(members.get(cls, ()))
         if depth < 3:
-            names = {name for name, _ in found}
+            names = {name for name, member in found if member not in java_fields}
             for base in bases.get(cls, ()):
                 # Every member of a name the class does not define (a Java field and its
                 # namesake method are two members).
@@ -139,11 +139,14 @@ def _returned_methods(
     out: dict[str, list[str]] = defaultdict(list)
     # ``Sub.m`` where Sub inherits m: the callers the graph adds through subclasses
     # (statements.CALLERS_THROUGH_SUBCLASSES).
+    java_fields = {s.id for state in states.values() for s in state.symbols
+                   if state.language == "java" and s.kind is SymbolKind.VARIABLE}  # fmt: skip
     classes = [s.id for state in states.values() for s in state.symbols
                if s.kind in (SymbolKind.CLASS, SymbolKind.INTERFACE)
                and s.id in key_of]  # fmt: skip
     for cls in classes:  # an empty subclass (``class QueueScheduler extends AsyncScheduler {}``)
-        own = {name for name, _ in members.get(cls, ())}
+        # A Java field does not hide a base's method of its name (statements._OWN_MEMBER).
+        own = {name for name, member in members.get(cls, ()) if member not in java_fields}
         for name, member in inherited(cls):
             if name not in own and f"{key_of[cls]}.{name}" not in by_key:
                 out[f"{key_of[cls]}.{name}"].append(member)

@@ -80,6 +80,7 @@ JAVA = Program(FIXTURES / "java_shop", "*.java", frozenset({
     (f"{JA}::Main.report", f"{JS}::Store.get", "exact"),  # through backing()'s return type
     (f"{JA}::Main.report", f"{JM}::Memory.get", "dispatch"),
     (f"{JA}::Main.report", f"{JD}::Disk.get", "dispatch"),
+    (f"{JA}::Main.sized", f"{JC}::Cache.size", "exact"),  # SizedCache's field size hides nothing
     (f"{JA}::Main.peek", f"{JS}::Store.get", "exact"),  # through the field backing
     (f"{JA}::Main.peek", f"{JM}::Memory.get", "dispatch"),
     (f"{JA}::Main.peek", f"{JD}::Disk.get", "dispatch"),

@@ -235,6 +235,10 @@ def test_java_constructors_count_as_their_class(builder: FileStateBuilder) -> No
     assert _made(state, "Box.Box") == {(EdgeType.INSTANTIATES, "Box")}
     assert _made(state, "Box.Box#2") == {(EdgeType.INSTANTIATES, "ref:Base")}
     assert _made(state, "Box") == {(EdgeType.INSTANTIATES, "Box")}
+    # An enum constant with arguments runs the enum's constructor.
+    source = b"package com.shop;\nenum Method { GET(false), NONE; Method(boolean b) {} }"
+    enum = build_state(builder, "com/shop/Method.java", source)
+    assert _made(enum, "Method") == {(EdgeType.INSTANTIATES, "Method")}
 
 
 def test_java_a_method_named_as_a_field_is_what_a_call_reaches(builder: FileStateBuilder) -> None:

@@ -20,6 +20,8 @@
 (method_invocation !object name: (identifier) @name) @reference.call
 (object_creation_expression type: [(type_identifier) (scoped_type_identifier) (generic_type)] @name) @reference.instantiate
 (explicit_constructor_invocation constructor: [(this) (super)] @name) @reference.instantiate
+(enum_declaration name: (identifier) @name
+  body: (enum_body (enum_constant arguments: (argument_list)) @reference.instantiate))
 
 (import_declaration) @reference.import
 (package_declaration [(scoped_identifier) (identifier)] @package)

@@ -175,6 +175,9 @@ def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
 
 # A ``WHERE n.tenant = ...`` next to a pattern makes FalkorDB start from a label scan of
 # ``n`` (40x slower at 4k symbols); ``WITH`` after the indexed lookup pins the start.
+# What a subclass defines of a name hides the base's member of it, except a Java field: it
+# lives beside a method of its name (``Element.childNodes`` and ``Node.childNodes()``).
+_OWN_MEMBER = "WHERE own.kind <> 'variable' OR own.language <> 'java' "
 # ``Sub.m()`` where ``Sub`` (another file) inherits ``m`` from ``Base``: the reference wants
 # ``<Sub's key>.m``, which no symbol has. Callers of ``Base.m`` include the symbols that
 # want ``m`` through a subclass (up to three levels down) that does not define it.
@@ -191,7 +194,8 @@ CALLERS_THROUGH_SUBCLASSES = (
     "WITH t, s WHERE s.rkey IS NOT NULL "
     "WITH t, s, s.rkey + '.' + t.name AS key MATCH (w:Want {uid: key}) "
     "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
-    "WITH t, w WHERE own IS NULL "
+    + _OWN_MEMBER
+    + "WITH t, w WHERE own IS NULL "
     "MATCH (w)<-[r:REFERS]-(n:Symbol) "
     "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
     "AND coalesce(r.resolution, 'exact') IN $allowed "
@@ -309,7 +313,8 @@ def _callers_through_subclasses(edge: str, marker: str) -> tuple[str, str]:
     )
     not_own = (
         "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
-        "WITH t, f, own WHERE own IS NULL "
+        + _OWN_MEMBER
+        + "WITH t, f, own WHERE own IS NULL "
     )
     wanted = _wanted_through(marker)
     return (

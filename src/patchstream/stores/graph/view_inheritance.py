@@ -165,7 +165,7 @@ class ViewInheritance(abc.ABC):
             wanting += [
                 {**sub, "uid": target["uid"], "rkey": f"{sub['rkey']}.{name}"}
                 for sub in below.get(owner["uid"], {}).values()
-                if sub.get("rkey") and not any(c["name"] == name for c in kids.get(sub["uid"], []))
+                if sub.get("rkey") and not _defines(kids.get(sub["uid"], []), name)
             ]
             ancestors = above.get(owner["uid"], {}).values()
             mine = [c for i in ancestors if i.get("kind") == "interface"
@@ -187,7 +187,7 @@ class ViewInheritance(abc.ABC):
             if owner is not None and target.get("rkey"):
                 holders[target["uid"]] = [owner, *(
                     sub for sub in below.get(owner["uid"], {}).values()
-                    if not any(c["name"] == target["name"] for c in kids.get(sub["uid"], []))
+                    if not _defines(kids.get(sub["uid"], []), target["name"])
                 )]  # fmt: skip
         subclasses = [sub for found in below.values() for sub in found.values()]
         for edge, marker in joins:
@@ -272,3 +272,12 @@ class ViewInheritance(abc.ABC):
             if view.visible(props["scope"], props["path"]):
                 out.setdefault(name, []).append((props, set(needed)))
         return out
+
+
+def _defines(children: list[Props], name: str) -> bool:
+    """Whether a class's own members hide a base's ``name``; a Java field never hides a
+    method (``statements._OWN_MEMBER``)."""
+    return any(
+        c["name"] == name and not (c.get("kind") == "variable" and c.get("language") == "java")
+        for c in children
+    )
