@@ -400,3 +400,50 @@ def test_java_overloads_by_argument_count_bases_past_constructors_and_base_field
         "ref:TreeBuilder.tokeniser().transition@com.shop.parser",
         "ref:inSorted@com.shop.util.Strings",
     }
+
+
+STATES = b"""package org.jsoup.parser;
+
+enum HtmlTreeBuilderState {
+    Initial {
+        boolean process(Token t, HtmlTreeBuilder tb) {
+            return anythingElse(t, tb);
+        }
+
+        private boolean anythingElse(Token t, HtmlTreeBuilder tb) {
+            return tb.process(t);
+        }
+    },
+    InHead {
+        boolean process(Token t, HtmlTreeBuilder tb) {
+            ((Element) t.node).tag();
+            org.jsoup.nodes.Document doc = tb.document();
+            return doc.location() != null;
+        }
+
+        private boolean anythingElse(Token t, TreeBuilder tb) {
+            return tb.processEndTag("head");
+        }
+    };
+
+    abstract boolean process(Token t, HtmlTreeBuilder tb);
+}
+"""
+
+
+def test_java_same_named_methods_keep_their_own_parameters_casts_and_qualified_types(
+    builder: FileStateBuilder,
+) -> None:
+    """Two ``anythingElse`` of enum constants' bodies declare ``tb`` differently: each keeps
+    its own. ``((Element) x).m()`` is Element's ``m``; ``org.jsoup.nodes.Document`` is the
+    class ``Document`` of that package."""
+    state = build_state(builder, "org/jsoup/parser/HtmlTreeBuilderState.java", STATES)
+    assert "ref:HtmlTreeBuilder.process@org.jsoup.parser" in _calls(
+        state, "HtmlTreeBuilderState.anythingElse"
+    )
+    assert "ref:TreeBuilder.processEndTag@org.jsoup.parser" in _calls(
+        state, "HtmlTreeBuilderState.anythingElse#2"
+    )
+    calls = _calls(state, "HtmlTreeBuilderState.process#2")
+    assert "ref:Element.tag@org.jsoup.parser" in calls
+    assert "ref:Document.location@org.jsoup.nodes" in calls

@@ -65,6 +65,12 @@ class BuiltReceivers(ReceiverJoins):
             if asserted is None:
                 return None
             return self._member_of_type(asserted, method, around)
+        cast = (
+            inner.child_by_field_name("type") if inner and inner.type == "cast_expression" else None
+        )
+        if cast is not None:  # Java's ((T) x).m()
+            asserted = type_parts(without_generics(self.src.text(cast)))
+            return self._member_of_type(asserted, method, around) if asserted else None
         built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
         if built is None:
             return None

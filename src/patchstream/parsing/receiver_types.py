@@ -126,7 +126,7 @@ class ReceiverTypes(abc.ABC):
             around = self._enclosing_def(fact.node)
             if fact.alias and fact.owner is not None:  # self.command = command
                 owner = self._enclosing_class(around) if fact.owner in SELF_WORDS else None
-                source = self._var_types.get(around.qualified_name if around else "", {})
+                source = self._var_types.get(_scope_key(around), {})
                 typed = source.get(fact.type_parts[0]) if len(fact.type_parts) == 1 else None
                 plain = typed is not None and not typed.element and not typed.through
                 if owner is not None and typed is not None and typed.parts and plain:
@@ -165,7 +165,7 @@ class ReceiverTypes(abc.ABC):
             elif around is not None and around.kind in ("class", "interface"):
                 _bind(self._attr_types[around.qualified_name], name, fact)
             else:
-                _bind(self._var_types[around.qualified_name if around else ""], name, fact)
+                _bind(self._var_types[_scope_key(around)], name, fact)
 
     def _resolve_type(self, parts: list[str], around: _Def | None) -> _Def | Reference:
         """A type's name resolved as written: no receiver typing inside (that would recurse)."""
@@ -183,7 +183,7 @@ class ReceiverTypes(abc.ABC):
                 return in_block
         scope = around
         while scope is not None:
-            typed = self._var_types.get(scope.qualified_name, {}).get(name)
+            typed = self._var_types.get(_scope_key(scope), {}).get(name)
             if typed is not None:
                 return typed
             scope = scope.parent
@@ -364,6 +364,14 @@ def constructed(target: _Def | Reference) -> _Def | Reference:
         if owner.kind == "class" and owner.name == target.name:
             return owner
     return target
+
+
+def _scope_key(scope: _Def | None) -> str:
+    """A scope's own key for its names: two methods of one qualified name (Java overloads,
+    methods of enum constants' bodies) each keep their parameters' types."""
+    if scope is None:
+        return ""
+    return scope.symbol_id or scope.qualified_name
 
 
 def class_like(name: str) -> bool:

@@ -206,6 +206,12 @@ class Resolution(BuiltReceivers):
             # Java: a class no import names is one of the package's (no import is written
             # for those), unless it is one of java.lang's.
             return Reference(name=dotted, module=self.module)
+        if self.language == "java" and not class_like(parts[0]):
+            # A fully qualified name (``org.jsoup.nodes.Document``): the package, then the
+            # class and what follows.
+            first = next((i for i, part in enumerate(parts) if class_like(part)), None)
+            if first:
+                return Reference(name=".".join(parts[first:]), module=".".join(parts[:first]))
         return Reference(name=dotted)
 
     def _nested(self, parts: list[str], around: _Def | None) -> _Def | Reference | None:
