@@ -115,9 +115,4 @@ class BuiltReceivers(ReceiverJoins):
                 self._guessed, self._inferred, self._arity = guessed, inferred, arity
         link, guessed, inferred = self._built[key]
         self._guessed, self._inferred = self._guessed or guessed, self._inferred or inferred
-        if isinstance(link, _Def) and link.kind == "function":
-            returned = self._returns.get(link.qualified_name)
-            return self._member_of_type(returned, method, link) if returned else None
-        if isinstance(link, Reference) and link.module is not None and "(" not in link.name:
-            return Reference(name=f"{link.name}().{method}", module=link.module)  # joined
-        return None
+        return self._member_of_returned(link, method)

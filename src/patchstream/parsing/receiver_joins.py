@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from patchstream.parsing.receiver_types import SELF_WORDS, ReceiverTypes, _Def, class_like
+from patchstream.parsing.receiver_types import SELF_WORDS, ReceiverTypes, _Def, class_like, joined
 from patchstream.parsing.receivers import callback_parameter_types
 from patchstream.schemas.graph import Reference
 
@@ -53,9 +53,10 @@ class ReceiverJoins(ReceiverTypes):
             # receiver's type, when the file knows it.
             owner = self._typed_member(list(callee), around) or owner
         if isinstance(owner, Reference):
-            if owner.module is None or "(" in owner.name:
-                return None  # unknown, or itself a join (``source.subscribe(x => ...)``)
-            found = Reference(name=f"{owner.name}(*).{method}", module=owner.module)
+            # Unknown, or itself a join (``source.subscribe(x => ...)``): None.
+            found = joined(owner, f"(*).{method}")
+            if found is None:
+                return None
         elif owner.kind in ("function", "class"):
             found = Reference(name=f"{owner.qualified_name}(*).{method}", module=self.module)
         else:
@@ -92,10 +93,10 @@ class ReceiverJoins(ReceiverTypes):
             owner = self._resolve_type([receiver[0]], around)
         else:
             return None
-        if isinstance(owner, Reference) and owner.module is not None and "(" not in owner.name:
+        found = joined(owner, f".{receiver[1]}().{method}")
+        if found is not None:
             self._note(typed)
-            return Reference(name=f"{owner.name}.{receiver[1]}().{method}", module=owner.module)
-        return None
+        return found
 
     def _base_field_reference(
         self, field: str, method: str, around: _Def | None
@@ -105,7 +106,5 @@ class ReceiverJoins(ReceiverTypes):
         owner = self._enclosing_class(around)
         if owner is None or self._attribute_type(owner, field) is not None:
             return None
-        for base in self._bases.get(owner, ()):
-            if isinstance(base, Reference) and base.module is not None:
-                return Reference(name=f"{base.name}.{field}().{method}", module=base.module)
-        return None
+        imported = (b for b in self._bases.get(owner, ()) if isinstance(b, Reference) and b.module)
+        return joined(next(imported, None), f".{field}().{method}")

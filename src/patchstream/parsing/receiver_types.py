@@ -190,10 +190,7 @@ class ReceiverTypes(abc.ABC):
         found = self._var_types.get("", {}).get(name)
         if found is None and self.language == "java":  # a field, without ``this.``
             owner = self._enclosing_class(around)
-            for current in self._local_lineage(owner) if owner is not None else ():
-                found = self._attr_types.get(current, {}).get(name)
-                if found is not None:
-                    break
+            found = self._attribute_typed(owner, name) if owner is not None else None
         return found
 
     def _typed_member(
@@ -255,15 +252,7 @@ class ReceiverTypes(abc.ABC):
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
             # receiver's type is known and the method is defined here.
             via = self._typed_member(list(known), around, depth + 1) if depth < 2 else None
-            if isinstance(via, _Def) and via.kind == "function":
-                returned = self._returns.get(via.qualified_name)
-                if returned is not None:
-                    return self._member_of_type(returned, method, via, depth + 1)
-            if isinstance(via, Reference) and via.module is not None and "(" not in via.name:
-                # A method of another file's class: the graph joins ``T.f().m`` through
-                # f's RETURNS edge, as for a function (statements.CALLERS_THROUGH_RETURNS).
-                return Reference(name=f"{via.name}().{method}", module=via.module)
-            return None
+            return self._member_of_returned(via, method, depth + 1)
         if isinstance(owner, Reference):
             if owner.module is None:
                 return None
@@ -281,6 +270,17 @@ class ReceiverTypes(abc.ABC):
                 return None
             return self._member_of_type(returned, method, owner, depth + 1)
         return self._member(owner.qualified_name, method)
+
+    def _member_of_returned(
+        self, callee: _Def | Reference | None, method: str, depth: int = 0
+    ) -> _Def | Reference | None:
+        """``m`` of what ``callee`` returns: its return annotation when it is defined here; a
+        method of another file's class becomes ``T.f().m``, which the graph joins through f's
+        RETURNS edge as for a function (statements.CALLERS_THROUGH_RETURNS)."""
+        if isinstance(callee, _Def) and callee.kind == "function":
+            returned = self._returns.get(callee.qualified_name)
+            return self._member_of_type(returned, method, callee, depth) if returned else None
+        return joined(callee, f"().{method}")
 
     def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
         """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
@@ -348,11 +348,16 @@ class ReceiverTypes(abc.ABC):
                 queue.extend(self._local_bases.get(current, ()))
 
     def _attribute_type(self, owner: str, attribute: str) -> tuple[str, ...] | None:
+        found = self._attribute_typed(owner, attribute)
+        self._note(found)
+        return found.parts if found is not None else None
+
+    def _attribute_typed(self, owner: str, attribute: str) -> _Typed | None:
+        """``attribute`` of ``owner`` or of its bases in this file, nearest first."""
         for current in self._local_lineage(owner):
             found = self._attr_types.get(current, {}).get(attribute)
             if found is not None:
-                self._note(found)
-                return found.parts
+                return found
         return None
 
 
@@ -364,6 +369,15 @@ def constructed(target: _Def | Reference) -> _Def | Reference:
         if owner.kind == "class" and owner.name == target.name:
             return owner
     return target
+
+
+def joined(target: _Def | Reference | None, tail: str) -> Reference | None:
+    """``target`` (another file's name) followed by ``tail`` (``().m``, ``.field().m``,
+    ``(*).m``): a key the graph joins at read time. None when the target is this file's,
+    unknown, or already such a join."""
+    if isinstance(target, Reference) and target.module is not None and "(" not in target.name:
+        return Reference(name=f"{target.name}{tail}", module=target.module)
+    return None
 
 
 def _scope_key(scope: _Def | None) -> str:

@@ -275,7 +275,7 @@ class Resolution(BuiltReceivers):
         nearest = None
         for current in self._local_lineage(owner):
             found = self._fitting(f"{current}.{member}")
-            if found is not None and (found[1] or self._arity is None):
+            if found is not None and found[1]:
                 return found[0]
             nearest = nearest or (found[0] if found else None)
         return nearest
