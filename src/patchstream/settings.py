@@ -186,6 +186,12 @@ class EmbeddedSettings(BaseModel):
         ge=0,
         description="first /metrics port of the sinks and parse workers; 0: any free ports",
     )
+    consumer_stall_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="restart a tier's processes when a partition has had events pending and "
+        "no commit for this long (doubled after each such restart; 0: never)",
+    )
 
 
 class QuerySettings(BaseModel):

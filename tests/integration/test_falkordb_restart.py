@@ -5,6 +5,7 @@ merged UNWIND queries instead aborted redis-server on this replay (assertion
 
 from __future__ import annotations
 
+import random
 import signal
 import threading
 import time
@@ -61,4 +62,39 @@ def test_a_killed_falkordb_restarts_from_batched_writes_while_clients_connect(
         assert store.snapshot("t") == expected
         store.close()
     finally:
+        again.stop()
+
+
+def test_the_log_is_rewritten_as_a_snapshot_so_a_restart_does_not_replay_every_write(
+    tmp_path: Path,
+) -> None:
+    """Every write since the first start, replayed query by query, made a restart of a busy
+    stack take minutes; past 4 MB of tail the log is compacted into a snapshot base."""
+    port = free_port()
+    service = start_falkordb(tmp_path / "falkordb", port)
+    client = redis.Redis(port=port, protocol=3)
+    try:
+        for i in range(60):  # about 6 MB of log (random text: a snapshot compresses repeats)
+            blob = random.Random(i).randbytes(50_000).hex()
+            client.execute_command("GRAPH.QUERY", "g", f"CREATE (:N {{i: {i}, blob: '{blob}'}})")
+        deadline = time.monotonic() + 60
+        while int(client.info("persistence")["aof_rewrites"]) < 1:
+            assert time.monotonic() < deadline, client.info("persistence")
+            time.sleep(0.1)
+        while int(client.info("persistence")["aof_rewrite_in_progress"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        bases = list((tmp_path / "falkordb" / "appendonlydir").glob("*.base.rdb"))
+        assert [p.stat().st_size > 1_000_000 for p in bases] == [True]
+    finally:
+        client.close()
+    service.process.send_signal(signal.SIGKILL)
+    service.process.wait()
+    again = start_falkordb(tmp_path / "falkordb", port)
+    client = redis.Redis(port=port, protocol=3)
+    try:
+        rows = client.execute_command("GRAPH.QUERY", "g", "MATCH (n:N) RETURN count(n)")
+        assert rows[1] == [[60]]
+    finally:
+        client.close()
         again.stop()

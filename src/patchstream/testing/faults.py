@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.services import free_port, port_is_open
 from patchstream.embedded.supervisor import settings_environment, with_embedded_addresses
 from patchstream.indexing.run import IndexSummary, index_directory
@@ -96,7 +97,7 @@ class FaultSoak:
             embedded=EmbeddedSettings(data_dir=str(workdir / "data"), kafka_port=free_port(),
                                       falkordb_port=free_port(), milvus_port=free_port(),
                                       metrics_port=0, parse_workers=parse_workers,
-                                      reconcile_interval_s=0),
+                                      reconcile_interval_s=0, consumer_stall_s=60),
             kafka=KafkaSettings(topic_prefix=f"soak{uuid.uuid4().hex[:6]}.", partitions=4),
             pipeline=PipelineSettings(sink_batch_wait_ms=50, retry_backoff_s=0.2),
             query=QuerySettings(port=free_port()),
@@ -122,8 +123,9 @@ class FaultSoak:
         env.update(settings_environment(self.settings))
         log = self.workdir / "up.log"
         with log.open("ab") as out:
-            self.up = subprocess.Popen([sys.executable, "-m", "patchstream.cli.main", "up"],
-                                       env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+            # It stops with the harness, however that ends (an interrupted soak left stacks).
+            argv = with_parent_lifetime([sys.executable, "-m", "patchstream.cli.main", "up"])
+            self.up = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         ports = (self.settings.query.port, self.settings.gateway.port)
         while not all(port_is_open("127.0.0.1", p) for p in ports):
@@ -222,7 +224,7 @@ class FaultSoak:
         while not _complete(outcome.get("summary")):
             if attempts >= 3 or time.monotonic() - started > timeout_s:
                 raise RuntimeError(f"the index did not complete after {victim}: {outcome}\n"
-                                   f"{self.log_tails()}")  # fmt: skip
+                                   f"{self.bus_state()}\n{self.log_tails()}")  # fmt: skip
             attempts += 1  # the fault failed this run (say, the broker went mid-publish)
             self._index(FAULT_TENANT, attempt_s, outcome)
         recovery = time.monotonic() - started
@@ -253,6 +255,14 @@ class FaultSoak:
                 "--- up.log\n" + "\n".join(up.read_text(errors="replace").splitlines()[-lines:])
             )
         return "\n".join(out)
+
+    def bus_state(self) -> str:
+        """Lag per partition of each consumer group and the members' assignments: what tells
+        a stalled partition from a slow one when a round fails in CI."""
+        try:
+            return asyncio.run(asyncio.wait_for(_bus_state(self.client_settings()), 30))
+        except Exception as exc:  # the broker itself may be what failed
+            return f"--- bus state unavailable: {type(exc).__name__}: {exc}"
 
     def _index(self, tenant: str, timeout_s: float, outcome: dict[str, object]) -> None:
         try:
@@ -293,6 +303,27 @@ class FaultSoak:
         return RoundResult(0, "", 0.0, 0, 0.0, len(expected), lost, duplicated,
                            not differences and not lost and not duplicated,
                            differences)  # fmt: skip
+
+
+async def _bus_state(settings: Settings) -> str:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from patchstream.query.lag import LagProbe
+
+    probe = LagProbe(settings.kafka)
+    lines = ["--- bus state"]
+    for tier, lag in (await probe.lags()).items():
+        lines.append(f"{tier} ({lag.group}): pending {lag.pending} by partition {lag.by_partition}")
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap)
+    await admin.start()
+    try:  # Tansu describes a group's state and members, not their assignments
+        for group, _ in probe.groups.values():
+            for response in await admin.describe_consumer_groups([group]):
+                for described in response.groups:
+                    lines.append(f"{group}: state {described[2]}, {len(described[5])} members")
+    finally:
+        await admin.close()
+    return "\n".join(lines)
 
 
 def _complete(summary: object) -> bool:

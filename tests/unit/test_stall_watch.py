@@ -1,0 +1,50 @@
+"""The stall watch names a tier whose partition holds pending events with the same committed
+offset for the tier's patience, and nothing else: not an idle tier, not a slow one that
+commits, and a tier it restarted gets twice the time before the next restart."""
+
+from __future__ import annotations
+
+from patchstream.embedded.stall_watch import StallWatch
+from patchstream.query.lag import GroupLag
+
+
+def lag(pending: dict[int, int], committed: dict[int, int], tier: str = "parse") -> GroupLag:
+    return GroupLag(f"g.{tier}", "t", sum(pending.values()), pending, committed)
+
+
+def test_pending_events_and_no_commit_for_the_stall_period_name_the_tier() -> None:
+    watch = StallWatch(60)
+    assert watch.observe({"parse": lag({0: 3, 1: 0}, {0: 10, 1: 7})}, 0.0) == {}
+    assert watch.observe({"parse": lag({0: 5, 1: 0}, {0: 10, 1: 7})}, 59.0) == {}
+    assert watch.observe({"parse": lag({0: 5, 1: 0}, {0: 10, 1: 7})}, 60.0) == {"parse": [0]}
+
+
+def test_a_tier_that_commits_or_has_nothing_pending_is_never_stalled() -> None:
+    watch = StallWatch(60)
+    for step in range(10):  # slow but moving: the committed offset advances every 50 s
+        now = step * 50.0
+        assert watch.observe({"graph": lag({0: 100}, {0: step}, "graph")}, now) == {}
+    idle = StallWatch(60)
+    for step in range(10):  # idle: nothing pending, the offset never moves
+        assert idle.observe({"vector": lag({0: 0}, {0: 4}, "vector")}, step * 50.0) == {}
+
+
+def test_each_restart_doubles_the_patience_until_the_tier_commits_again() -> None:
+    watch = StallWatch(60)
+    stuck = {"parse": lag({0: 2}, {0: 0})}
+    watch.observe(stuck, 0.0)
+    assert watch.observe(stuck, 60.0) == {"parse": [0]}
+    watch.restarted("parse", 60.0)
+    assert watch.observe(stuck, 179.0) == {}  # 120 s now
+    assert watch.observe(stuck, 180.0) == {"parse": [0]}
+    watch.restarted("parse", 180.0)
+    assert watch.observe(stuck, 419.0) == {}  # 240 s
+    watch.observe({"parse": lag({0: 2}, {0: 1})}, 420.0)  # it committed: patience is back
+    assert watch.observe({"parse": lag({0: 2}, {0: 1})}, 480.0) == {"parse": [0]}
+
+
+def test_a_broker_restart_that_resets_the_offsets_starts_the_period_over() -> None:
+    watch = StallWatch(60)
+    watch.observe({"parse": lag({0: 4}, {0: 90})}, 0.0)
+    assert watch.observe({"parse": lag({0: 4}, {0: 0})}, 70.0) == {}  # a new, shorter log
+    assert watch.observe({"parse": lag({0: 4}, {0: 0})}, 130.0) == {"parse": [0]}
