@@ -97,10 +97,37 @@ def test_a_chunk_of_a_file_that_matches_as_a_whole_ranks_higher() -> None:
         _row("fits", "retry the request", [1, 0, 0], path="src/retry.py"),
         _row("more", "backoff between attempts", [0, 1, 0], path="src/retry.py"),
     )
-    plain = index.search("retry backoff", [1, 0, 0], index.mask(), 2, file_weight=0)
-    assert math.isclose(plain[0][1], plain[1][1])  # the same text: a tie without files
+    plain = index.search("retry backoff", [1, 0, 0], index.mask(), 2, file_weight=0,
+                         name_weight=0)  # fmt: skip
+    assert math.isclose(plain[0][1], plain[1][1])  # the same text: a tie without file lists
     ranked = dict(index.search("retry backoff", [1, 0, 0], index.mask(), 3))
     assert ranked["fits"] > ranked["lone"]  # retry.py also holds the backoff
+
+
+def test_a_file_named_by_a_rare_word_of_the_question_ranks_higher() -> None:
+    """ "Remove deprecated signals": many files talk about signals, one is ``signals.py``;
+    ``__init__`` is named by its package, and a word every file name holds counts for
+    nothing."""
+    index = _index(
+        _row("engine", "send the signals when the engine stops signals", [1, 0, 0],
+             path="pkg/core/engine.py"),
+        _row("named", "spider_opened = object()", [0, 1, 0], path="pkg/signals.py"),
+        _row("package", "from pkg.http.request import Request", [0, 0, 1],
+             path="pkg/http/__init__.py"),
+    )  # fmt: skip
+    query = "Remove deprecated signals"
+    without = index.search(query, [1, 0, 0], index.mask(), 3, name_weight=0)
+    assert without[0][0] == "engine"
+    names = index.name_scores(query, index.mask())
+    assert names[index.paths.ids["pkg/signals.py"]] > 0
+    assert names[index.paths.ids["pkg/core/engine.py"]] == 0
+    assert (
+        index.name_scores("http request", index.mask())[index.paths.ids["pkg/http/__init__.py"]] > 0
+    )
+    ranked = dict(index.search(query, [1, 0, 0], index.mask(), 3, name_weight=3))
+    assert ranked["named"] > ranked["engine"]
+    only_signals = index.mask(path_prefix="pkg/signals")  # the only file: its name is common
+    assert index.name_scores(query, only_signals).max() < 0.01
 
 
 def test_dense_ranks_by_cosine_and_normalizes_what_it_stores() -> None:

@@ -12,7 +12,10 @@ Pure data structure, no I/O. It answers the question the chunks collection's
   (``update_settings``, ``CaseInsensitiveDict``), common suffixes are stripped, and a row's
   path counts as its text;
 - a third ranked list joins the fusion: each row's *file*, ranked by BM25 over all of the
-  file's rows, so a chunk of a file that matches the question as a whole ranks higher.
+  file's rows, so a chunk of a file that matches the question as a whole ranks higher;
+- a fourth: the file's *name* (its stem, or its package's for ``__init__``), ranked by the
+  rarity of the question's words it holds: "Remove deprecated signals" is ``signals.py``
+  even where a hundred files mention signals.
 
 Rows live in growing numpy arrays; removing one marks it dead (filters read the ``alive``
 mask) and the arrays are compacted once the dead outnumber the live.
@@ -37,6 +40,7 @@ _SUFFIXES = ("ing", "es", "ed", "s")
 _K1, _B = 1.5, 0.75
 RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
+NAME_WEIGHT = 0.5  # the file-name list's
 
 
 def tokens(text: str) -> list[str]:
@@ -122,6 +126,7 @@ class TenantIndex:
         self.rows: dict[str, int] = {}  # pk -> row
         self.postings: dict[str, tuple[array[int], array[float]]] = {}
         self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
+        self.name_postings: dict[str, array[int]] = {}  # file-name token -> path codes
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -141,7 +146,11 @@ class TenantIndex:
         self.alive[at] = True
         self.scope[at] = self.scopes.code(row.scope)
         self.kind[at] = self.kinds.code(row.kind)
+        known_paths = len(self.paths.names)
         self.path[at] = self.paths.code(row.path)
+        if len(self.paths.names) > known_paths:  # a new path: index its name once
+            for token in set(code_tokens(_file_name(row.path))):
+                self.name_postings.setdefault(token, array("i")).append(known_paths)
         counts = Counter(code_tokens(row.text))
         counts.update(code_tokens(row.path))
         length = float(sum(counts.values()))
@@ -314,6 +323,23 @@ class TenantIndex:
             scores[held] += weight * _bm25(tfs[held], lengths[held], average, count, len(held))
         return scores
 
+    def name_scores(self, query: str, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
+        """Score of every file (by path code) whose name holds words of ``query``: the sum
+        of those words' IDF over the names of the files with kept rows."""
+        files = len(self.paths.names)
+        scores = np.zeros(files, np.float32)
+        present = np.bincount(self.path[: self.size][keep[: self.size]], minlength=files) > 0
+        count = int(present.sum())
+        for token in set(code_tokens(query)):
+            codes = self.name_postings.get(token)
+            if codes is None:
+                continue
+            held = np.frombuffer(codes, np.int32)
+            held = held[present[held]]
+            if len(held):
+                scores[held] += math.log(count / len(held)) + 1e-3  # a name all files share
+        return scores
+
     def search(
         self,
         query: str,
@@ -321,25 +347,36 @@ class TenantIndex:
         keep: npt.NDArray[np.bool_],
         limit: int,
         file_weight: float = FILE_WEIGHT,
+        name_weight: float = NAME_WEIGHT,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
-        by reciprocal rank with the rank of each row's file (weighted ``file_weight``), cut to
-        ``limit``."""
+        by reciprocal rank with the rank of each row's file (weighted ``file_weight``) and of
+        its file's name (``name_weight``), cut to ``limit``."""
         fused: dict[int, float] = {}
         for ranked in (self.dense_top(vector, keep, 3 * limit),
                        self.bm25_top(query, keep, 3 * limit)):  # fmt: skip
             for rank, row in enumerate(ranked, start=1):
                 fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
-        if file_weight > 0 and fused:
-            scores = self.file_scores(query, keep)
+        for weight, scored in ((file_weight, self.file_scores), (name_weight, self.name_scores)):
+            if weight <= 0 or not fused:
+                continue
+            scores = scored(query, keep)
             ranks = np.empty(len(scores), np.int64)
             ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
             for row in fused:
                 code = self.path[row]
                 if scores[code] > 0:
-                    fused[row] += file_weight / (RRF_K + int(ranks[code]))
+                    fused[row] += weight / (RRF_K + int(ranks[code]))
         best = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in best]
+
+
+def _file_name(path: str) -> str:
+    """A file's own name: ``signals`` for ``scrapy/signals.py``, ``http`` for
+    ``scrapy/http/__init__.py``."""
+    directory, _, name = path.rpartition("/")
+    stem = name.rsplit(".", 1)[0]
+    return directory.rpartition("/")[2] if stem == "__init__" and directory else stem
 
 
 def _bm25(
