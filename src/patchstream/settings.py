@@ -211,10 +211,10 @@ class QuerySettings(BaseModel):
     default_budget_tokens: int = Field(default=8000, gt=0)
     entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
     map_files: int = Field(
-        default=12, ge=0, description="files context lists after the entry points, a line per match"
+        default=20, ge=0, description="files context lists after the entry points, a line per match"
     )
     map_hits: int = Field(
-        default=40, gt=0, le=100, description="search hits context reads (the file map's pool)"
+        default=100, gt=0, le=100, description="search hits context reads (the file map's pool)"
     )
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0, description="per request")
     max_query_chars: int = Field(default=4096, gt=0, description="search and context queries")
