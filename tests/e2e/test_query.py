@@ -115,9 +115,12 @@ def test_context_fits_any_budget_and_says_where_it_came_from(indexed: Supervisor
         texts = [b["text"] for b in result["blocks"]]
         assert len(texts) == len(set(texts))  # nothing repeated
         prose = client.post("/v1/search", json={"query": "Invoices add tax by country"}).json()
-        # tax.py shares most of these words, and RRF can tie the two: the doc must be near the top.
-        top = [(h["source"], h["path"]) for h in prose["hits"][:2]]
-        assert ("doc", "docs/billing.md") in top, top
+        # The doc is the question's own sentence; only the files the question names (tax.py,
+        # invoice.py: the file-name list) may rank above it, not the rest of the code.
+        ranked = [(h["source"], h["path"]) for h in prose["hits"]]
+        assert ("doc", "docs/billing.md") in ranked[:8], ranked
+        doc = ranked.index(("doc", "docs/billing.md"))
+        assert {path for _, path in ranked[:doc]} <= {"billing/tax.py", "billing/invoice.py"}
         commits = client.post("/v1/search", json={"query": "commit init author"}).json()["hits"]
         assert any(h["source"] == "commit" and h["path"].startswith("_commits/") for h in commits)
         wide = client.post("/v1/context", json={"query": "invoices tax by country",
@@ -291,7 +294,8 @@ def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> N
         # Search and context see the workspace's text; main's never does.
         body = {"query": "vat_rate ship_with_tax", "repo": "billing", "ref": view}
         hits = client.post("/v1/search", json=body).json()["hits"]
-        assert {h["path"] for h in hits[:2]} == {"billing/tax.py", "billing/shipping_ws.py"}
+        # (both of tax.py's chunks may lead: the question names the file, ``ship_with_tax``)
+        assert {h["path"] for h in hits[:3]} == {"billing/tax.py", "billing/shipping_ws.py"}
         assert all(h["path"] != "billing/report.py" for h in hits)
         main_hits = client.post("/v1/search", json={**body, "ref": "main"}).json()["hits"]
         assert all("vat_rate" not in h["text"] and "ship_with" not in h["text"] for h in main_hits)
