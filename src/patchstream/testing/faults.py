@@ -257,8 +257,8 @@ class FaultSoak:
         return "\n".join(out)
 
     def bus_state(self) -> str:
-        """Lag per partition of each consumer group and the members' assignments: what tells
-        a stalled partition from a slow one when a round fails in CI."""
+        """Lag per partition of each consumer group, and each group's state and members: what
+        tells a stalled partition from a slow one when a round fails in CI."""
         try:
             return asyncio.run(asyncio.wait_for(_bus_state(self.client_settings()), 30))
         except Exception as exc:  # the broker itself may be what failed
