@@ -337,7 +337,8 @@ class TenantIndex:
             held = np.frombuffer(codes, np.int32)
             held = held[present[held]]
             if len(held):
-                scores[held] += math.log(count / len(held)) + 1e-3  # a name all files share
+                # +1e-3: a word in every kept name (IDF 0) still marks those files, barely
+                scores[held] += math.log(count / len(held)) + 1e-3
         return scores
 
     def search(
