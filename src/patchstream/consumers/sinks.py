@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from patchstream.metrics import Metrics
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import GraphStore
-from patchstream.stores.vector.milvus import MilvusVectorStore
+
+if TYPE_CHECKING:  # the graph sink's process never loads pymilvus
+    from patchstream.stores.vector.milvus import MilvusVectorStore
 
 
 class GraphSink:

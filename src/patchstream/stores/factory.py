@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from patchstream.embedders.factory import create_embedder
 from patchstream.settings import Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
-from patchstream.stores.vector.milvus import MilvusVectorStore
-from patchstream.stores.vector.milvus_schema import DenseIndex
+
+if TYPE_CHECKING:  # pymilvus is imported where a vector store is opened: see stores.vector
+    from patchstream.stores.vector.milvus import MilvusVectorStore
 
 
 def open_graph_store(settings: Settings) -> CypherGraphStore:
@@ -51,6 +52,10 @@ def embedded_falkordb_password(settings: Settings) -> str | None:
 
 
 def open_vector_store(settings: Settings) -> MilvusVectorStore:
+    from patchstream.embedders.factory import create_embedder
+    from patchstream.stores.vector.milvus import MilvusVectorStore
+    from patchstream.stores.vector.milvus_schema import DenseIndex
+
     vector = settings.vector
     store = MilvusVectorStore(
         vector.milvus_uri,

@@ -1,6 +1,6 @@
-"""The vector index of code chunks (Milvus), with embedding reuse by content hash."""
+"""The vector index of code chunks (Milvus), with embedding reuse by content hash.
 
-from patchstream.stores.vector.milvus import MilvusVectorStore
-from patchstream.stores.vector.milvus_rows import SearchHit, VectorApplyStats
-
-__all__ = ["MilvusVectorStore", "SearchHit", "VectorApplyStats"]
+Import the modules themselves (``stores.vector.milvus``, ``.milvus_rows``, ...): this package
+imports nothing, because pymilvus brings pandas and pyarrow (~90 MiB of a process's memory)
+and the parse workers and the graph sink never talk to Milvus.
+"""
