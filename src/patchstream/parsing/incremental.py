@@ -90,14 +90,14 @@ class _Cached:
 class IncrementalParser:
     """Parses files, keeping the trees of the last ``cache_size`` files, and of at most
     ``cache_bytes`` of their source, for incremental reparsing. Bytes bound it, not only
-    entries: a tree costs a few times its source, and one huge file costs as much as hundreds
+    entries: a tree costs 25-30x its source, and one huge file costs as much as hundreds
     of ordinary ones."""
 
     def __init__(
         self,
         cache_size: int = 512,
         timeout_micros: int = 2_000_000,
-        cache_bytes: int = 16 << 20,
+        cache_bytes: int = 1 << 20,
     ) -> None:
         self.cache_size = cache_size
         self.cache_bytes = cache_bytes
