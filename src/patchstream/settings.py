@@ -143,6 +143,13 @@ class PipelineSettings(BaseModel):
 
     sink_batch_size: int = Field(default=256, gt=0, description="deltas per sink write")
     sink_batch_wait_ms: int = Field(default=200, ge=0)
+    sink_batch_max_mb: float = Field(
+        default=8.0,
+        gt=0,
+        description="encoded MiB of deltas per sink write: a fetched batch over it is written "
+        "in runs of at most this size (a scipy file's delta is ~75 KiB, and its decoded "
+        "chunks and vectors weigh several times that)",
+    )
     parse_batch_size: int = Field(default=64, gt=0, description="patch events per parse batch")
     parse_batch_wait_ms: int = Field(
         default=20, gt=0, description="how long a parse batch waits to fill (bounds latency)"

@@ -177,3 +177,38 @@ def test_a_failed_commit_after_a_rebalance_keeps_the_sink_running() -> None:
     stop.clear()
     asyncio.run(asyncio.wait_for(runner.run(stop), timeout=30))  # the same runner, restarted
     assert store.written == ["a.py", "a.py", "b.py"]  # a.py again: it was never committed
+
+
+def test_a_fetch_over_the_byte_bound_is_written_in_runs_in_delivery_order() -> None:
+    bus, clock = MemoryBus(), ManualClock()
+    paths = [f"m{i}.py" for i in range(6)]
+    _publish(bus, *paths)
+    one = len(encode(upsert("t", "m0.py", "def f():\n    pass\n", 1)))
+    store = Store()
+    settings = SETTINGS.model_copy(
+        update={"pipeline": SETTINGS.pipeline.model_copy(
+            update={"sink_batch_max_mb": (2.5 * one) / (1 << 20)})}  # two deltas a run
+    )  # fmt: skip
+    stop = asyncio.Event()
+    runner = SinkRunner(
+        "graph", settings, store, sleep=clock.sleep,
+        metrics=Metrics("test-sink", SETTINGS.metrics),
+        clients=bus.clients(TOPICS.file_deltas, "graph-sink", when_drained=stop.set),
+    )  # fmt: skip
+    asyncio.run(asyncio.wait_for(runner.run(stop), timeout=30))
+    assert store.written == paths
+    assert store.calls == 3  # one fetch of 6 (the batch size is 10), written 2 + 2 + 2
+    assert runner.stats.applied == 6
+
+
+def test_runs_by_size_keeps_an_oversized_record_alone_and_loses_none() -> None:
+    from patchstream.consumers.runner import runs_by_size
+
+    class R:
+        def __init__(self, n: int) -> None:
+            self.value = b"x" * n
+
+    records = [R(3), R(3), R(10), R(1), R(4), R(0)]
+    runs = runs_by_size(records, 6)  # type: ignore[arg-type]
+    assert [[len(r.value) for r in run] for run in runs] == [[3, 3], [10], [1, 4, 0]]
+    assert runs_by_size([], 6) == []  # type: ignore[arg-type]

@@ -77,6 +77,23 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, (StoreUnavailable, ConnectionError, TimeoutError))
 
 
+def runs_by_size(records: Sequence[Record], max_bytes: int) -> list[Sequence[Record]]:
+    """Consecutive runs of ``records`` whose values total at most ``max_bytes`` (a record
+    larger than that is a run of its own). A fetch of 256 deltas is decoded and embedded a
+    run at a time, so a sink's memory follows this bound rather than the fetch's."""
+    runs: list[Sequence[Record]] = []
+    start, size = 0, 0
+    for index, record in enumerate(records):
+        length = len(record.value or b"")
+        if index > start and size + length > max_bytes:
+            runs.append(records[start:index])
+            start, size = index, 0
+        size += length
+    if start < len(records):
+        runs.append(records[start:])
+    return runs
+
+
 @dataclass
 class SinkStats:
     applied: int = 0
@@ -160,6 +177,14 @@ class SinkRunner:
             log.info("event=sink_stopped sink=%s applied=%d", self.name, self.stats.applied)
 
     async def process(
+        self, records: Sequence[Record], producer: RecordProducer, stop: asyncio.Event
+    ) -> None:
+        """Write the records in runs of at most ``sink_batch_max_mb``, in delivery order."""
+        max_bytes = int(self.settings.pipeline.sink_batch_max_mb * (1 << 20))
+        for run in runs_by_size(records, max_bytes):
+            await self._process_run(run, producer, stop)
+
+    async def _process_run(
         self, records: Sequence[Record], producer: RecordProducer, stop: asyncio.Event
     ) -> None:
         good: list[tuple[Record, FileDelta]] = []
