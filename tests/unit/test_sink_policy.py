@@ -189,16 +189,28 @@ def test_a_fetch_over_the_byte_bound_is_written_in_runs_in_delivery_order() -> N
         update={"pipeline": SETTINGS.pipeline.model_copy(
             update={"sink_batch_max_mb": (2.5 * one) / (1 << 20)})}  # two deltas a run
     )  # fmt: skip
+    finished: list[int] = []  # how many paths were written when the fetch was finished
+    outage = [2]
+
+    def finish() -> None:  # the vector sink's flush: once a fetch, retried like a write
+        if outage[0] > 0:
+            outage[0] -= 1
+            raise StoreUnavailable("flush: not answering", store="milvus")
+        finished.append(len(store.written))
+
     stop = asyncio.Event()
     runner = SinkRunner(
-        "graph", settings, store, sleep=clock.sleep,
-        metrics=Metrics("test-sink", SETTINGS.metrics),
-        clients=bus.clients(TOPICS.file_deltas, "graph-sink", when_drained=stop.set),
+        "vector", settings, store, sleep=clock.sleep,
+        metrics=Metrics("test-sink", SETTINGS.metrics), finish_fetch=finish,
+        clients=bus.clients(TOPICS.file_deltas, "vector-sink", when_drained=stop.set),
     )  # fmt: skip
     asyncio.run(asyncio.wait_for(runner.run(stop), timeout=30))
     assert store.written == paths
     assert store.calls == 3  # one fetch of 6 (the batch size is 10), written 2 + 2 + 2
+    assert finished == [6]  # once, after every run
+    assert clock.sleeps == [0.5, 1.0]
     assert runner.stats.applied == 6
+    assert bus.committed[("vector-sink", TOPICS.file_deltas)] == 6
 
 
 def test_runs_by_size_keeps_an_oversized_record_alone_and_loses_none() -> None:
@@ -212,3 +224,24 @@ def test_runs_by_size_keeps_an_oversized_record_alone_and_loses_none() -> None:
     runs = runs_by_size(records, 6)  # type: ignore[arg-type]
     assert [[len(r.value) for r in run] for run in runs] == [[3, 3], [10], [1, 4, 0]]
     assert runs_by_size([], 6) == []  # type: ignore[arg-type]
+
+
+def test_a_fetch_whose_finish_is_refused_is_never_committed() -> None:
+    bus, clock = MemoryBus(), ManualClock()
+    _publish(bus, "a.py", "b.py")
+    store = Store()
+
+    def finish() -> None:
+        raise StoreRefused("flush refused")
+
+    stop = asyncio.Event()
+    runner = SinkRunner(
+        "vector", SETTINGS, store, sleep=clock.sleep, finish_fetch=finish,
+        metrics=Metrics("test-sink", SETTINGS.metrics),
+        clients=bus.clients(TOPICS.file_deltas, "vector-sink", when_drained=stop.set),
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="could not finish a fetch"):
+        asyncio.run(asyncio.wait_for(runner.run(stop), timeout=30))
+    assert store.written == ["a.py", "b.py"]
+    assert clock.sleeps == [0.5, 1.0]  # max_retries 2, then it gives up
+    assert ("vector-sink", TOPICS.file_deltas) not in bus.committed  # redelivered after restart

@@ -364,13 +364,14 @@ def sink(kind: str) -> None:
     settings = get_settings()
     metrics = Metrics(f"{kind}-sink", settings.metrics)
     serve_metrics(metrics)
-    apply: Any = (
+    apply: GraphSink | VectorSink = (
         GraphSink(open_graph_store(settings))
         if kind == "graph"
         else VectorSink(open_vector_store(settings), metrics)
     )
     store = settings.graph.backend if kind == "graph" else "milvus"
-    runner = SinkRunner(kind, settings, apply, metrics=metrics, store=store)
+    finish = apply.flush if isinstance(apply, VectorSink) else None
+    runner = SinkRunner(kind, settings, apply, metrics=metrics, store=store, finish_fetch=finish)
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -115,12 +115,16 @@ class SinkRunner:
         metrics: Metrics | None = None,
         store: str | None = None,
         clients: Clients | None = None,
+        finish_fetch: Callable[[], None] | None = None,
     ) -> None:
+        """``finish_fetch`` runs once every run of a fetch is written, before the commit (the
+        vector sink flushes there: once a fetch, not once a run)."""
         self.name = name
         self.metrics = metrics or Metrics(f"{name}-sink", settings.metrics)
         self.store = store or name
         self.settings = settings
         self.apply_batch = apply_batch
+        self.finish_fetch = finish_fetch
         self.topics = Topics.from_settings(settings.kafka)
         self.group_id = f"{settings.kafka.topic_prefix}{name}-sink"
         self.stats = SinkStats()
@@ -183,6 +187,10 @@ class SinkRunner:
         max_bytes = int(self.settings.pipeline.sink_batch_max_mb * (1 << 20))
         for run in runs_by_size(records, max_bytes):
             await self._process_run(run, producer, stop)
+        if self.finish_fetch is not None and not await self._write(self.finish_fetch, 0, stop):
+            raise RuntimeError(  # nothing is committed: the fetch comes again after a restart
+                f"{self.name} sink could not finish a fetch: {self.stats.errors[-1]}"
+            )
 
     async def _process_run(
         self, records: Sequence[Record], producer: RecordProducer, stop: asyncio.Event
@@ -215,12 +223,17 @@ class SinkRunner:
                 )
 
     async def _apply(self, deltas: list[FileDelta], stop: asyncio.Event) -> bool:
+        return await self._write(lambda: self.apply_batch(deltas), len(deltas), stop)
+
+    async def _write(self, write: Callable[[], object], deltas: int, stop: asyncio.Event) -> bool:
+        """``write`` in a thread, retried as the policy says; False once the store refused it
+        ``max_retries`` times."""
         pipeline = self.settings.pipeline
         attempt = 0
         while True:
             try:
                 with self.metrics.store_write_seconds.labels(self.store).time():
-                    await asyncio.to_thread(self.apply_batch, deltas)
+                    await asyncio.to_thread(write)
                 return True
             except Exception as exc:
                 message = f"{type(exc).__name__}: {exc}"
@@ -230,7 +243,7 @@ class SinkRunner:
                     log.error(
                         "event=apply_failed sink=%s deltas=%d error=%r",
                         self.name,
-                        len(deltas),
+                        deltas,
                         message,
                     )
                     return False

@@ -24,14 +24,15 @@ class GraphSink:
 
 
 class VectorSink:
-    """One embed call, one upsert and one flush per batch."""
+    """One embed call and one upsert per batch; :meth:`flush` seals what the batches wrote
+    (the runner calls it once a fetch, before committing)."""
 
     def __init__(self, store: MilvusVectorStore, metrics: Metrics | None = None) -> None:
         self.store = store
         self.metrics = metrics
 
     def __call__(self, deltas: Sequence[FileDelta]) -> None:
-        stats = self.store.apply(deltas)
+        stats = self.store.apply(deltas, flush=False)
         if self.metrics is not None:
             self.metrics.chunk_counts(
                 self.store.embedder.name,
@@ -39,3 +40,6 @@ class VectorSink:
                 stats.chunks_reused,
                 stats.embed_seconds,
             )
+
+    def flush(self) -> None:
+        self.store.flush()

@@ -112,8 +112,10 @@ class MilvusVectorStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def apply(self, deltas: Sequence[FileDelta]) -> VectorApplyStats:
-        """Apply a batch of deltas: one fence read, one embed call, one upsert, one flush."""
+    def apply(self, deltas: Sequence[FileDelta], flush: bool = True) -> VectorApplyStats:
+        """Apply a batch of deltas: one fence read, one embed call, one upsert, one flush
+        (``flush=False`` leaves it to :meth:`flush`: reads see unflushed rows, and a writer
+        that applies several batches before it commits flushes once)."""
         stats = VectorApplyStats()
         latest: dict[str, FileDelta] = {}
         for delta in deltas:
@@ -128,11 +130,19 @@ class MilvusVectorStore:
         try:
             for tenant, group in by_tenant.items():
                 self._apply_tenant(tenant, group, stats)
+        except (MilvusException, grpc.RpcError) as exc:
+            raise milvus_error("write failed", exc) from exc
+        if flush:
+            self.flush()
+        return stats
+
+    def flush(self) -> None:
+        """Seal what was written: durable in Milvus once this returns."""
+        try:
             self.client.flush(self.chunks)
             self.client.flush(self.files)
         except (MilvusException, grpc.RpcError) as exc:
-            raise milvus_error("write failed", exc) from exc
-        return stats
+            raise milvus_error("flush failed", exc) from exc
 
     def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
         records = self._file_records(tenant, [file_uid(d) for d in deltas])
