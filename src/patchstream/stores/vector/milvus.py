@@ -25,11 +25,11 @@ from pymilvus import AnnSearchRequest, MilvusClient, MilvusException, RRFRanker
 from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreRefused
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus_client import DeadlinedClient, lit, lit_list, milvus_error
+from patchstream.stores.vector.milvus_plan import credit_embeddings, file_record, plan_rows
 from patchstream.stores.vector.milvus_rows import (
     FileRows,
     SearchHit,
@@ -38,9 +38,6 @@ from patchstream.stores.vector.milvus_rows import (
     chunk_row,
     file_uid,
     hit_from_row,
-    listed_rows,
-    row_fp,
-    rows_listable,
     search_fields,
     vector_key,
 )
@@ -154,66 +151,25 @@ class MilvusVectorStore:
         unlisted = [file_uid(d) for d in fresh
                     if file_uid(d) in records and records[file_uid(d)][1] is None]  # fmt: skip
         stored.update(self._stored_rows(tenant, unlisted))
-        to_write: list[tuple[FileDelta, Chunk, str, str]] = []  # delta, chunk, pk, fp
-        to_delete: list[str] = []
-        final_rows: dict[str, dict[str, str]] = {}  # file uid -> pk -> fp, after this write
-        for delta in fresh:
-            held = stored.get(file_uid(delta), FileRows())
-            wanted: dict[str, tuple[Chunk, str]] = {}
-            if delta.op == "upsert":
-                scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
-                for chunk in delta.chunks:
-                    pk = hash_bytes(f"{scope}|{chunk.id}".encode())
-                    wanted[pk] = (chunk, row_fp(delta, chunk))
-            to_delete.extend(sorted(held.fps.keys() - wanted.keys()))
-            final_rows[file_uid(delta)] = {pk: fp for pk, (_, fp) in wanted.items()}
-            for pk, (chunk, fp) in sorted(wanted.items()):
-                if held.fps.get(pk) != fp:
-                    to_write.append((delta, chunk, pk, fp))
-        vectors, embedded_hashes = self._vectors(
-            tenant, {c.content_hash: c.text for _, c, _, _ in to_write}, stats
-        )
-        per_file: dict[str, tuple[int, int]] = {}
-        credited: set[str] = set()
-        for delta in fresh:
-            hashes = {c.content_hash for d, c, _, _ in to_write if d is delta}
-            new = (hashes & embedded_hashes) - credited
-            credited |= new
-            per_file[file_uid(delta)] = (len(new), len(hashes) - len(new))
+        plan = plan_rows(fresh, stored)
+        vectors, embedded_hashes = self._vectors(tenant, plan.texts_by_hash(), stats)
+        per_file = credit_embeddings(fresh, plan.writes, embedded_hashes)
         rows: dict[str, dict[str, Any]] = {}
-        for delta, chunk, pk, fp in to_write:
-            rows[pk] = chunk_row(delta, chunk, pk, fp, vectors[chunk.content_hash])
-        if to_delete:
-            for batch in batches(to_delete):
-                self.client.delete(self.chunks, filter=f"pk in {lit_list(batch)}")
+        for w in plan.writes:
+            rows[w.pk] = chunk_row(w.delta, w.chunk, w.pk, w.fp, vectors[w.chunk.content_hash])
+        for batch in batches(plan.deletes):
+            self.client.delete(self.chunks, filter=f"pk in {lit_list(batch)}")
         if rows:
             self.client.upsert(self.chunks, list(rows.values()))
         now = time.time()
         self.client.upsert(
             self.files,
-            [
-                {
-                    "pk": hash_bytes(file_uid(d).encode()),
-                    "tenant": tenant,
-                    "file_uid": file_uid(d),
-                    "scope": scope_of(d.tenant, d.repo, d.ref, d.workspace),
-                    "version": d.version,
-                    "deleted": d.op == "delete",
-                    "applied_at": now,
-                    "path": d.path,
-                    "content_hash": d.content_hash or "",
-                    "chunks_embedded": per_file[file_uid(d)][0],
-                    "chunks_reused": per_file[file_uid(d)][1],
-                    "chunk_rows": listed_rows(final_rows[file_uid(d)]),
-                    "chunk_rows_complete": rows_listable(final_rows[file_uid(d)]),
-                    "unused": [0.0, 0.0],
-                }
-                for d in fresh
-            ],
-        )
+            [file_record(d, tenant, now, per_file[file_uid(d)], plan.final_rows[file_uid(d)])
+             for d in fresh],
+        )  # fmt: skip
         stats.files_applied += len(fresh)
         stats.rows_written += len(rows)
-        stats.rows_deleted += len(to_delete)
+        stats.rows_deleted += len(plan.deletes)
 
     def _file_records(
         self, tenant: str, file_uids: list[str]
