@@ -211,3 +211,33 @@ def test_replace_remove_and_compaction_keep_answers_exact() -> None:
     lexical = [index.pks[i] for i in index.bm25_top("wordad", index.mask(), 1000)]
     assert len(lexical) == 60 and all(int(pk[1:]) % 150 == 3 for pk in lexical)
     assert index.bm25_top("needle", index.mask(), 10) == []
+
+
+def test_reserve_grows_once_to_the_size_a_load_needs_and_search_is_unchanged() -> None:
+    rows = [IndexedRow(f"p{i}", "s", "function", f"m{i % 7}.py", f"def f{i}(): return {i}",
+                       [float(i % 3), 1.0, float(i % 5)]) for i in range(300)]  # fmt: skip
+    grown = TenantIndex(dim=3, capacity=4)
+    for row in rows:
+        grown.add(row)
+    reserved = TenantIndex(dim=3, capacity=4)
+    reserved.reserve(len(rows))
+    assert len(reserved.alive) == 300 and reserved.by_dim.shape == (3, 300)
+    for row in rows:
+        reserved.add(row)
+    assert len(reserved.alive) == 300  # no growth past what was reserved
+    assert len(grown.alive) <= 300 * 5 // 4 + 16  # growth by a quarter (doubling: 512)
+    query, vector = "def f42 return", [0.0, 1.0, 2.0]
+    assert reserved.search(query, vector, reserved.mask(), 10) == grown.search(
+        query, vector, grown.mask(), 10
+    )
+    reserved.reserve(0)
+    assert len(reserved.alive) == 300
+
+
+def test_small_reserves_grow_by_a_step_not_by_what_they_ask() -> None:
+    index = TenantIndex(dim=3, capacity=4)
+    index.reserve(1000)
+    for i in range(1000):
+        index.add(IndexedRow(f"p{i}", "s", "function", "m.py", "x", [1.0, 0.0, 0.0]))
+    index.reserve(3)  # a sync of three rows on a full index: one step of a quarter
+    assert len(index.alive) == 1250

@@ -134,7 +134,7 @@ class TenantIndex:
         """Insert or replace the row with ``row.pk``."""
         self.remove(row.pk)
         if self.size == len(self.alive):
-            self._grow(2 * self.size)
+            self.reserve(1)
         at = self.size
         self.size += 1
         self.pks.append(row.pk)
@@ -163,6 +163,14 @@ class TenantIndex:
                 posting = self.postings[token] = (array("i"), array("f"))
             posting[0].append(at)
             posting[1].append(float(tf))
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` more rows: a load that knows its row count grows the arrays once,
+        to the size it needs. Otherwise they grow by a quarter, not double: the matrix is most
+        of the copy's memory and the old and the new one are both alive while it grows (still
+        amortized O(1) a row, and a sync that adds a few rows does not copy the matrix)."""
+        if self.size + rows > len(self.alive):
+            self._grow(max(self.size + rows, self.size + max(16, self.size // 4)))
 
     def remove(self, pk: str) -> None:
         at = self.rows.pop(pk, None)

@@ -316,6 +316,8 @@ class SearchMirror:
                     mirror.files[file_uid] = rows
                 else:
                     mirror.files.pop(file_uid, None)
+        with mirror.search_lock:
+            mirror.index.reserve(len(fetch))
         # Batch by batch: a load never holds more than one batch of rows as Python objects.
         for start in range(0, len(fetch), _GET_BATCH):
             batch = [
