@@ -5,6 +5,12 @@ TypeScript sources). Incremental: each file gets a one-line edit in its middle a
 reparsed with the previous tree (``Tree.edit``) versus from scratch, both in this run.
 
     python bench/parse.py [--corpus medium] [--update-readme]
+    python bench/parse.py --pathological [--update-readme]
+
+``--pathological`` times extraction (parse, queries, chunks) of generated worst cases at
+growing sizes: Python calls nested ``g(g(g(...)))`` up to 5,000 deep (~20 KB), and a
+TypeScript type of generics nested up to ~200 KB. Each should stay well under a second, and
+time per byte should stay flat as the size doubles (linear, not quadratic or cubic).
 """
 
 from __future__ import annotations
@@ -35,9 +41,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", default="medium", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--pathological", action="store_true",
+                        help="time generated worst cases instead of a corpus")  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
+    if args.pathological:
+        pathological(args.update_readme)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = build_corpus(args.corpus, Path(tmp))
         sources = [
@@ -112,6 +123,48 @@ def main() -> None:
         update_readme_row(
             f"parse {args.corpus}", f"python bench/parse.py --corpus {args.corpus}", figures
         )
+
+
+def _nested_calls(depth: int) -> tuple[str, bytes]:
+    code = "def outer():\n    return " + "g(" * depth + "1" + ")" * depth
+    return "calls.py", (code + "\n\n\ndef g(x):\n    return x\n").encode()
+
+
+def _nested_generics(depth: int) -> tuple[str, bytes]:
+    return "gen.ts", ("let x: " + "Aa<" * depth + "B" + ">" * depth + " = f();\n").encode()
+
+
+def pathological(update_readme: bool) -> None:
+    """Extraction of worst cases at doubling sizes, one core (see the module docstring)."""
+    print(f"generated worst cases; machine: {machine()}; 1 core; default parsing settings")
+    for warm in (_nested_calls(10), _nested_generics(10)):  # grammars and tiktoken load once
+        FileStateBuilder().build(FileRef("t", "bench", "main", warm[0], 1), warm[1])
+    rows: dict[str, str] = {}
+    summary = []
+    cases = (("nested calls", _nested_calls, (1250, 2500, 5000)),
+             ("nested generics", _nested_generics, (12_500, 25_000, 50_000)))  # fmt: skip
+    for name, make, depths in cases:
+        timed = []  # (bytes, seconds)
+        for depth in depths:
+            path, data = make(depth)
+            builder = FileStateBuilder()  # a fresh one: no cached tree
+            started = time.perf_counter()
+            state = builder.build(FileRef("t", "bench", "main", path, 1), data)
+            seconds = time.perf_counter() - started
+            timed.append((len(data), seconds))
+            flags = "timed out" if state.flags.parse_timeout else "complete"
+            rows[f"{name}, depth {depth} ({len(data) / 1000:.0f} KB) s"] = (
+                f"{seconds:.3f} ({flags}, {len(state.symbols)} symbols, {len(state.edges)} edges)"
+            )
+        (small, small_s), (large, large_s) = timed[0], timed[-1]
+        growth = (large_s / large) / (small_s / small)
+        rows[f"{name}: time per byte, largest / smallest"] = f"{growth:.2f}"
+        summary.append(f"{name} {large / 1000:.0f} KB {large_s:.3f} s, time per byte "
+                       f"x{growth:.2f} at {large / small:.0f}x the size")  # fmt: skip
+    print_rows(rows)
+    if update_readme:
+        update_readme_row("parse pathological", "python bench/parse.py --pathological",
+                          "; ".join(summary))  # fmt: skip
 
 
 if __name__ == "__main__":
