@@ -24,7 +24,6 @@ from pymilvus import AnnSearchRequest, MilvusClient, MilvusException, RRFRanker
 
 from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreRefused
-from patchstream.parsing.hashing import hash_bytes
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
@@ -36,6 +35,7 @@ from patchstream.stores.vector.milvus_rows import (
     VectorApplyStats,
     batches,
     chunk_row,
+    file_key,
     file_uid,
     hit_from_row,
     search_fields,
@@ -176,7 +176,7 @@ class MilvusVectorStore:
     ) -> dict[str, tuple[int, FileRows | None]]:
         """File uid -> (applied version, its chunk rows; None when not listed), by key."""
         found: dict[str, tuple[int, FileRows | None]] = {}
-        keys = {hash_bytes(fuid.encode()): fuid for fuid in file_uids}
+        keys = {file_key(fuid): fuid for fuid in file_uids}
         for batch in batches(sorted(keys)):
             for row in self.client.get(
                 self.files,

@@ -19,6 +19,7 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.vector.milvus_rows import (
     FileRows,
+    file_key,
     file_uid,
     listed_rows,
     row_fp,
@@ -90,7 +91,7 @@ def file_record(
     """A file's row in the files collection: its fence (version, deleted) and its rows."""
     uid = file_uid(delta)
     return {
-        "pk": hash_bytes(uid.encode()),
+        "pk": file_key(uid),
         "tenant": tenant,
         "file_uid": uid,
         "scope": scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace),

@@ -65,6 +65,11 @@ def vector_key(tenant: str, content_hash: str) -> str:
     return hash_bytes(f"{tenant}|{content_hash}".encode())
 
 
+def file_key(file_uid: str) -> str:
+    """The primary key of a file's record in the files collection."""
+    return hash_bytes(file_uid.encode())
+
+
 def listed_rows(rows: dict[str, str]) -> list[str]:
     """A file's chunk rows as ``pk:fp`` items (none when there are too many to list)."""
     return [f"{pk}:{fp}" for pk, fp in sorted(rows.items())] if rows_listable(rows) else []

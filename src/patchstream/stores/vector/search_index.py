@@ -170,7 +170,7 @@ class TenantIndex:
         of the copy's memory and the old and the new one are both alive while it grows (still
         amortized O(1) a row, and a sync that adds a few rows does not copy the matrix)."""
         if self.size + rows > len(self.alive):
-            self._grow(max(self.size + rows, self.size + max(16, self.size // 4)))
+            self._grow(self.size + max(rows, 16, self.size // 4))
 
     def remove(self, pk: str) -> None:
         at = self.rows.pop(pk, None)

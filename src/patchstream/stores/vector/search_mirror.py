@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from patchstream.parsing.hashing import hash_bytes
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
-from patchstream.stores.vector.milvus_rows import SearchHit, hit_from_row, search_fields
+from patchstream.stores.vector.milvus_rows import SearchHit, file_key, hit_from_row, search_fields
 from patchstream.stores.vector.search_index import IndexedRow, TenantIndex
 
 log = logging.getLogger(__name__)
@@ -246,7 +245,7 @@ class SearchMirror:
             changed = sorted(str(r["file_uid"]) for r in stamps
                              if mirror.stamps.get(str(r["file_uid"])) != _stamp(r))  # fmt: skip
             records = []
-            keys = [hash_bytes(file_uid.encode()) for file_uid in changed]
+            keys = [file_key(file_uid) for file_uid in changed]
             for start in range(0, len(keys), _GET_BATCH):
                 records += self.store.client.get(self.store.files,
                                                  ids=keys[start : start + _GET_BATCH],
@@ -316,7 +315,6 @@ class SearchMirror:
                     mirror.files[file_uid] = rows
                 else:
                     mirror.files.pop(file_uid, None)
-        with mirror.search_lock:
             mirror.index.reserve(len(fetch))
         # Batch by batch: a load never holds more than one batch of rows as Python objects.
         for start in range(0, len(fetch), _GET_BATCH):
