@@ -195,6 +195,12 @@ class EmbeddedSettings(BaseModel):
         ge=0,
         description="first /metrics port of the sinks and parse workers; 0: any free ports",
     )
+    service_start_attempts: int = Field(
+        default=6,
+        ge=1,
+        description="tries to start a backing service before `up` gives up (backoff 1, 2, 4 "
+        "... s between them; each failure is logged with the service's own reason)",
+    )
     consumer_stall_s: float = Field(
         default=300.0,
         ge=0,

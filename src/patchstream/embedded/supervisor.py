@@ -191,6 +191,22 @@ class Supervisor:
             self.services.append(self._start_service(name, port))
 
     def _start_service(self, name: str, port: int) -> Service:
+        """One backing service, retried with backoff: a store that fails to start is not a
+        failed stack until it failed ``service_start_attempts`` times, each with its reason."""
+        attempts = self.settings.embedded.service_start_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_service_once(name, port)
+            except ServiceError as exc:
+                if attempt == attempts or self.stopping:
+                    raise
+                wait_s = min(_MAX_BACKOFF_S, 2.0 ** (attempt - 1))
+                log.warning("event=service_start_failed service=%s attempt=%d retry_in_s=%.0f "
+                            "reason=%r", name, attempt, wait_s, str(exc)[-800:])  # fmt: skip
+                time.sleep(wait_s)
+        raise AssertionError("unreachable")
+
+    def _start_service_once(self, name: str, port: int) -> Service:
         """One backing service, on loopback, as at first start and at every restart."""
         data = self.data_dir / name
         if name == "tansu":
@@ -314,7 +330,12 @@ class Supervisor:
                 )
                 if service.name == "tansu":
                     self._reset_consumers()
-                self.services[index] = self._start_service(service.name, service.port)
+                try:
+                    self.services[index] = self._start_service(service.name, service.port)
+                except ServiceError as exc:  # still down: the next check tries again
+                    log.error("event=service_down service=%s reason=%r", service.name,
+                              str(exc)[-800:])  # fmt: skip
+                    continue
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
                     self.replay_due = True  # and none of what it had acknowledged

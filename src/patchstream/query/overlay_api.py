@@ -56,13 +56,19 @@ class OverlayService:
         return found
 
     def drop(self, tenant: str, repo: str, ref: str) -> int | None:
-        """Drop an overlay's rows in both stores and its registration; None if ``ref`` is
-        not an overlay (a plain branch is never dropped here)."""
+        """Drop an overlay's rows in both stores and its registration: the symbols removed;
+        0 if it was dropped before (dropping is idempotent); None if ``ref`` never was an
+        overlay (a plain branch is never dropped here)."""
         if self.show(tenant, repo, ref) is None:
-            return None
+            return 0 if scope_of(tenant, repo, ref) in self.graph.dropped_refs(tenant) else None
         return self._drop(tenant, repo, ref)
 
     def _drop(self, tenant: str, repo: str, ref: str) -> int:
+        # Tombstones first: a delta still in flight (the topic, a sink's retry, the outbox's
+        # replay after a restart) is then stale in both stores instead of bringing it back.
+        dropped_at = time.time_ns()
+        self.graph.fence_dropped_ref(tenant, repo, ref, dropped_at)
+        self.vectors.fence_dropped_ref(tenant, repo, ref, dropped_at)
         self.vectors.delete_ref(tenant, repo, ref)
         if self.mirror is not None:
             self.mirror.forget(tenant, scope_of(tenant, repo, ref))
@@ -140,9 +146,11 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
 
     @router.delete("/v1/overlays")
     def drop(tenant: Tenant, repo: Repo, ref: Ref) -> dict[str, Any]:
-        removed = overlays().drop(tenant, repo, ref)
+        service = overlays()
+        already = service.show(tenant, repo, ref) is None
+        removed = service.drop(tenant, repo, ref)
         if removed is None:
             raise HTTPException(404, f"{ref!r} is not an overlay of {repo!r}")
-        return {"dropped": ref, "symbols": removed}
+        return {"dropped": ref, "symbols": removed, "already_dropped": already}
 
     return router

@@ -139,6 +139,15 @@ class GraphStore(abc.ABC):
         """Remove everything of one branch of a repository; returns symbols removed."""
 
     @abc.abstractmethod
+    def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
+        """A dropped ref's tombstone: every delta of ``ref`` up to ``version`` is stale from
+        now on, so no replay (the outbox, the topic, a redelivery) brings it back."""
+
+    @abc.abstractmethod
+    def dropped_refs(self, tenant: str) -> dict[str, int]:
+        """Scope (``graph.keys.scope_of``) -> the version its ref was dropped at."""
+
+    @abc.abstractmethod
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None: ...
 
     @abc.abstractmethod

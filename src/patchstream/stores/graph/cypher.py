@@ -36,6 +36,7 @@ from patchstream.stores.graph.planner import (
     Stored,
     edge_resolution,
     plan_apply,
+    with_tombstone,
 )
 from patchstream.stores.graph.statements import (
     INDEXES,
@@ -95,11 +96,13 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
     def _apply_run(self, deltas: list[FileDelta]) -> list[ApplyResult]:
         tenant = deltas[0].tenant
         fences = self._fences(tenant, [_fuid(d) for d in deltas])
+        dropped = self.dropped_refs(tenant)
         now = time.time()
         statements: list[Statement] = []
         results = []
         for delta in deltas:
-            fence = fences.get(_fuid(delta))
+            scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
+            fence = with_tombstone(fences.get(_fuid(delta)), dropped.get(scope))
             held = fence is not None and not fence.deleted
             stored = self._stored(tenant, _fuid(delta)) if held else EMPTY
             plan = plan_apply(delta, fence, stored, now)

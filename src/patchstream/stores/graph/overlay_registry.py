@@ -138,6 +138,18 @@ class OverlayRegistry(abc.ABC):
             ))  # fmt: skip
         return found
 
+    def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
+        self._write(tenant, [(
+            "MERGE (d:DroppedRef {uid: $uid}) SET d.tenant = $tenant, d.version = CASE WHEN "
+            "d.version IS NULL OR d.version < $version THEN $version ELSE d.version END",
+            {"uid": scope_of(tenant, repo, ref), "tenant": tenant, "version": version},
+        )])  # fmt: skip
+
+    def dropped_refs(self, tenant: str) -> dict[str, int]:
+        rows = self._read(tenant, "MATCH (d:DroppedRef) WHERE d.tenant = $tenant "
+                          "RETURN d.uid, d.version", {"tenant": tenant})  # fmt: skip
+        return {str(row[0]): int(row[1]) for row in rows}
+
     def forget_overlay(self, tenant: str, repo: str, ref: str) -> None:
         """Remove the registration (the caller drops the overlay's rows with ``delete_ref``)."""
         self._write(

@@ -96,6 +96,14 @@ class Plan:
     result: ApplyResult = field(default_factory=lambda: ApplyResult(applied=False))
 
 
+def with_tombstone(fence: FenceRow | None, dropped_at: int | None) -> FenceRow | None:
+    """A file's fence, raised to its ref's drop: a delta no newer than the drop is stale, and
+    a newer one (the ref made again) starts from nothing."""
+    if dropped_at is None or (fence is not None and (fence.version or 0) >= dropped_at):
+        return fence
+    return FenceRow(dropped_at, True, None)
+
+
 def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: float) -> Plan:
     """The statements that move the store from ``stored`` (what it holds for the file) to
     the delta's complete state; a stale delta plans nothing."""

@@ -28,13 +28,21 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus_client import DeadlinedClient, lit, lit_list, milvus_error
-from patchstream.stores.vector.milvus_plan import credit_embeddings, file_record, plan_rows
+from patchstream.stores.vector.milvus_plan import (
+    TOMBSTONE_TENANT_MARK,
+    credit_embeddings,
+    file_record,
+    plan_rows,
+    tombstone_record,
+    tombstone_uid,
+)
 from patchstream.stores.vector.milvus_rows import (
     FileRows,
     SearchHit,
     VectorApplyStats,
     batches,
     chunk_row,
+    delta_scope,
     file_key,
     file_uid,
     hit_from_row,
@@ -143,7 +151,9 @@ class MilvusVectorStore:
 
     def _apply_tenant(self, tenant: str, deltas: list[FileDelta], stats: VectorApplyStats) -> None:
         records = self._file_records(tenant, [file_uid(d) for d in deltas])
-        fresh = [d for d in deltas if records.get(file_uid(d), (-1, None))[0] < d.version]
+        dropped = self.dropped_refs(tenant, {delta_scope(d) for d in deltas})
+        fresh = [d for d in deltas if max(records.get(file_uid(d), (-1, None))[0],
+                                          dropped.get(delta_scope(d), -1)) < d.version]  # fmt: skip
         stats.files_stale += len(deltas) - len(fresh)
         if not fresh:
             return
@@ -301,6 +311,19 @@ class MilvusVectorStore:
             limit=_QUERY_LIMIT,
         )
         return {row["path"]: int(row["version"]) for row in rows}
+
+    def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
+        """See ``milvus_plan.tombstone_record``; sealed before it returns."""
+        scope = scope_of(tenant, repo, ref)
+        self.client.upsert(self.files, [tombstone_record(tenant, scope, version, time.time())])
+        self.client.flush(self.files)
+
+    def dropped_refs(self, tenant: str, scopes: set[str]) -> dict[str, int]:
+        """Scope -> the version its ref was dropped at, for those of ``scopes`` dropped."""
+        keys = [file_key(tombstone_uid(scope)) for scope in sorted(scopes)]
+        rows = self.client.get(self.files, ids=keys, output_fields=["tenant", "scope", "version"])
+        return {row["scope"].removeprefix(tombstone_uid("")): int(row["version"]) for row in rows
+                if row["tenant"] == tenant + TOMBSTONE_TENANT_MARK}  # fmt: skip
 
     def delete_ref(self, tenant: str, repo: str, ref: str) -> None:
         if not tenant:

@@ -16,9 +16,9 @@ from typing import Any
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
-from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.vector.milvus_rows import (
     FileRows,
+    delta_scope,
     file_key,
     file_uid,
     listed_rows,
@@ -47,7 +47,7 @@ class RowPlan:
 
 
 def chunk_pk(delta: FileDelta, chunk: Chunk) -> str:
-    scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
+    scope = delta_scope(delta)
     return hash_bytes(f"{scope}|{chunk.id}".encode())
 
 
@@ -94,7 +94,7 @@ def file_record(
         "pk": file_key(uid),
         "tenant": tenant,
         "file_uid": uid,
-        "scope": scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace),
+        "scope": delta_scope(delta),
         "version": delta.version,
         "deleted": delta.op == "delete",
         "applied_at": applied_at,
@@ -106,3 +106,22 @@ def file_record(
         "chunk_rows_complete": rows_listable(rows),
         "unused": [0.0, 0.0],
     }
+
+
+TOMBSTONE_TENANT_MARK = "#dropped"  # no tenant name holds '#': no tenant's query sees these
+
+
+def tombstone_uid(scope: str) -> str:
+    return f"dropped|{scope}"
+
+
+def tombstone_record(tenant: str, scope: str, version: int, now: float) -> dict[str, Any]:
+    """A dropped ref's tombstone in the files collection: deltas of ``scope`` up to
+    ``version`` are stale (a replay of the outbox or the topic must not bring it back)."""
+    uid = tombstone_uid(scope)
+    return {
+        "pk": file_key(uid), "tenant": tenant + TOMBSTONE_TENANT_MARK, "file_uid": uid,
+        "scope": uid, "version": version, "deleted": True, "applied_at": now, "path": "",
+        "content_hash": "", "chunks_embedded": 0, "chunks_reused": 0, "chunk_rows": [],
+        "chunk_rows_complete": True, "unused": [0.0, 0.0],
+    }  # fmt: skip

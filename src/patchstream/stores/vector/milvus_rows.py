@@ -98,8 +98,12 @@ def hit_from_row(entity: dict[str, Any], score: float) -> SearchHit:
     )
 
 
+def delta_scope(delta: FileDelta) -> str:
+    return scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
+
+
 def file_uid(delta: FileDelta) -> str:
-    return f"{scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)}|{delta.path}"
+    return f"{delta_scope(delta)}|{delta.path}"
 
 
 def row_fp(delta: FileDelta, chunk: Chunk) -> str:
