@@ -232,7 +232,10 @@ class QuerySettings(BaseModel):
         default=100, gt=0, le=100, description="search hits context reads (the file map's pool)"
     )
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0, description="per request")
-    max_query_chars: int = Field(default=4096, gt=0, description="search and context queries")
+    max_query_chars: int = Field(
+        default=32_768, gt=0,
+        description="search and context queries (an issue pasted whole: text, code, tracebacks)",
+    )  # fmt: skip
     read_token_max_writes: int = Field(
         default=2000,
         gt=0,

@@ -180,13 +180,21 @@ def test_query_service_refuses_hostile_reads(sec_stack: Supervisor) -> None:
     assert _query(sec_stack, "POST", "/v1/search", key="dev-local-key",
                   json={"query": "main"}).status_code == 401  # fmt: skip
     hostile = [
-        {"query": "x" * 5000}, {"query": "main", "repo": 'shop" or tenant != "'},
+        {"query": "x" * 40_000}, {"query": "main\x1b[2J"}, {"query": "a\x00b\nc"},
+        {"query": "main", "repo": 'shop" or tenant != "'},
         {"query": "main", "repo": "shop\n"}, {"query": "main", "path_prefix": "src/\x00"},
         {"query": "main", "kind": "function or 1"},
     ]  # fmt: skip
     for body in hostile:
         response = _query(sec_stack, "POST", "/v1/search", json=body)
         assert response.status_code == 422, (body, response.text)
+    issue = (
+        "main() fails when called twice\n\n```python\n>>> main()\n```\n\tTraceback "
+        '(most recent call last):\r\n  File "a.py", line 3, in main\n'
+    ) * 60
+    for route in ("/v1/search", "/v1/context"):  # an issue pasted whole, 9k characters
+        response = _query(sec_stack, "POST", route, json={"query": issue})
+        assert response.status_code == 200, (route, response.text)
     surrogate = b'{"query": "\\ud800 main"}'  # valid JSON, not valid UTF-8 text
     response = _query(sec_stack, "POST", "/v1/search", content=surrogate,
                       headers_extra={"Content-Type": "application/json"})  # fmt: skip

@@ -241,3 +241,30 @@ def test_small_reserves_grow_by_a_step_not_by_what_they_ask() -> None:
         index.add(IndexedRow(f"p{i}", "s", "function", "m.py", "x", [1.0, 0.0, 0.0]))
     index.reserve(3)  # a sync of three rows on a full index: one step of a quarter
     assert len(index.alive) == 1250
+
+
+def test_a_view_ranks_the_same_whatever_else_the_tenant_holds() -> None:
+    """Issue #33: BM25's statistics were the tenant's, so the same question over the same
+    repository ranked a file 6th, 10th or 5th with other repositories indexed beside it."""
+    mine = [
+        _row("m1", "parse the config file and retry", [1, 0, 0], path="app/config.py"),
+        _row("m2", "retry with backoff on timeout", [0, 1, 0], path="app/retry.py"),
+        _row("m3", "config loader defaults", [0, 0, 1], path="app/loader.py"),
+    ]
+    alone = _index(*mine)
+    crowded = _index(*mine)
+    for i in range(300):  # another repository where "retry" is everywhere and "config" rare
+        crowded.add(_row(f"o{i}", "retry retry timeout", [1, 1, 0], scope="t|other|main",
+                         path=f"other/m{i}.py"))  # fmt: skip
+    crowded.add(_row("h", "parse config", [1, 0, 0], scope="t|r|feature", path="app/config.py"))
+    question = "retry when the config file cannot be parsed"
+    for index in (alone, crowded):
+        keep = index.mask(["t|r|main"])
+        ranked = index.search(question, [1.0, 0.5, 0.0], keep, 3)
+        scores = index.bm25_scores(question, keep)
+        assert [pk for pk, _ in ranked] == [pk for pk, _ in alone.search(
+            question, [1.0, 0.5, 0.0], alone.mask(["t|r|main"]), 3)]  # fmt: skip
+        assert [round(float(scores[index.rows[r.pk]]), 5) for r in mine] == [
+            round(float(alone.bm25_scores(question, alone.mask())[alone.rows[r.pk]]), 5)
+            for r in mine
+        ]

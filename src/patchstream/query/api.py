@@ -45,19 +45,32 @@ _ID = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
+# Issue text as an agent pastes it: paragraphs, code blocks and tracebacks keep their
+# newlines and tabs; every other control character is refused as in a name.
+_PROSE_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 def _printable(value: str) -> str:
     if _CONTROL.search(value):
         raise ValueError("control characters and lone surrogates are refused")
     return value
 
 
+def _prose(value: str) -> str:
+    if _PROSE_CONTROL.search(value):
+        raise ValueError("control characters other than newlines and tabs, and lone "
+                         "surrogates, are refused")  # fmt: skip
+    return value
+
+
 Text = Annotated[str, AfterValidator(_printable)]
+Prose = Annotated[str, AfterValidator(_prose)]
 Name = Annotated[str, Field(pattern=_NAME)]
 RefName = Annotated[str, Field(pattern=VIEW_REF_PATTERN)]
 
 
 class SearchRequest(BaseModel):
-    query: Text = Field(min_length=1)  # its length limit is a setting: check_query
+    query: Prose = Field(min_length=1)  # its length limit is a setting: check_query
     limit: int = Field(default=10, ge=1, le=100)
     repo: Name | None = None
     ref: RefName | None = None
@@ -66,7 +79,7 @@ class SearchRequest(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    query: Text = Field(min_length=1)  # its length limit is a setting: check_query
+    query: Prose = Field(min_length=1)  # its length limit is a setting: check_query
     budget_tokens: int = Field(default=8000, ge=64, le=200_000)
     repo: Name | None = None
     ref: RefName | None = "main"

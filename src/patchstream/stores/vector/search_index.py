@@ -6,8 +6,9 @@ Pure data structure, no I/O. It answers the question the chunks collection's
 (k = 60, ranks from 1). It differs on purpose, each measured on the localization sets of
 ``bench/context_quality.py``:
 
-- the dense side is exact (Milvus's HNSW is approximate), and BM25 statistics are the
-  tenant's, not one storage segment's;
+- the dense side is exact (Milvus's HNSW is approximate), and BM25 statistics are those of
+  the rows the question reads (its repository and ref, an overlay's merge), not the tenant's
+  or one storage segment's;
 - the analyzer is made for code (``code_tokens``): identifiers also count as their parts
   (``update_settings``, ``CaseInsensitiveDict``), common suffixes are stripped, and a row's
   path counts as its text;
@@ -272,34 +273,37 @@ class TenantIndex:
         scores[~keep] = -np.inf
         return _top(scores, min(k, int(keep.sum())))
 
-    def bm25_scores(self, query: str) -> npt.NDArray[np.float32]:
-        """BM25 score of every row for ``query`` (0 where no query token occurs; dead rows
-        neither score nor count in the statistics)."""
-        n, live = self.size, self.live
+    def bm25_scores(
+        self, query: str, keep: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.float32]:
+        """BM25 score of every row of ``keep`` (live rows when None) for ``query``, 0 elsewhere.
+        The statistics (document count, frequencies, average length) are those of ``keep``
+        alone: the view a question reads, not every repository and ref of the tenant, so an
+        answer does not move with what else is indexed."""
+        n = self.size
+        keep = self.alive[:n] if keep is None else keep[:n] & self.alive[:n]
         scores = np.zeros(n, np.float32)
-        if live == 0:
+        count = int(np.count_nonzero(keep))
+        if count == 0:
             return scores
-        average = self.total_length / live if self.total_length > 0 else 1.0
+        total = float(self.length[:n][keep].sum())
+        average = total / count if total > 0 else 1.0
         for token, weight in Counter(code_tokens(query)).items():
             posting = self.postings.get(token)
             if posting is None:
                 continue
-            rows = np.frombuffer(posting[0], np.int32).copy()
-            tfs = np.frombuffer(posting[1], np.float32).copy()
-            live_rows = self.alive[rows]
-            rows, tfs = rows[live_rows], tfs[live_rows]
-            df = len(rows)
-            if df == 0:
-                continue
-            scores[rows] += weight * _bm25(tfs, self.length[rows], average, live, df)
+            rows = np.frombuffer(posting[0], np.int32)
+            kept = keep[rows]
+            rows, tfs = rows[kept], np.frombuffer(posting[1], np.float32)[kept]
+            if len(rows):
+                scores[rows] += weight * _bm25(tfs, self.length[rows], average, count, len(rows))
         return scores
 
     def bm25_top(self, query: str, keep: npt.NDArray[np.bool_], k: int) -> list[int]:
-        """Rows by BM25 score for ``query``, best first (at most ``k``, each scoring > 0)."""
+        """Rows of ``keep`` by BM25 score for ``query``, best first (at most ``k``, each > 0)."""
         if k <= 0:
             return []
-        scores = self.bm25_scores(query)
-        scores[~keep] = 0.0
+        scores = self.bm25_scores(query, keep)
         positive = int((scores > 0).sum())
         return _top(scores, min(k, positive)) if positive else []
 
@@ -378,6 +382,24 @@ class TenantIndex:
                     fused[row] += weight / (RRF_K + int(ranks[code]))
         best = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in best]
+
+
+_AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench)/")
+_AUXILIARY_NAME = re.compile(
+    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*Tests?\.java|.*\.(md|rst|txt))$"
+)
+_ABOUT_AUXILIARY = frozenset(code_tokens("test tests testing doc docs documentation example "
+                                         "examples benchmark fixture conftest"))  # fmt: skip
+
+
+def is_auxiliary(path: str) -> bool:
+    """A test, doc, example or benchmark file: what a fix rarely changes first."""
+    return bool(_AUXILIARY_DIR.search(path) or _AUXILIARY_NAME.match(path.rpartition("/")[2]))
+
+
+def about_auxiliary(query: str) -> bool:
+    """Whether the question asks about tests, docs or examples itself."""
+    return not _ABOUT_AUXILIARY.isdisjoint(code_tokens(query))
 
 
 def _file_name(path: str) -> str:

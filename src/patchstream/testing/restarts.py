@@ -1,0 +1,167 @@
+"""Restarts of the whole embedded stack on its own data, with clients knocking at every store.
+
+Each round changes the corpus (edits, deletes, adds) and indexes it; indexes a branch overlay
+over ``main`` and drops it; then, a random moment into a second index, stops the whole stack
+(SIGTERM to ``up`` on odd rounds, SIGKILL of ``up`` and every child at once on even ones) and
+starts it again on the same data dir while threads connect to FalkorDB, Milvus and the broker
+in a tight loop (FalkorDB's with ``HELLO 3 AUTH``, as the stack's clients do). The round
+passes when the stack came up, the index completes, both stores equal a clean rebuild of the
+same files, and the dropped overlay holds nothing in either store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchstream.embedded.services import falkordb_password
+from patchstream.indexing.run import index_directory
+from patchstream.query.overlay_api import OverlayService
+from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
+
+
+@dataclass
+class RestartResult:
+    round: int
+    hard: bool  # SIGKILL of every process (else SIGTERM to `up`)
+    up_s: float  # stopped -> every tier answering (the index completed again)
+    knocks: int  # client connections tried during the start
+    resurrected: int  # files of the dropped overlay held again by either store
+    equal: RoundResult
+
+
+class StoreKnocker:
+    """Threads that connect to each store's port in a tight loop until stopped."""
+
+    def __init__(self, ports: dict[str, int], falkordb_password: str) -> None:
+        secret = falkordb_password
+        self.hello = (f"*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n"
+                      f"${len(secret)}\r\n{secret}\r\n").encode()  # fmt: skip
+        self.ports = ports
+        self.stop = threading.Event()
+        self.knocks = 0
+        self.threads = [threading.Thread(target=self._knock, args=(name, port), daemon=True)
+                        for name, port in ports.items()]  # fmt: skip
+
+    def __enter__(self) -> StoreKnocker:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join()
+
+    def _knock(self, name: str, port: int) -> None:
+        while not self.stop.is_set():
+            self.knocks += 1
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                    if name == "falkordb":
+                        sock.sendall(self.hello)
+                        sock.recv(64)
+            except OSError:
+                time.sleep(0.002)  # refused: the store is not listening yet
+
+
+class RestartSoak(FaultSoak):
+    def restart_round(self, hard: bool | None = None, timeout_s: float = 600.0) -> RestartResult:
+        self.rounds += 1
+        if self.rounds > 1:
+            self.mutate()
+        hard = self.rounds % 2 == 0 if hard is None else hard
+        outcome: dict[str, object] = {}
+        self._index(FAULT_TENANT, timeout_s, outcome)
+        if not _complete(outcome.get("summary")):
+            raise RuntimeError(f"round {self.rounds}: the first index failed: {outcome}")
+        overlay = f"feat{self.rounds}"
+        self._overlay_then_drop(overlay, timeout_s)
+        self.mutate()  # a second burst, in flight when the stack stops
+        # Cut short by the stop: it gives up soon after (what it published is acknowledged).
+        index = threading.Thread(target=self._index, args=(FAULT_TENANT, 10.0, {}), daemon=True)
+        index.start()
+        time.sleep(self.rng.uniform(0.0, 1.5))
+        stopped = time.monotonic()
+        self.stop_stack(hard)
+        index.join(60)
+        embedded = self.settings.embedded
+        ports = {"falkordb": embedded.falkordb_port, "milvus": embedded.milvus_port,
+                 "tansu": embedded.kafka_port}  # fmt: skip
+        password = falkordb_password(Path(embedded.data_dir).resolve() / "falkordb")
+        with StoreKnocker(ports, password) as knocker:
+            self.start_up(timeout=timeout_s)
+        outcome = {}
+        for _ in range(3):  # what the stop cut short is published again, as a user would
+            self._index(FAULT_TENANT, timeout_s, outcome)
+            if _complete(outcome.get("summary")):
+                break
+        else:
+            raise RuntimeError(f"round {self.rounds}: no index completed after the restart: "
+                               f"{outcome}\n{self.log_tails()}")  # fmt: skip
+        up_s = time.monotonic() - stopped
+        resurrected = self._held(overlay)
+        clean = f"tclean{self.rounds}{os.urandom(2).hex()}"
+        outcome = {}
+        self._index(clean, timeout_s, outcome)
+        if not _complete(outcome.get("summary")):
+            raise RuntimeError(f"round {self.rounds}: the clean rebuild failed: {outcome}")
+        return RestartResult(self.rounds, hard, round(up_s, 2), knocker.knocks, resurrected,
+                             self.compare(clean))  # fmt: skip
+
+    def stop_stack(self, hard: bool) -> None:
+        """SIGTERM to ``up`` (it stops its children in order), or SIGKILL of ``up`` and every
+        child at once, as a power cut would (children may still be exiting at the next start)."""
+        assert self.up is not None
+        if not hard:
+            self.stop_up()
+            return
+        for pid in [self.up.pid, *self.children()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.up.wait(30)
+        self.up = None
+
+    def _overlay_then_drop(self, ref: str, timeout_s: float) -> None:
+        branch = self.workdir / "branch"
+        shutil.rmtree(branch, ignore_errors=True)
+        shutil.copytree(self.source, branch)
+        for path in sorted(branch.rglob("mod*.py"))[:3]:
+            path.write_text(path.read_text() + f"\n\ndef only_on_{ref}():\n    return 1\n")
+        summary = asyncio.run(index_directory(
+            self.client_settings(), branch, repo=REPO, tenant=FAULT_TENANT, ref=ref,
+            base="main", timeout_s=timeout_s, progress=False, commits=0))  # fmt: skip
+        if not _complete(summary):
+            raise RuntimeError(f"round {self.rounds}: the overlay's index failed: {summary}")
+        graph, vectors = self._stores()
+        try:
+            if not OverlayService(graph, vectors, ttl_s=3600).drop(FAULT_TENANT, REPO, ref):
+                raise RuntimeError(f"round {self.rounds}: {ref} was not an overlay to drop")
+        finally:
+            graph.close()
+            vectors.close()
+
+    def _held(self, ref: str) -> int:
+        graph, vectors = self._stores()
+        try:
+            return len(graph.file_hashes(FAULT_TENANT, REPO, ref)) + len(
+                vectors.file_hashes(FAULT_TENANT, REPO, ref)
+            )
+        finally:
+            graph.close()
+            vectors.close()
+
+    def _stores(self) -> tuple[GraphStore, MilvusVectorStore]:
+        settings = self.client_settings()
+        return open_graph_store(settings), open_vector_store(settings)
