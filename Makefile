@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness bench-context clean
+.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,10 @@ bench-outbox: install
 ## bench-faults: 100 rounds of a random SIGKILL mid-index (about an hour)
 bench-faults: install
 	$(PY) bench/faults.py --rounds 100 --update-readme
+
+## bench-restarts: 100 rounds of stopping the whole stack and starting it on its own data
+bench-restarts: install
+	$(PY) bench/restarts.py --rounds 100 --update-readme
 
 bench-correctness: install
 	$(PY) bench/correctness.py --update-readme

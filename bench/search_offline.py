@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context_quality import FileBM25, load_set
 from _common import machine
+from context_quality import FileBM25, load_set
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
