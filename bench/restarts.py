@@ -58,7 +58,8 @@ def main() -> None:
                 results.append(result)
                 equal = result.equal
                 how = "SIGKILL all" if result.hard else "SIGTERM up"
-                print(f"round {result.round:>3} {how:<11} up+index in {result.up_s:>6.1f}s  knocks {result.knocks:>6}  lost "
+                print(f"round {result.round:>3} {how:<11} up+index in {result.up_s:>6.1f}s  "
+                      f"knocks {result.knocks:>6}  lost "
                       f"{equal.lost}  duplicated {equal.duplicated}  resurrected "
                       f"{result.resurrected}  equal {equal.equal} {equal.differences or ''}",
                       flush=True)  # fmt: skip
