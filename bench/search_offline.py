@@ -15,6 +15,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,55 +27,84 @@ from context_quality import FileBM25, load_set
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.query.question import named_in, rank_named_files
 from patchstream.settings import Settings
-from patchstream.stores.vector.search_index import IndexedRow, TenantIndex, is_auxiliary
+from patchstream.stores.vector.search_index import (
+    NAMED_WEIGHT,
+    IndexedRow,
+    TenantIndex,
+    is_auxiliary,
+)
 
 SCOPE = "t|set|main"
 
 
-def build_index(sources: dict[str, str], embedder: Embedder) -> TenantIndex:
+def build_index(
+    sources: dict[str, str], embedder: Embedder
+) -> tuple[TenantIndex, dict[str, set[str]]]:
+    """The index, and name -> files defining it (what the graph's symbols_by_name answers)."""
     builder = FileStateBuilder()
     rows: list[tuple[str, str, str, str]] = []  # pk, kind, path, text
+    definers: dict[str, set[str]] = {}
     for path, text in sources.items():
         state = builder.build(FileRef("t", "set", "main", path, 1), text.encode())
         rows += [(f"{path}#{c.id}", c.kind, path, c.text) for c in state.chunks]
+        for symbol in state.symbols:
+            for name in {symbol.name, symbol.qualified_name}:
+                definers.setdefault(name, set()).add(path)
     index = TenantIndex(embedder.dim)
     index.reserve(len(rows))
     vectors = embedder.embed([text for _, _, _, text in rows])
     for (pk, kind, path, text), dense in zip(rows, vectors, strict=True):
         index.add(IndexedRow(pk, SCOPE, kind, path, text, np.asarray(dense, np.float32), path))
-    return index
+    return index, definers
 
 
-def ranked_files(index: TenantIndex, embedder_vector: list[float], question: str) -> list[str]:
+def ranked_files(
+    index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float
+) -> list[str]:
     files: list[str] = []
-    for pk, _ in index.search(question, embedder_vector, index.mask([SCOPE]), 60):
+    found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
+                         named_weight=weight)  # fmt: skip
+    for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:
             files.append(path)
     return files
 
 
+def definers_of(table: dict[str, set[str]]) -> Callable[[str], set[str]]:
+    return lambda name: table.get(name, set())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sets", nargs="+", default=["scrapy", "pytest"])
     parser.add_argument("--embedder", default="hashing")
+    parser.add_argument(
+        "--named-weight",
+        type=float,
+        default=NAMED_WEIGHT,
+        help="weight of the files the question names (0: off)",
+    )
     args = parser.parse_args()
-    print(f"machine {machine()}; embedder {args.embedder}")
+    print(f"machine {machine()}; embedder {args.embedder}; named weight {args.named_weight}")
     for name in args.sets:
         chosen = load_set(name)
         with tempfile.TemporaryDirectory() as tmp:
             chosen.extract(Path(tmp))
         started = time.monotonic()
         embedder = create_embedder(Settings().embedding.model_copy(update={"kind": args.embedder}))
-        index = build_index(chosen.sources, embedder)
+        index, definers = build_index(chosen.sources, embedder)
         baseline = FileBM25(chosen.sources)
         built = time.monotonic() - started
         ours = {1: 0, 5: 0, 10: 0}
         theirs = {1: 0, 5: 0, 10: 0}
         aux = 0
         for q in chosen.questions:
-            files = ranked_files(index, embedder.embed([q.question])[0], q.question)
+            named = rank_named_files(named_in(q.question), definers_of(definers), chosen.sources)
+            files = ranked_files(index, embedder.embed([q.question])[0], q.question, named,
+                                 args.named_weight)  # fmt: skip
             base = baseline.rank(q.question)
             aux += sum(is_auxiliary(f) for f in files[:10])
             for k in ours:

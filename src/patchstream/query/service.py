@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import file_map_candidates
+from patchstream.query.question import named_in, rank_named_files
 from patchstream.query.read_tokens import PendingWrite
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.graph import CallResolution
@@ -71,12 +73,28 @@ class QueryService:
         # An overlay (``main~agent-42``, or a branch declared over a base) reads as a view.
         view = self.graph.view(tenant, repo, ref) if repo and ref else None
         if self.mirror is not None:
+            named = self._named_files(tenant, query, repo, ref)
             hits = self.mirror.search(tenant, query, limit=limit, repo=repo, ref=ref,
-                                      path_prefix=path_prefix, kind=kind, view=view)  # fmt: skip
+                                      path_prefix=path_prefix, kind=kind, view=view,
+                                      named_files=named)  # fmt: skip
             if hits is not None:
                 return hits
         return self.vectors.search(tenant, query, limit=limit, repo=repo, ref=ref,
                                    path_prefix=path_prefix, kind=kind, view=view)  # fmt: skip
+
+    def _named_files(
+        self, tenant: str, query: str, repo: str | None, ref: str | None
+    ) -> Callable[[Iterable[str]], list[str]] | None:
+        """The files defining what the question names in code, found in the graph (a
+        traceback's frames, paths, identifiers): a ranked list search fuses."""
+        named = named_in(query)
+        if not named:
+            return None
+
+        def definers(name: str) -> list[str]:
+            return [s.path for s in self.graph.symbols_by_name(tenant, name, repo, ref)]
+
+        return lambda paths: rank_named_files(named, definers, paths)
 
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         return self.graph.symbol(tenant, symbol_id, ref)

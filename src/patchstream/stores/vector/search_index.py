@@ -42,6 +42,7 @@ _K1, _B = 1.5, 0.75
 RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
 NAME_WEIGHT = 0.5  # the file-name list's
+NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
 
 
 def tokens(text: str) -> list[str]:
@@ -361,15 +362,24 @@ class TenantIndex:
         limit: int,
         file_weight: float = FILE_WEIGHT,
         name_weight: float = NAME_WEIGHT,
+        named_files: Sequence[str] = (),
+        named_weight: float = NAMED_WEIGHT,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
-        by reciprocal rank with the rank of each row's file (weighted ``file_weight``) and of
-        its file's name (``name_weight``), cut to ``limit``."""
+        by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
+        its file's name (``name_weight``) and of the files the question names in code
+        (``named_files``, best first, from the graph: ``named_weight``; each such file's best
+        BM25 row joins the candidates), cut to ``limit``."""
         fused: dict[int, float] = {}
-        for ranked in (self.dense_top(vector, keep, 3 * limit),
-                       self.bm25_top(query, keep, 3 * limit)):  # fmt: skip
+        lexical = self.bm25_scores(query, keep)
+        positive = int((lexical > 0).sum())
+        bm25_ranked = _top(lexical, min(3 * limit, positive)) if positive else []
+        for ranked in (self.dense_top(vector, keep, 3 * limit), bm25_ranked):
             for rank, row in enumerate(ranked, start=1):
                 fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
+        named = self._named_rows(named_files, keep, lexical) if named_weight > 0 else {}
+        for _, top_row in named.values():
+            fused.setdefault(top_row, 0.0)
         for weight, scored in ((file_weight, self.file_scores), (name_weight, self.name_scores)):
             if weight <= 0 or not fused:
                 continue
@@ -380,8 +390,28 @@ class TenantIndex:
                 code = self.path[row]
                 if scores[code] > 0:
                     fused[row] += weight / (RRF_K + int(ranks[code]))
-        best = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
-        return [(self.pks[row], score) for row, score in best]
+        for row in fused:
+            hit = named.get(int(self.path[row]))
+            if hit is not None:
+                fused[row] += named_weight / (RRF_K + hit[0])
+        winners = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
+        return [(self.pks[row], score) for row, score in winners]
+
+    def _named_rows(
+        self, files: Sequence[str], keep: npt.NDArray[np.bool_], lexical: npt.NDArray[np.float32]
+    ) -> dict[int, tuple[int, int]]:
+        """Path code -> (rank from 1, its kept row scoring best in ``lexical``) for each of
+        ``files`` the index holds rows of."""
+        found: dict[int, tuple[int, int]] = {}
+        paths = self.path[: self.size]
+        for path in files:
+            code = self.paths.ids.get(path)
+            if code is None or code in found:
+                continue
+            rows = np.flatnonzero((paths == code) & keep[: self.size])
+            if len(rows):
+                found[code] = (len(found) + 1, int(rows[np.argmax(lexical[rows])]))
+        return found
 
 
 _AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench)/")

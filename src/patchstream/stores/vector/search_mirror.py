@@ -22,6 +22,7 @@ import gc
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -201,8 +202,10 @@ class SearchMirror:
         path_prefix: str | None = None,
         kind: str | None = None,
         view: View | None = None,
+        named_files: Callable[[Iterable[str]], Sequence[str]] | None = None,
     ) -> list[SearchHit] | None:
-        """Like ``MilvusVectorStore.search``; None when the tenant is not served here yet."""
+        """Like ``MilvusVectorStore.search``; None when the tenant is not served here yet.
+        ``named_files`` ranks the files the question names, given the paths held."""
         if not tenant or not query.strip():
             return []
         mirror = self._mirror(tenant)
@@ -217,7 +220,8 @@ class SearchMirror:
                 for i, layer in enumerate(view.layers)
             ]  # fmt: skip
             keep = index.mask(scopes, kind, path_prefix, hidden)
-            ranked = index.search(query, vector, keep, limit)
+            named = named_files(index.paths.names) if named_files is not None else ()
+            ranked = index.search(query, vector, keep, limit, named_files=named)
             return self._hits(index, ranked)
 
     @staticmethod

@@ -1,0 +1,101 @@
+"""What a question names in code, and the files that define it: the ranked list the graph
+adds to search (a code-blind BM25 has nothing like it).
+
+An issue pasted as it is names code in a few recognisable shapes: traceback frames (``File
+"x/y.py", line 3, in parse``), file paths (``src/app/config.py``), dotted names
+(``requests.sessions.Session.send``), CamelCase and snake_case identifiers, and calls
+(``update()``). ``named_in`` pulls them out, bounded; ``rank_named_files`` turns them into
+files: a traceback's frames first (innermost last in Python's order, so read backwards), then
+files a path names, then the files that define the most named symbols. Nothing here does I/O:
+the caller passes how to find a name's definers (the graph) and which paths exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+MAX_NAMES = 16  # graph lookups per question: each is a round trip
+
+_FRAME = re.compile(r'File "([^"\n]{1,300})", line \d+(?:, in (\w+))?')
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs))\b")
+_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b")
+_CAMEL = re.compile(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+)\b")
+_SNAKE = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
+_CALL = re.compile(r"\b([A-Za-z_]\w{2,})\(")
+# Words of prose that look like code in these shapes (``e.g``, ``i.e``, sentence ends).
+_PROSE = frozenset({"e.g", "i.e", "etc", "self", "cls", "print", "len", "str", "int",
+                    "dict", "list", "set", "tuple", "type", "isinstance", "super", "range",
+                    "open"})  # fmt: skip
+
+
+@dataclass
+class Named:
+    """What a question names: traceback frames (path, function), paths, identifiers."""
+
+    frames: list[tuple[str, str | None]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.frames or self.paths or self.names)
+
+
+def named_in(question: str) -> Named:
+    """The code ``question`` names, most specific first, each kind bounded."""
+    found = Named()
+    for path, function in _FRAME.findall(question):
+        found.frames.append((path, function or None))
+    framed = {p for p, _ in found.frames}
+    found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
+    names: list[str] = [f for _, f in found.frames if f and f != "<module>"]
+    for dotted in _DOTTED.findall(question):
+        if _PATH.fullmatch(dotted) or dotted.lower() in _PROSE:
+            continue
+        parts = dotted.split(".")
+        names += [parts[-1], parts[-2]] if len(parts) > 1 else parts
+    for pattern in (_CAMEL, _SNAKE, _CALL):
+        names += pattern.findall(question)
+    found.names = _unique(n for n in names if n.lower() not in _PROSE and len(n) > 2)
+    found.names = found.names[:MAX_NAMES]
+    return found
+
+
+def rank_named_files(
+    named: Named, definers: Callable[[str], Iterable[str]], paths: Iterable[str]
+) -> list[str]:
+    """Files of the view the question points at, best first: traceback frames (the
+    innermost first), files its paths name (by path suffix), then files defining the most of
+    its names (a name defined in many files counts less in each)."""
+    known = list(paths)
+    ranked: list[str] = []
+    for path, _ in reversed(named.frames):
+        ranked += _by_suffix(path, known)
+    for path in named.paths:
+        ranked += _by_suffix(path, known)
+    weights: defaultdict[str, float] = defaultdict(float)
+    for name in named.names:
+        files = set(definers(name))
+        for path in files:
+            weights[path] += 1.0 / len(files)
+    ranked += [path for path, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return _unique(ranked)
+
+
+def _by_suffix(path: str, known: list[str]) -> list[str]:
+    """Known paths equal to ``path`` or ending with it at a directory boundary (a traceback
+    prints an absolute path; an issue may drop the leading package)."""
+    wanted = path.replace("\\", "/").lstrip("./")
+    parts = wanted.split("/")
+    for start in range(len(parts)):  # the longest suffix that matches anything
+        tail = "/".join(parts[start:])
+        hits = [k for k in known if k == tail or k.endswith("/" + tail)]
+        if hits:
+            return sorted(hits, key=len)[:3]
+    return []
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))

@@ -1,0 +1,49 @@
+"""What a question names in code (``query.question``) and the files that define it."""
+
+from __future__ import annotations
+
+from patchstream.query.question import MAX_NAMES, named_in, rank_named_files
+
+ISSUE = """Session.send fails with a KeyError when the adapter is mounted twice
+
+```python
+>>> s = requests.Session(); s.mount("http://", MyAdapter())
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/requests/sessions.py", line 701, in send
+    adapter = self.get_adapter(url=request.url)
+  File "/usr/lib/python3/site-packages/requests/adapters.py", line 42, in get_connection
+KeyError: 'http://'
+```
+See also src/requests/utils.py and the retry_count setting.
+"""
+
+
+def test_an_issue_names_frames_paths_and_identifiers() -> None:
+    named = named_in(ISSUE)
+    assert named.frames == [("/usr/lib/python3/site-packages/requests/sessions.py", "send"),
+                            ("/usr/lib/python3/site-packages/requests/adapters.py",
+                             "get_connection")]  # fmt: skip
+    assert named.paths == ["src/requests/utils.py"]
+    for name in ("send", "get_connection", "Session", "get_adapter", "MyAdapter", "KeyError",
+                 "retry_count"):  # fmt: skip
+        assert name in named.names, name
+    assert "print" not in named.names and "e.g" not in named.names
+    assert not named_in("how is the area of a square computed")
+
+
+def test_files_rank_frames_first_then_paths_then_definers() -> None:
+    known = ["requests/sessions.py", "requests/adapters.py", "requests/utils.py",
+             "requests/models.py", "tests/test_requests.py"]  # fmt: skip
+    definers = {"get_adapter": ["requests/sessions.py"], "MyAdapter": [],
+                "Session": ["requests/sessions.py", "requests/models.py"]}  # fmt: skip
+    ranked = rank_named_files(named_in(ISSUE), lambda n: definers.get(n, []), known)
+    # innermost frame first (a traceback prints it last), then the other, the path, definers
+    assert ranked == ["requests/adapters.py", "requests/sessions.py", "requests/utils.py",
+                      "requests/models.py"]  # fmt: skip
+
+
+def test_names_are_bounded_whatever_the_question_holds() -> None:
+    flood = " ".join(f"call_number_{i}()" for i in range(5000))
+    named = named_in(flood)
+    assert len(named.names) == MAX_NAMES
+    assert rank_named_files(named_in('File "x.py", line 1'), lambda n: [], ["a.py"]) == []
