@@ -271,16 +271,13 @@ def test_a_view_ranks_the_same_whatever_else_the_tenant_holds() -> None:
 
 
 def test_a_file_the_question_names_joins_the_results() -> None:
-    """The graph's list (files defining what the question names) brings in a file whose
-    words the question does not share, ahead of an unnamed file that shares a word."""
-    index = _index(
-        _row("a", "square area width height", [1, 0, 0], path="shapes/square.py"),
-        _row("b", "area of the circle", [0, 1, 0], path="shapes/circle.py"),
-        _row("c", "def compute(x): return x", [0, 0, 1], path="geometry/engine.py"),
-    )
+    """The graph's list (files defining what the question names) lifts a named file."""
+    rows = [_row(f"s{i}", f"square area {i}", [1, 0, 0.1 * i], path=f"shapes/s{i}.py")
+            for i in range(12)]  # fmt: skip
+    rows.append(_row("c", "def compute(x): return x", [0, 0, 1], path="geometry/engine.py"))
+    index = _index(*rows)
     keep = index.mask()
-    plain = [pk for pk, _ in index.search("area of a square", [1, 0, 0], keep, 2)]
-    assert "c" not in plain
-    named = index.search("area of a square", [1, 0, 0], keep, 2,
-                         named_files=["geometry/engine.py", "nowhere.py"])  # fmt: skip
-    assert [pk for pk, _ in named] == ["a", "c"]
+    named = index.search("area of a square", [1, 0, 0], keep, 20,
+                         named_files=["geometry/engine.py", "nowhere.py", "shapes/s9.py"])  # fmt: skip
+    before = [pk for pk, _ in index.search("area of a square", [1, 0, 0], keep, 20)]
+    assert [pk for pk, _ in named].index("s9") < before.index("s9")
