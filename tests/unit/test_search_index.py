@@ -278,6 +278,7 @@ def test_a_file_the_question_names_joins_the_results() -> None:
     index = _index(*rows)
     keep = index.mask()
     named = index.search("area of a square", [1, 0, 0], keep, 20,
-                         named_files=["geometry/engine.py", "nowhere.py", "shapes/s9.py"])  # fmt: skip
+                         named_files=["geometry/engine.py", "nowhere.py",
+                                      "shapes/s9.py"])  # fmt: skip
     before = [pk for pk, _ in index.search("area of a square", [1, 0, 0], keep, 20)]
     assert [pk for pk, _ in named].index("s9") < before.index("s9")
