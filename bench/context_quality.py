@@ -157,13 +157,20 @@ def system_rows(client: httpx.Client, chosen: LocalizationSet, repo: str) -> dic
             response = client.post("/v1/context", json={"query": q.question, "repo": repo,
                                                         "budget_tokens": budget})  # fmt: skip
             response.raise_for_status()
-            paths = {b["provenance"]["path"] for b in response.json()["blocks"]}
+            answer = response.json()
+            paths = {b["provenance"]["path"] for b in answer["blocks"]}
             figures.setdefault(f"context {budget // 1000}k", []).append(recall(paths, q.files))
+            # The fixed file's code itself (not a file-map line or a signature), and the spend.
+            code = {b["provenance"]["path"] for b in answer["blocks"]
+                    if b["kind"] in ("entry-code", "semantic")}  # fmt: skip
+            figures.setdefault(f"code {budget // 1000}k", []).append(float(bool(code & q.files)))
+            figures.setdefault(f"tokens {budget // 1000}k", []).append(answer["tokens_used"])
     return {k: mean(v) for k, v in figures.items()}
 
 
 def _format(values: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:.2f}" for k, v in values.items())
+    return ", ".join(f"{k} {v:.0f}" if k.startswith("tokens") else f"{k} {v:.2f}"
+                     for k, v in values.items())  # fmt: skip
 
 
 def main() -> None:

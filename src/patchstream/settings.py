@@ -225,6 +225,12 @@ class QuerySettings(BaseModel):
     )
     default_budget_tokens: int = Field(default=8000, gt=0)
     entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
+    tokens_per_entry: int = Field(
+        default=800, gt=0,
+        description="a larger budget takes one more entry point's code per this many tokens "
+        "(at least entry_points): an 8k answer holds more of the best files' code, not only "
+        "the 4k answer's blocks",
+    )  # fmt: skip
     map_files: int = Field(
         default=20, ge=0, description="files context lists after the entry points, a line per match"
     )

@@ -122,9 +122,10 @@ class QueryService:
             candidates += self._session_candidates(tenant, session, repo)
         candidates += self._memory_candidates(tenant, query, repo)
         wanted = self.settings.query
-        hits = self.search(tenant, query, limit=max(wanted.entry_points * 2, wanted.map_hits),
+        entry_points = max(wanted.entry_points, budget // wanted.tokens_per_entry)
+        hits = self.search(tenant, query, limit=max(entry_points * 2, wanted.map_hits),
                            repo=repo, ref=ref)  # fmt: skip
-        entries = [h for h in hits if h.kind in _CODE_KINDS][: wanted.entry_points]
+        entries = [h for h in hits if h.kind in _CODE_KINDS][:entry_points]
         for hit in entries:
             candidates.append(_from_hit("entry-code", hit))
         # Then the next best files, a short block each: breadth before depth.
@@ -148,7 +149,7 @@ class QueryService:
                 for neighbor in reached[(direction, ref or hit.ref)].get(hit.symbol_id, []):
                     candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
         # The map's wider pool is for breadth only: whole chunks come from the best hits.
-        rest = [h for h in hits[: wanted.entry_points * 2] if h not in entries]
+        rest = [h for h in hits[: entry_points * 2] if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source != "code"):
             candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
