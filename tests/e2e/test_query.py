@@ -335,6 +335,9 @@ def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> N
                              ).status_code == 404  # fmt: skip
         dropped = client.delete("/v1/overlays", params={"repo": "billing", "ref": view}).json()
         assert dropped["dropped"] == view and dropped["symbols"] == mine["symbols"]
+        assert dropped["already_dropped"] is False
+        again = client.delete("/v1/overlays", params={"repo": "billing", "ref": view})
+        assert again.status_code == 200 and again.json()["already_dropped"] is True
         hits = client.post("/v1/search", json=body).json()["hits"]
         assert all("vat_rate" not in h["text"] for h in hits)  # the base again
         assert _walk(client, tax, "callers", 2) == on_main

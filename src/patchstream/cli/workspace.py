@@ -70,4 +70,7 @@ def create(repo: str, ref: str, base: str | None, name: str | None) -> None:
 def drop(repo: str, ref: str) -> None:
     """Drop an overlay's files and symbols from both stores (its base is untouched)."""
     found = call("DELETE", "/v1/overlays", params={"repo": repo, "ref": ref})
-    click.echo(f"dropped {repo}@{found['dropped']} ({found['symbols']} symbols)")
+    if found.get("already_dropped"):
+        click.echo(f"{repo}@{found['dropped']} was already dropped")
+    else:
+        click.echo(f"dropped {repo}@{found['dropped']} ({found['symbols']} symbols)")
