@@ -15,7 +15,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +73,8 @@ def ranked_files(
     return files
 
 
-def definers_of(table: dict[str, set[str]]) -> Callable[[str], set[str]]:
-    return lambda name: table.get(name, set())
+def definers_of(table: dict[str, set[str]]) -> Callable[[Sequence[str]], dict[str, set[str]]]:
+    return lambda names: {name: table.get(name, set()) for name in names}
 
 
 def main() -> None:

@@ -65,6 +65,21 @@ def test_apply_then_read_back(graph: CypherGraphStore, tenant: str) -> None:
     assert repo.files == 1 and repo.max_version == 1 and repo.last_applied_at is not None
 
 
+def test_definers_answer_every_name_of_a_question_in_one_read(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """What search asks of the graph for the code a question names: the files defining each
+    name or qualified name, of the repository and ref read, never another tenant's."""
+    graph.apply_many([upsert(tenant, "pkg/util.py", UTIL, 1), upsert(tenant, "pkg/app.py", APP, 1),
+                      upsert(tenant, "pkg/util.py", UTIL, 1, repo="other")])  # fmt: skip
+    found = graph.definers(tenant, ["run", "Base.run", "helper", "nowhere"], "app", "main")
+    assert found == {"run": {"pkg/util.py", "pkg/app.py"}, "Base.run": {"pkg/util.py"},
+                     "helper": {"pkg/util.py"}, "nowhere": set()}  # fmt: skip
+    assert graph.definers(tenant + "x", ["run"], "app", "main") == {"run": set()}
+    assert graph.definers(tenant, ['x" OR 1=1 //', "run\n"], "app", "main") == {
+        'x" OR 1=1 //': set(), "run\n": set()}  # fmt: skip
+
+
 def test_version_fence_makes_replays_and_old_deliveries_no_ops(
     graph: CypherGraphStore, tenant: str
 ) -> None:

@@ -36,7 +36,8 @@ def test_files_rank_frames_first_then_paths_then_definers() -> None:
              "requests/models.py", "tests/test_requests.py"]  # fmt: skip
     definers = {"get_adapter": ["requests/sessions.py"], "MyAdapter": [],
                 "Session": ["requests/sessions.py", "requests/models.py"]}  # fmt: skip
-    ranked = rank_named_files(named_in(ISSUE), lambda n: definers.get(n, []), known)
+    ranked = rank_named_files(named_in(ISSUE), lambda ns: {n: definers.get(n, []) for n in ns},
+                              known)  # fmt: skip
     # innermost frame first (a traceback prints it last), then the other, the path, definers
     assert ranked == ["requests/adapters.py", "requests/sessions.py", "requests/utils.py",
                       "requests/models.py"]  # fmt: skip
@@ -46,4 +47,4 @@ def test_names_are_bounded_whatever_the_question_holds() -> None:
     flood = " ".join(f"call_number_{i}()" for i in range(5000))
     named = named_in(flood)
     assert len(named.names) == MAX_NAMES
-    assert rank_named_files(named_in('File "x.py", line 1'), lambda n: [], ["a.py"]) == []
+    assert rank_named_files(named_in('File "x.py", line 1'), lambda ns: {}, ["a.py"]) == []

@@ -7,14 +7,15 @@ An issue pasted as it is names code in a few recognisable shapes: traceback fram
 (``update()``). ``named_in`` pulls them out, bounded; ``rank_named_files`` turns them into
 files: a traceback's frames first (innermost last in Python's order, so read backwards), then
 files a path names, then the files that define the most named symbols. Nothing here does I/O:
-the caller passes how to find a name's definers (the graph) and which paths exist.
+the caller passes how to find names' definers (the graph, in one query) and which paths
+exist.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 MAX_NAMES = 16  # graph lookups per question: each is a round trip
@@ -64,8 +65,9 @@ def named_in(question: str) -> Named:
 
 
 def rank_named_files(
-    named: Named, definers: Callable[[str], Iterable[str]], paths: Iterable[str]
-) -> list[str]:
+    named: Named, definers: Callable[[Sequence[str]], Mapping[str, Iterable[str]]],
+    paths: Iterable[str],
+) -> list[str]:  # fmt: skip
     """Files of the view the question points at, best first: traceback frames (the
     innermost first), files its paths name (by path suffix), then files defining the most of
     its names (a name defined in many files counts less in each)."""
@@ -76,8 +78,7 @@ def rank_named_files(
     for path in named.paths:
         ranked += _by_suffix(path, known)
     weights: defaultdict[str, float] = defaultdict(float)
-    for name in named.names:
-        files = set(definers(name))
+    for files in map(set, definers(named.names).values()):
         for path in files:
             weights[path] += 1.0 / len(files)
     ranked += [path for path, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))]

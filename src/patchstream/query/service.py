@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -91,8 +91,8 @@ class QueryService:
         if not named:
             return None
 
-        def definers(name: str) -> list[str]:
-            return [s.path for s in self.graph.symbols_by_name(tenant, name, repo, ref)]
+        def definers(names: Sequence[str]) -> dict[str, set[str]]:
+            return self.graph.definers(tenant, names, repo, ref)
 
         return lambda paths: rank_named_files(named, definers, paths)
 

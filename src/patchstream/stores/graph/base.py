@@ -156,6 +156,13 @@ class GraphStore(abc.ABC):
     ) -> list[StoredSymbol]:
         """Symbols whose name or qualified name equals ``name``."""
 
+    def definers(
+        self, tenant: str, names: Sequence[str], repo: str | None = None, ref: str | None = None
+    ) -> dict[str, set[str]]:
+        """Name -> paths of the symbols whose name or qualified name it is (adapters answer
+        all names in one round trip)."""
+        return {n: {s.path for s in self.symbols_by_name(tenant, n, repo, ref)} for n in names}
+
     @abc.abstractmethod
     def callers(
         self, tenant: str, symbol_id: str, depth: int = 1, ref: str = "main",

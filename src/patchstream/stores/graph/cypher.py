@@ -185,6 +185,26 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
         )
         return [symbol_from_props(r[0]) for r in rows]
 
+    def definers(
+        self, tenant: str, names: Sequence[str], repo: str | None = None, ref: str | None = None
+    ) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {name: set() for name in names}
+        if not tenant or not names or (repo and ref and self.view(tenant, repo, ref)):
+            return super().definers(tenant, names, repo, ref) if names and tenant else found
+        # One query, each side on its own index (an OR of the two reads every symbol).
+        where = ("WHERE s.tenant = $tenant AND ($repo IS NULL OR s.repo = $repo) "
+                 "AND ($ref IS NULL OR s.ref = $ref) AND s.workspace IS NULL ")  # fmt: skip
+        rows = self._read(
+            tenant,
+            f"UNWIND $names AS n MATCH (s:Symbol {{name: n}}) {where}RETURN n, s.path "
+            f"UNION UNWIND $names AS n MATCH (s:Symbol {{qualified_name: n}}) {where}"
+            "RETURN n, s.path",
+            {"tenant": tenant, "names": list(names), "repo": repo, "ref": ref},
+        )
+        for name, path in rows:
+            found.setdefault(str(name), set()).add(str(path))
+        return found
+
     def _walks(
         self, tenant: str, symbol_ids: Sequence[str], depth: int, ref: str, types: str,
         inbound: bool, inherited: bool = False, limit: int | None = None,
