@@ -12,6 +12,7 @@ first k distinct files), test/doc files in the top 10, and the BM25 baseline's f
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 import time
@@ -33,10 +34,19 @@ from patchstream.stores.vector.search_index import (
     NAMED_WEIGHT,
     IndexedRow,
     TenantIndex,
-    is_auxiliary,
 )
 
 SCOPE = "t|set|main"
+
+_AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench)/")
+_AUXILIARY_NAME = re.compile(
+    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*Tests?\.java|.*\.(md|rst|txt))$"
+)
+
+
+def is_auxiliary(path: str) -> bool:
+    """A test, doc, example or benchmark file (counted in the top 10: they crowd out code)."""
+    return bool(_AUXILIARY_DIR.search(path) or _AUXILIARY_NAME.match(path.rpartition("/")[2]))
 
 
 def build_index(

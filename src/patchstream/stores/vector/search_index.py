@@ -414,24 +414,6 @@ class TenantIndex:
         return found
 
 
-_AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench)/")
-_AUXILIARY_NAME = re.compile(
-    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*Tests?\.java|.*\.(md|rst|txt))$"
-)
-_ABOUT_AUXILIARY = frozenset(code_tokens("test tests testing doc docs documentation example "
-                                         "examples benchmark fixture conftest"))  # fmt: skip
-
-
-def is_auxiliary(path: str) -> bool:
-    """A test, doc, example or benchmark file: what a fix rarely changes first."""
-    return bool(_AUXILIARY_DIR.search(path) or _AUXILIARY_NAME.match(path.rpartition("/")[2]))
-
-
-def about_auxiliary(query: str) -> bool:
-    """Whether the question asks about tests, docs or examples itself."""
-    return not _ABOUT_AUXILIARY.isdisjoint(code_tokens(query))
-
-
 def _file_name(path: str) -> str:
     """A file's own name: ``signals`` for ``scrapy/signals.py``, ``http`` for
     ``scrapy/http/__init__.py``."""
