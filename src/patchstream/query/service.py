@@ -148,8 +148,10 @@ class QueryService:
             for direction in ("callers", "callees"):
                 for neighbor in reached[(direction, ref or hit.ref)].get(hit.symbol_id, []):
                     candidates.append(_signature(f"{direction[:-1]}-signature", neighbor))
-        # The map's wider pool is for breadth only: whole chunks come from the best hits.
-        rest = [h for h in hits[: entry_points * 2] if h not in entries]
+        # Then the rest of the search's code, best first, while the budget lasts: an 8k
+        # answer holds more relevant code instead of stopping near 4k when the entry points'
+        # neighbourhood runs out.
+        rest = [h for h in hits if h not in entries]
         # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
         for hit in sorted(rest, key=lambda h: h.source != "code"):
             candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
