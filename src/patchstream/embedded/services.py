@@ -229,6 +229,9 @@ def start_falkordb(
                 falkordb_load.open_tcp(socket_path, password, host, port)
                 wait_until_ready(service)
                 return service
+        except BaseException:  # the port was taken meanwhile, say: no server left behind
+            service.stop()
+            raise
         finally:
             falkordb_load.remove_socket_dir(socket_path)
         text = watch.text()

@@ -1,0 +1,62 @@
+"""``up`` and its backing services: a failed start is retried with its reason, and a port a
+dying child still holds is waited for (issue #32)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from patchstream.embedded.services import ServiceError, ensure_port_free
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.errors import ConfigError
+from patchstream.settings import EmbeddedSettings, Settings
+
+
+def _listening() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def test_a_port_released_by_a_dying_child_is_waited_for() -> None:
+    held = _listening()
+    port = held.getsockname()[1]
+    threading.Timer(0.5, held.close).start()
+    started = time.monotonic()
+    ensure_port_free("tansu", "127.0.0.1", port, wait_s=10)
+    assert 0.4 < time.monotonic() - started < 9
+
+
+def test_a_port_still_taken_after_the_wait_is_a_clear_error() -> None:
+    held = _listening()
+    try:
+        with pytest.raises(ConfigError, match="already in use"):
+            ensure_port_free("tansu", "127.0.0.1", held.getsockname()[1], wait_s=0.3)
+    finally:
+        held.close()
+
+
+def test_a_backing_service_is_retried_until_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(embedded=EmbeddedSettings(data_dir=str(tmp_path), service_start_attempts=3))
+    supervisor = Supervisor(settings)
+    failures = ["falkordb exited with code -6 while loading its log:\n# ==> server.c:4076"] * 2
+    started = object()
+
+    def once(name: str, port: int) -> object:
+        if failures:
+            raise ServiceError(failures.pop())
+        return started
+
+    monkeypatch.setattr(supervisor, "_start_service_once", once)
+    monkeypatch.setattr("patchstream.embedded.supervisor.time.sleep", lambda s: None)
+    assert supervisor._start_service("falkordb", 1) is started
+    failures[:] = ["down"] * 3
+    with pytest.raises(ServiceError, match="down"):
+        supervisor._start_service("falkordb", 1)
