@@ -48,3 +48,13 @@ def test_names_are_bounded_whatever_the_question_holds() -> None:
     named = named_in(flood)
     assert len(named.names) == MAX_NAMES
     assert rank_named_files(named_in('File "x.py", line 1'), lambda ns: {}, ["a.py"]) == []
+
+
+def test_hostile_issue_text_cannot_make_the_patterns_backtrack() -> None:
+    """Issue text is hostile input: "Ab" + 30 capitals + "_" took 38 s with a nested
+    quantifier that could split the capitals two ways (60 would take years)."""
+    runs = ["Ab" + "A" * 60 + "_", "aB" + "Ba" * 5000 + "_", "a." * 16_000, "a_" * 16_000 + "!",
+            'File "' + "a" * 5000 + '", line 1', "ab." * 10_000 + "py"]  # fmt: skip
+    found = [named_in(text) for text in runs]
+    assert [len(f.names) for f in found] == [0, 0, 0, 0, 0, 0]
+    assert [bool(f.paths) for f in found] == [False, False, False, False, False, True]
