@@ -26,6 +26,7 @@ from pydantic import SecretStr
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
+    PORT_RELEASE_WAIT_S,
     Service,
     ServiceError,
     ensure_port_free,
@@ -283,8 +284,9 @@ class Supervisor:
         self.workers = self.worker_specs()
         for worker in self.workers:
             for port in (worker.port, worker.metrics_port):
-                if port is not None:
-                    ensure_port_free(worker.name, self.settings.query.host, port)
+                if port is not None:  # a previous run's dying child may still hold it
+                    ensure_port_free(worker.name, self.settings.query.host, port,
+                                     PORT_RELEASE_WAIT_S)  # fmt: skip
             worker.start(env)
         self.write_metrics_targets()
         # A fresh broker holds nothing: whatever the outbox kept (the previous `up` was

@@ -23,9 +23,7 @@ MAX_NAMES = 16  # graph lookups per question: each is a round trip
 # Possessive quantifiers throughout: issue text is hostile input, and a nested ``+`` that can
 # split a run of capitals two ways took 38 s on 33 characters ("Ab" + 30 "A" + "_").
 _FRAME = re.compile(r'File "([^"\n]{1,300}+)", line \d++(?:, in (\w++))?')
-_PATH = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs))\b"
-)
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs))\b")
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++)\b")
 _CAMEL = re.compile(
     r"\b([A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++|[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++)\b"

@@ -101,7 +101,10 @@ class RestartSoak(FaultSoak):
                  "tansu": embedded.kafka_port}  # fmt: skip
         password = falkordb_password(Path(embedded.data_dir).resolve() / "falkordb")
         with StoreKnocker(ports, password) as knocker:
-            self.start_up(timeout=timeout_s)
+            try:
+                self.start_up(timeout=timeout_s)
+            except RuntimeError as exc:  # what `up` said is the finding
+                raise RuntimeError(f"round {self.rounds}: {exc}\n{self.log_tails(40)}") from exc
         outcome = {}
         for _ in range(3):  # what the stop cut short is published again, as a user would
             self._index(FAULT_TENANT, timeout_s, outcome)
