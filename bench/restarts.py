@@ -67,10 +67,12 @@ def main() -> None:
         sys.exit(1)
     times = sorted(r.up_s for r in results)
     good = sum(r.equal.equal and not r.resurrected for r in results)
+    rounds = len(results) + failed  # a round that did not come back counts, as a failure
     rows = {
-        "rounds (SIGTERM / SIGKILL of all)": f"{len(results)} ({sum(not r.hard for r in results)}"
-        f" / {sum(r.hard for r in results)})",
-        "rounds up and equal to a clean rebuild": f"{good}/{len(results)}",
+        "rounds (SIGTERM / SIGKILL of all)": f"{rounds} ({sum(not r.hard for r in results)}"
+        f" / {sum(r.hard for r in results)} completed)",
+        "rounds up and equal to a clean rebuild": f"{good}/{rounds}"
+        + (f" (round {rounds}: the stack did not come back)" if failed else ""),
         "files lost / duplicated / resurrected": f"{sum(r.equal.lost for r in results)} / "
         f"{sum(r.equal.duplicated for r in results)} / {sum(r.resurrected for r in results)}",
         "stop -> up and the index complete, s p50/max": f"{statistics.median(times):.1f}/"
