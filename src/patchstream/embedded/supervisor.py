@@ -294,7 +294,12 @@ class Supervisor:
         self.replay_due = True
         for worker in self.workers:  # the HTTP service is ready when it listens
             if worker.port is not None:
-                self._wait_for_port(worker)
+                try:
+                    self._wait_for_port(worker)
+                except ServiceError as exc:  # a store slow to answer its first call, say:
+                    # the checks restart it with backoff, as any crashed child; `up` goes on
+                    log.warning("event=worker_start_failed worker=%s reason=%r", worker.name,
+                                str(exc))  # fmt: skip
 
     def _wait_for_port(self, worker: Worker, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
