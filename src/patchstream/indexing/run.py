@@ -9,9 +9,10 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.overlays import merged_hashes
 from patchstream.streams.producer import EventPublisher
 
+_Store = TypeVar("_Store")
 log = logging.getLogger("patchstream.index")
 _PUBLISH_CHUNK = 500
 _BROKER_WAIT_S = 60.0  # a broker that is restarting is waited for, not reported as gone
@@ -111,6 +113,19 @@ class Progress:
             bar.close()
 
 
+async def _opened(open_store: Callable[[], _Store], wait_s: float) -> _Store:
+    """A store that does not answer yet (restarting, loading) is waited for, saying which."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await asyncio.to_thread(open_store)
+        except StoreUnavailable as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("event=index_waiting store=%s error=%s", exc.store, exc)
+            await asyncio.sleep(1.0)
+
+
 async def index_directory(
     settings: Settings,
     root: Path,
@@ -132,8 +147,8 @@ async def index_directory(
     scan = scan_directory(root)
     summary.files_scanned = len(scan.files)
     summary.skipped = dict(scan.skipped)
-    graph = open_graph_store(settings)
-    vectors = open_vector_store(settings)
+    graph = await _opened(lambda: open_graph_store(settings), timeout_s)
+    vectors = await _opened(lambda: open_vector_store(settings), timeout_s)
     try:
         if base is not None:
             if not re.fullmatch(_NAME_PATTERN, base) or "~" in base:

@@ -72,8 +72,11 @@ class MilvusVectorStore:
         dense_index: DenseIndex | None = None,
         timeout_s: float = 30.0,
     ) -> None:
-        self.client = DeadlinedClient(MilvusClient(uri=uri, token=token or "", timeout=timeout_s),
-                                 timeout_s)  # fmt: skip
+        try:
+            connected = MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
+        except (MilvusException, grpc.RpcError) as exc:  # typed: a caller may wait it out
+            raise milvus_error("connect failed", exc) from exc
+        self.client = DeadlinedClient(connected, timeout_s)
         self.embedder = embedder
         self.dense_index = dense_index or DenseIndex()
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
