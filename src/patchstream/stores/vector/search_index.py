@@ -304,9 +304,7 @@ class TenantIndex:
         """Rows of ``keep`` by BM25 score for ``query``, best first (at most ``k``, each > 0)."""
         if k <= 0:
             return []
-        scores = self.bm25_scores(query, keep)
-        positive = int((scores > 0).sum())
-        return _top(scores, min(k, positive)) if positive else []
+        return _positive_top(self.bm25_scores(query, keep), k)
 
     def file_scores(self, query: str, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
         """BM25 score of every file (by path code) for ``query``, a file being the kept rows
@@ -371,10 +369,8 @@ class TenantIndex:
         (``named_files``, best first, from the graph: ``named_weight``; each such file's best
         BM25 row joins the candidates), cut to ``limit``."""
         fused: dict[int, float] = {}
-        lexical = self.bm25_scores(query, keep)
-        positive = int((lexical > 0).sum())
-        bm25_ranked = _top(lexical, min(3 * limit, positive)) if positive else []
-        for ranked in (self.dense_top(vector, keep, 3 * limit), bm25_ranked):
+        lexical = self.bm25_scores(query, keep)  # kept: the named files' best rows read it
+        for ranked in (self.dense_top(vector, keep, 3 * limit), _positive_top(lexical, 3 * limit)):
             for rank, row in enumerate(ranked, start=1):
                 fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
         named = self._named_rows(named_files, keep, lexical) if named_weight > 0 else {}
@@ -434,6 +430,12 @@ def _bm25(
     idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
     norm = _K1 * (1.0 - _B + _B * lengths / average)
     return (np.float32(idf) * tfs * (_K1 + 1.0) / (tfs + norm)).astype(np.float32)
+
+
+def _positive_top(scores: npt.NDArray[np.float32], k: int) -> list[int]:
+    """The best ``k`` rows among those scoring above 0."""
+    positive = int((scores > 0).sum())
+    return _top(scores, min(k, positive)) if positive else []
 
 
 def _top(scores: npt.NDArray[np.float32], k: int) -> list[int]:
