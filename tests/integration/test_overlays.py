@@ -248,8 +248,8 @@ def test_a_dropped_overlay_never_comes_back_from_a_replay(
     service = OverlayService(graph, vectors, ttl_s=60)
     assert service.drop(tenant, "app", "feature-y") == 3  # file, module, function
     # Replays of what was acknowledged before the drop: the outbox's entry and the deltas.
-    applied, pending = split_applied(outbox.pending(), graph, vectors)
-    assert (len(applied), pending) == (1, [])
+    split = split_applied(outbox.pending(), graph, vectors)
+    assert (len(split.dropped), split.applied, split.pending) == (1, [], [])
     assert [r.reason for r in graph.apply_many(branch)] == ["stale"]
     assert vectors.apply(branch).files_applied == 0
     assert graph.symbols_by_name(tenant, "feature_y", "app", "feature-y") == []

@@ -146,3 +146,36 @@ def test_stores_starting_together_both_prepare_the_collections(milvus_service: S
     stores[0].drop()
     for store in stores:
         store.close()
+
+
+def test_rows_lost_under_a_surviving_record_are_found_and_owed_again(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """Issue #32: a SIGKILL of Milvus Lite mid-compaction lost chunk rows whose file records
+    survived, so every replay of those files was stale. The audit resets such a file (its
+    record and its remaining rows), and the next replay of its event writes it again."""
+    from patchstream.stores.vector.milvus_audit import audit_vector_tier
+    from patchstream.stores.vector.milvus_client import lit
+
+    a, b = upsert(tenant, "a.py", CODE, 3), upsert(tenant, "b.py", CODE + "\nY = 2\n", 3)
+    vectors.apply([a, b])
+    whole = vectors.rows(tenant)
+    a_rows = sorted(r[0] for r in whole if r[1].endswith("|a.py"))
+    # What Milvus lost: two of a.py's rows; and a leftover row of b.py at an older version.
+    vectors.client.delete(vectors.chunks, ids=a_rows[:2])
+    leftover = dict(next(iter(vectors.query_all(f"pk == {lit(a_rows[2])}", ["*"]))))
+    leftover.update(pk="leftover", file_uid=next(r[1] for r in whole if r[1].endswith("|b.py")),
+                    version=2)  # fmt: skip
+    leftover.pop("sparse", None)
+    vectors.client.upsert(vectors.chunks, [leftover])
+    vectors.flush()
+    assert vectors.apply([a]).files_stale == 1  # before: the replay changes nothing
+
+    audit = audit_vector_tier(vectors)
+    assert list(audit.damaged) == [f"{milvus_rows.file_uid(a)}"]
+    assert audit.plan.rows_missing == 2 and audit.plan.leftovers == ["leftover"]
+    assert vectors.file_hashes(tenant, "app", "main").keys() == {"b.py"}  # a.py is owed again
+    assert vectors.apply([a]).files_applied == 1  # the replay of its event
+    assert vectors.rows(tenant) == whole
+    again = audit_vector_tier(vectors)
+    assert (again.damaged, again.plan.leftovers) == ({}, [])

@@ -1,25 +1,32 @@
-"""Replays the gateway's outbox into a broker that lost its log, and prunes what is applied.
+"""Replays the gateway's outbox into a broker that lost its log, and compacts what is applied.
 
 Run by the supervisor of the embedded stack: it restarts the memory-only broker itself, so it
 knows exactly when acknowledged events may have been lost. An entry is applied when both tiers
 hold its file at its version or a newer one (a delete counts: the fence keeps its version).
+Applied entries stay as their files' latest events (see ``producers.outbox``); a replay after
+a start checks them again, so what a store lost since it applied them is published again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
+
+if TYPE_CHECKING:  # the supervisor imports this module; pymilvus only when a store opens
+    from patchstream.stores.vector.milvus import MilvusVectorStore
 
 log = logging.getLogger("patchstream.outbox")
 
@@ -27,21 +34,29 @@ log = logging.getLogger("patchstream.outbox")
 _BULK = 32  # from this many entries of one branch, read the branch's versions at once
 
 
+@dataclass
+class Split:
+    applied: list[OutboxEntry] = field(default_factory=list)  # both tiers hold them
+    pending: list[OutboxEntry] = field(default_factory=list)  # owed to a tier
+    dropped: list[OutboxEntry] = field(default_factory=list)  # of a ref dropped since
+
+
 def split_applied(
     entries: Sequence[OutboxEntry], graph: GraphStore, vectors: MilvusVectorStore
-) -> tuple[list[OutboxEntry], list[OutboxEntry]]:
-    """(applied in both tiers, not yet). A few writes of a branch are looked up one by one;
-    an index run's hundreds are read with two queries for the branch."""
+) -> Split:
+    """Sort entries by what the stores hold. A few writes of a branch are looked up one by
+    one; an index run's hundreds are read with two queries for the branch."""
     by_branch: dict[tuple[str, str, str], list[OutboxEntry]] = defaultdict(list)
     for entry in entries:
         branch = view_ref(entry.ref, entry.workspace)
         by_branch[(entry.tenant, entry.repo, branch)].append(entry)
     done: set[int] = set()
+    gone: set[int] = set()
     dropped = {tenant: graph.dropped_refs(tenant) for tenant, _, _ in by_branch}
     for (tenant, repo, branch), group in by_branch.items():
-        # A dropped ref's entries up to the drop are done: replaying them would resurrect it.
+        # A dropped ref's entries up to the drop go: replaying them would resurrect it.
         dropped_at = dropped[tenant].get(scope_of(tenant, repo, branch), -1)
-        done.update(e.id for e in group if e.version <= dropped_at)
+        gone.update(e.id for e in group if e.version <= dropped_at)
         group = [e for e in group if e.version > dropped_at]
         if len(group) >= _BULK:
             graph_versions = graph.file_versions(tenant, repo, branch)
@@ -60,9 +75,11 @@ def split_applied(
                 and (min(in_graph, in_vectors) >= entry.version)
             ):
                 done.add(entry.id)
-    applied = [e for e in entries if e.id in done]
-    pending = [e for e in entries if e.id not in done]
-    return applied, pending
+    split = Split()
+    for e in entries:
+        (split.dropped if e.id in gone else split.applied if e.id in done else split.pending
+         ).append(e)  # fmt: skip
+    return split
 
 
 async def republish(settings: Settings, entries: Sequence[OutboxEntry]) -> int:
@@ -83,23 +100,83 @@ async def republish(settings: Settings, entries: Sequence[OutboxEntry]) -> int:
 def replay_and_prune(
     settings: Settings, graph: GraphStore, vectors: MilvusVectorStore, replay: bool
 ) -> tuple[int, int]:
-    """Prune applied entries; with ``replay``, republish the others. (replayed, pruned)."""
+    """Compact what both tiers hold; with ``replay`` (after a start or a restart of the
+    broker, the gateway or a store), check the retained entries again too and republish
+    every entry a tier lacks. (replayed, removed)."""
     path = outbox_path(settings)
     if not path.exists():
         return 0, 0
     outbox = Outbox(path)
-    replayed = pruned = 0
+    replayed = removed = owed_again = 0
     try:
         after = 0
-        while batch := outbox.pending(limit=1000, after_id=after):
+        while batch := outbox.pending(limit=1000, after_id=after, retained=replay):
             after = batch[-1].id
-            applied, pending = split_applied(batch, graph, vectors)
-            outbox.remove(e.id for e in applied)
-            pruned += len(applied)
+            split = split_applied(batch, graph, vectors)
+            outbox.remove(e.id for e in split.dropped)
+            removed += len(split.dropped)
+            removed += outbox.mark_applied(e for e in split.applied if not e.applied)
+            lost = [e.id for e in split.pending if e.applied]  # a store lost it since
+            outbox.mark_pending(lost)
+            owed_again += len(lost)
             if replay:
-                replayed += asyncio.run(republish(settings, pending))
+                replayed += asyncio.run(republish(settings, split.pending))
     finally:
         outbox.close()
-    if replayed or pruned:
-        log.info("event=outbox replayed=%d pruned=%d", replayed, pruned)
-    return replayed, pruned
+    if replayed or removed:
+        log.info("event=outbox replayed=%d removed=%d owed_again=%d", replayed, removed,
+                 owed_again)  # fmt: skip
+    return replayed, removed
+
+
+class OutboxTender:
+    """The supervisor's side of the outbox: after a start or a restart of the broker, the
+    gateway or Milvus, check the vector tier against itself (``milvus_audit``) and replay
+    what either tier lacks; every 30 s, compact what both tiers hold."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.replay_due = False
+        self.audit_due = False
+        self.next_prune = 0.0
+        self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
+
+    def vectors_restarted(self) -> None:
+        self.audit_due = self.replay_due = True
+
+    def tend(self, now: float) -> None:
+        if not self.settings.gateway.outbox or not (self.replay_due or now >= self.next_prune):
+            return
+        try:
+            graph, vectors = self._opened()
+            self.audit_vectors()
+            replay_and_prune(self.settings, graph, vectors, replay=self.replay_due)
+            self.replay_due = False
+            self.next_prune = now + 30.0
+        except Exception as exc:  # a store or the broker is not back yet: next round
+            log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
+            self.close()
+
+    def audit_vectors(self) -> None:
+        """When due, before anything replays: a reset file must be owed again when the
+        retained entries are checked. Raises when Milvus does not answer (still due)."""
+        if not self.audit_due:
+            return
+        from patchstream.stores.vector.milvus_audit import audit_vector_tier
+
+        audit_vector_tier(self._opened()[1])
+        self.audit_due = False
+
+    def _opened(self) -> tuple[GraphStore, MilvusVectorStore]:
+        if self._stores is None:
+            from patchstream.stores.factory import open_graph_store, open_vector_store
+
+            self._stores = (open_graph_store(self.settings), open_vector_store(self.settings))
+        return self._stores
+
+    def close(self) -> None:
+        if self._stores is not None:
+            for store in self._stores:
+                with contextlib.suppress(Exception):
+                    store.close()
+            self._stores = None

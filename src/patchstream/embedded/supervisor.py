@@ -8,7 +8,6 @@ child in reverse order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -19,11 +18,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import SecretStr
 
 from patchstream.embedded.lifetime import with_parent_lifetime
+from patchstream.embedded.outbox_relay import OutboxTender
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
     PORT_RELEASE_WAIT_S,
@@ -178,11 +177,9 @@ class Supervisor:
         self.services: list[Service] = []
         self.workers: list[Worker] = []
         self.stopping = False
-        self.replay_due = False  # the broker (or the gateway) restarted: replay the outbox
+        self.outbox = OutboxTender(settings)  # replays after a restart, compacts between
         self.reconciler: subprocess.Popen[bytes] | None = None
         self.next_reconcile = time.monotonic() + settings.embedded.reconcile_interval_s
-        self.next_prune = 0.0
-        self._stores: tuple[Any, Any] | None = None
         self.stalls = StallTender(settings.embedded.consumer_stall_s)
 
     def start_services(self) -> None:
@@ -281,6 +278,13 @@ class Supervisor:
         self.start_services()
         env = self.environment()
         asyncio.run(ensure_topics(self.settings.kafka))
+        self.outbox.settings = self.settings
+        self.outbox.vectors_restarted()
+        try:  # before the sinks start: nothing writes while the vector tier is compared
+            self.outbox.audit_vectors()
+        except Exception as exc:  # Milvus not answering yet: the first check tries again
+            log.warning("event=vector_audit_deferred error=%s: %s", type(exc).__name__,
+                        str(exc)[:200])  # fmt: skip
         self.workers = self.worker_specs()
         for worker in self.workers:
             for port in (worker.port, worker.metrics_port):
@@ -291,7 +295,6 @@ class Supervisor:
         self.write_metrics_targets()
         # A fresh broker holds nothing: whatever the outbox kept (the previous `up` was
         # killed, or its broker died with it) is republished at the first check.
-        self.replay_due = True
         for worker in self.workers:  # the HTTP service is ready when it listens
             if worker.port is not None:
                 try:
@@ -345,7 +348,9 @@ class Supervisor:
                     continue
                 if service.name == "tansu":  # memory-only: a restarted broker has no topics
                     asyncio.run(ensure_topics(self.settings.kafka))
-                    self.replay_due = True  # and none of what it had acknowledged
+                    self.outbox.replay_due = True  # and none of what it had acknowledged
+                if service.name == "milvus":  # killed, it may have lost rows it had flushed
+                    self.outbox.vectors_restarted()
         env = self.environment()
         for worker in self.workers:
             if worker.alive() or now < worker.next_start:
@@ -358,7 +363,7 @@ class Supervisor:
             worker.next_start = now + min(_MAX_BACKOFF_S, 2.0**worker.restarts)
             worker.restarts += 1
             if worker.service == "gateway":  # it may have died between outbox and publish
-                self.replay_due = True
+                self.outbox.replay_due = True
         self.tend_outbox(now)
         self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)))
         self.maybe_reconcile(now)
@@ -410,23 +415,8 @@ class Supervisor:
         return service.failed_probes < 3
 
     def tend_outbox(self, now: float) -> None:
-        """Replay the outbox after a broker or gateway restart; prune it every 30 s."""
-        if not self.settings.gateway.outbox or not (self.replay_due or now >= self.next_prune):
-            return
-        from patchstream.embedded.outbox_relay import replay_and_prune
-
-        try:
-            if self._stores is None:
-                from patchstream.stores.factory import open_graph_store, open_vector_store
-
-                self._stores = (open_graph_store(self.settings), open_vector_store(self.settings))
-            graph, vectors = self._stores
-            replay_and_prune(self.settings, graph, vectors, replay=self.replay_due)
-            self.replay_due = False
-            self.next_prune = now + 30.0
-        except Exception as exc:  # a store or the broker is not back yet: next round
-            log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
-            self._stores = None
+        self.outbox.settings = self.settings  # start() resolves the embedded addresses
+        self.outbox.tend(now)
 
     def stop(self) -> None:
         """Every worker is told at once and waited for together (a slow one no longer delays
@@ -441,11 +431,7 @@ class Supervisor:
             worker.wait_or_kill(max(0.1, deadline - time.monotonic()))
         for service in reversed(self.services):
             service.stop()
-        if self._stores is not None:
-            for store in self._stores:
-                with contextlib.suppress(Exception):
-                    store.close()
-            self._stores = None
+        self.outbox.close()
 
     def run_forever(self, poll_s: float = 1.0, ready: Callable[[], None] | None = None) -> None:
         """Tend the children until SIGINT or SIGTERM, then stop everything. ``ready`` runs once

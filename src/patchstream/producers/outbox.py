@@ -4,8 +4,13 @@ The embedded broker (Tansu) keeps its log in memory, so an event the broker ackn
 not durable yet. The gateway therefore writes every event to this SQLite outbox (WAL,
 ``synchronous=FULL``: on disk before the 202) and then publishes it. The supervisor of the
 embedded stack replays the outbox whenever it restarts the broker, republishing every entry
-the stores have not applied, and prunes entries both tiers hold. Replays are harmless: the
-sinks fence on versions.
+the stores have not applied. Replays are harmless: the sinks fence on versions.
+
+The outbox is the embedded stack's log of record, compacted as a Kafka topic keyed by file
+is: an entry both tiers hold is marked applied and kept, and an applied entry removes the
+older entries of its file. So it holds each file's latest event, and a store that lost what
+it had applied (Milvus Lite killed mid-compaction, a cut FalkorDB log) is rebuilt from it.
+Dropped refs' entries are removed (replaying them would resurrect the ref).
 
 Cost: one fsync'd SQLite transaction per request (a batch of writes is one transaction).
 With a durable broker (``kafka.durable``: a replicated Kafka, acks=all) an entry is dropped as
@@ -21,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
@@ -40,6 +46,12 @@ CREATE TABLE IF NOT EXISTS outbox (
     created_at REAL NOT NULL
 )
 """
+# Added after the first release: older outboxes get the column (every entry not applied).
+_APPLIED = "ALTER TABLE outbox ADD COLUMN applied INTEGER NOT NULL DEFAULT 0"
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS outbox_backlog ON outbox (applied, id)",
+    "CREATE INDEX IF NOT EXISTS outbox_file ON outbox (tenant, repo, ref, path)",
+)
 
 
 _PUSHES = """
@@ -86,6 +98,13 @@ class OutboxEntry:
     path: str
     version: int
     created_at: float
+    applied: bool = False  # both tiers held it when last checked
+
+
+def _entry(row: tuple[Any, ...]) -> OutboxEntry:
+    id_, key, value, tenant, repo, ref, workspace, path, version, created_at, applied = row
+    return OutboxEntry(id_, key, value, tenant, repo, ref, workspace, path, version, created_at,
+                       bool(applied))  # fmt: skip
 
 
 class Outbox:
@@ -101,6 +120,17 @@ class Outbox:
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.execute(_SCHEMA)
         self._db.execute(_PUSHES)
+        if "applied" not in self._columns():
+            try:
+                self._db.execute(_APPLIED)
+            except sqlite3.OperationalError:  # another process added it first
+                if "applied" not in self._columns():
+                    raise
+        for statement in _INDEXES:
+            self._db.execute(statement)
+
+    def _columns(self) -> set[str]:
+        return {str(row[1]) for row in self._db.execute("PRAGMA table_info(outbox)")}
 
     def append(self, events: Sequence[PatchEvent]) -> list[int]:
         """Write ``events`` durably in one transaction; their outbox ids, in order."""
@@ -129,15 +159,45 @@ class Outbox:
         with self._lock:
             self._db.executemany("DELETE FROM outbox WHERE id = ?", wanted)
 
-    def pending(self, limit: int = 10_000, after_id: int = 0) -> list[OutboxEntry]:
-        """Entries in acknowledgement order, from ``after_id`` on."""
+    def mark_applied(self, entries: Iterable[OutboxEntry]) -> int:
+        """Both tiers hold ``entries``: keep them as their files' latest events, and remove
+        the older entries of those files (compaction). How many entries were removed."""
+        removed = 0
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for e in entries:
+                    self._db.execute("UPDATE outbox SET applied = 1 WHERE id = ?", (e.id,))
+                    removed += self._db.execute(
+                        "DELETE FROM outbox WHERE tenant = ? AND repo = ? AND ref = ? AND "
+                        "path = ? AND workspace IS ? AND id < ? AND version <= ?",
+                        (e.tenant, e.repo, e.ref, e.path, e.workspace, e.id, e.version),
+                    ).rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return removed
+
+    def mark_pending(self, ids: Iterable[int]) -> None:
+        """A store lost what these entries applied: they are owed to it again."""
+        wanted = [(i,) for i in ids]
+        with self._lock:
+            self._db.executemany("UPDATE outbox SET applied = 0 WHERE id = ?", wanted)
+
+    def pending(
+        self, limit: int = 10_000, after_id: int = 0, retained: bool = False
+    ) -> list[OutboxEntry]:
+        """Entries not applied by both tiers yet, in acknowledgement order, from ``after_id``
+        on; with ``retained``, the applied entries the outbox keeps too."""
+        where = "id > ?" if retained else "applied = 0 AND id > ?"
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, key, value, tenant, repo, ref, workspace, path, version, created_at "
-                "FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+                "SELECT id, key, value, tenant, repo, ref, workspace, path, version, created_at, "
+                f"applied FROM outbox WHERE {where} ORDER BY id LIMIT ?",
                 (after_id, limit),
             ).fetchall()
-        return [OutboxEntry(*row) for row in rows]
+        return [_entry(row) for row in rows]
 
     def add_push(
         self,
@@ -172,6 +232,14 @@ class Outbox:
         return [AcceptedPush(*row) for row in rows]
 
     def count(self) -> int:
+        """Entries not applied by both tiers yet (the backlog)."""
+        with self._lock:
+            return int(
+                self._db.execute("SELECT count(*) FROM outbox WHERE applied = 0").fetchone()[0]
+            )
+
+    def retained(self) -> int:
+        """Every entry kept, applied ones included."""
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM outbox").fetchone()[0])
 

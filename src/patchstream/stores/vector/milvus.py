@@ -295,24 +295,16 @@ class MilvusVectorStore:
         if not tenant:
             return {}
         scope = scope_of(tenant, repo, ref)
-        rows = self.client.query(
-            self.files,
-            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} and deleted == false",
-            output_fields=["path", "content_hash"],
-            limit=_QUERY_LIMIT,
-        )
+        where = f"tenant == {lit(tenant)} and scope == {lit(scope)} and deleted == false"
+        rows = self.query_all(where, ["path", "content_hash"], collection=self.files)
         return {row["path"]: row["content_hash"] for row in rows}
 
     def file_versions(self, tenant: str, repo: str, ref: str) -> dict[str, int]:
         """Path -> applied version of every file of a branch, deleted ones included."""
         if not tenant:
             return {}
-        rows = self.client.query(
-            self.files,
-            filter=f"tenant == {lit(tenant)} and scope == {lit(scope_of(tenant, repo, ref))}",
-            output_fields=["path", "version"],
-            limit=_QUERY_LIMIT,
-        )
+        where = f"tenant == {lit(tenant)} and scope == {lit(scope_of(tenant, repo, ref))}"
+        rows = self.query_all(where, ["path", "version"], collection=self.files)
         return {row["path"]: int(row["version"]) for row in rows}
 
     def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
