@@ -12,7 +12,6 @@ first k distinct files), test/doc files in the top 10, and the BM25 baseline's f
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
@@ -27,26 +26,18 @@ from _common import machine
 from context_quality import FileBM25, load_set
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
+from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.query.question import named_in, rank_named_files
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
+    AUXILIARY_WEIGHT,
     NAMED_WEIGHT,
     IndexedRow,
     TenantIndex,
 )
 
 SCOPE = "t|set|main"
-
-_AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench)/")
-_AUXILIARY_NAME = re.compile(
-    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*Tests?\.java|.*\.(md|rst|txt))$"
-)
-
-
-def is_auxiliary(path: str) -> bool:
-    """A test, doc, example or benchmark file (counted in the top 10: they crowd out code)."""
-    return bool(_AUXILIARY_DIR.search(path) or _AUXILIARY_NAME.match(path.rpartition("/")[2]))
 
 
 def build_index(
@@ -71,11 +62,12 @@ def build_index(
 
 
 def ranked_files(
-    index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float
-) -> list[str]:
+    index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
+    auxiliary_weight: float = AUXILIARY_WEIGHT,
+) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
-                         named_weight=weight)  # fmt: skip
+                         named_weight=weight, auxiliary_weight=auxiliary_weight)  # fmt: skip
     for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:

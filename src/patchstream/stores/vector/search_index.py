@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from patchstream.parsing.file_roles import is_auxiliary
+
 _TOKEN = re.compile(r"\w+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SUFFIXES = ("ing", "es", "ed", "s")
@@ -43,6 +45,7 @@ RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
 NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
+AUXILIARY_WEIGHT = 1.0  # a test, doc or example row's fused score is scaled by this
 
 
 def tokens(text: str) -> list[str]:
@@ -129,6 +132,7 @@ class TenantIndex:
         self.postings: dict[str, tuple[array[int], array[float]]] = {}
         self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
         self.name_postings: dict[str, array[int]] = {}  # file-name token -> path codes
+        self.auxiliary: list[bool] = []  # by path code: a test, doc or example file
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -151,6 +155,7 @@ class TenantIndex:
         known_paths = len(self.paths.names)
         self.path[at] = self.paths.code(row.path)
         if len(self.paths.names) > known_paths:  # a new path: index its name once
+            self.auxiliary.append(is_auxiliary(row.path))
             for token in set(code_tokens(_file_name(row.path))):
                 self.name_postings.setdefault(token, array("i")).append(known_paths)
         counts = Counter(code_tokens(row.text))
@@ -362,12 +367,14 @@ class TenantIndex:
         name_weight: float = NAME_WEIGHT,
         named_files: Sequence[str] = (),
         named_weight: float = NAMED_WEIGHT,
+        auxiliary_weight: float = AUXILIARY_WEIGHT,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
         its file's name (``name_weight``) and of the files the question names in code
         (``named_files``, best first, from the graph: ``named_weight``; each such file's best
-        BM25 row joins the candidates), cut to ``limit``."""
+        BM25 row joins the candidates), cut to ``limit``. Rows of tests, docs and examples
+        the question does not name are scaled by ``auxiliary_weight`` (``file_roles``)."""
         fused: dict[int, float] = {}
         lexical = self.bm25_scores(query, keep)  # kept: the named files' best rows read it
         for ranked in (self.dense_top(vector, keep, 3 * limit), _positive_top(lexical, 3 * limit)):
@@ -387,9 +394,12 @@ class TenantIndex:
                 if scores[code] > 0:
                     fused[row] += weight / (RRF_K + int(ranks[code]))
         for row in fused:
-            hit = named.get(int(self.path[row]))
+            code = int(self.path[row])
+            hit = named.get(code)
             if hit is not None:
                 fused[row] += named_weight / (RRF_K + hit[0])
+            elif self.auxiliary[code]:
+                fused[row] *= auxiliary_weight
         winners = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in winners]
 

@@ -1,0 +1,325 @@
+"""Search ranking on SWE-bench Lite issues, without a stack: each issue's problem statement
+(as an agent would paste it) asked of the query service's in-memory index (``TenantIndex``,
+fed the chunks the parse stage makes, with the graph's named-file list), against a plain
+file BM25 over the same files in the same run.
+
+Only the django, sympy, matplotlib, scikit-learn and sphinx instances are used (253 of 300):
+the other seven repositories are kept for an independent check. The set
+(``localization/swebench/instances.json``: id, repository, base commit, version, problem
+statement and the files the gold patch changes) is cut from a public JSON copy of SWE-bench
+Lite (MIT) by ``--make-set``.
+
+Each issue is asked of its repository at its base commit where the repository's history is
+here (``fetch`` brings sympy and sphinx; django, scikit-learn and matplotlib are larger than a
+fetch may be). For those three the code is the PyPI sdist of the release *before* the
+instance's version (its base commit lies between that release and the next, so the fix is
+never in it); an issue whose changed files that release lacks is left out and counted.
+Successive snapshots of a repository update the index by the files that differ, as overlays
+would.
+
+    python bench/swebench_offline.py [--repos sympy sphinx django ...] [--limit N]
+        [--mirrors /work/.mirror] [--sdists ~/.cache/patchstream-bench/sdists]
+    python bench/swebench_offline.py --make-set SWE_BENCH_LITE.json
+
+Prints, per repository and in total: file accuracy@1/5/10 for patchstream, for BM25 over the
+same files and for BM25 over the code files only (no tests, docs or examples: the stronger
+baseline), test and doc files in patchstream's top 10, and the issues left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine
+from context_quality import FileBM25
+from patchstream.embedders.base import Embedder
+from patchstream.embedders.factory import create_embedder
+from patchstream.indexing.scan import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
+from patchstream.parsing.file_roles import is_auxiliary
+from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.query.question import named_in, rank_named_files
+from patchstream.settings import Settings
+from patchstream.stores.vector.search_index import (
+    AUXILIARY_WEIGHT,
+    NAMED_WEIGHT,
+    IndexedRow,
+    TenantIndex,
+)
+from search_offline import SCOPE, definers_of, ranked_files
+
+SET = Path(__file__).resolve().parent / "localization" / "swebench" / "instances.json"
+ALLOWED = ("django/django", "sympy/sympy", "matplotlib/matplotlib",
+           "scikit-learn/scikit-learn", "sphinx-doc/sphinx")  # fmt: skip
+# Repository -> (PyPI name, releases before each instance version), for those not fetched.
+SDISTS = {
+    "django/django": ("Django", {"3.0": "2.2", "3.1": "3.0", "3.2": "3.1", "4.0": "3.2",
+                                 "4.1": "4.0", "4.2": "4.1", "5.0": "4.2"}),
+    "scikit-learn/scikit-learn": ("scikit-learn", {"0.20": "0.19.0", "0.21": "0.20.0",
+                                                   "0.22": "0.21.0", "1.3": "1.2.0"}),
+    "matplotlib/matplotlib": ("matplotlib", {"3.3": "3.2.0", "3.5": "3.4.0", "3.6": "3.5.0",
+                                             "3.7": "3.6.0"}),
+}  # fmt: skip
+_CHANGED = re.compile(r"^diff --git a/(\S+) b/", re.M)
+_MAX_BYTES = 1_000_000
+
+
+@dataclass
+class Instance:
+    id: str
+    repo: str
+    base_commit: str
+    version: str
+    created_at: str
+    question: str
+    files: set[str]
+
+
+def make_set(source: Path) -> None:
+    rows = json.loads(source.read_text(encoding="utf-8"))
+    kept = [{"instance_id": r["instance_id"], "repo": r["repo"], "base_commit": r["base_commit"],
+             "version": r["version"], "created_at": r["created_at"],
+             "problem_statement": r["problem_statement"],
+             "files": sorted(set(_CHANGED.findall(r["patch"])))}
+            for r in rows if r["repo"] in ALLOWED]  # fmt: skip
+    SET.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"source": "SWE-bench Lite, test split (princeton-nlp/SWE-bench_Lite, MIT)",
+            "repos": list(ALLOWED), "instances": kept}  # fmt: skip
+    SET.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(kept)} instances written to {SET}")
+
+
+def load_instances() -> list[Instance]:
+    meta = json.loads(SET.read_text(encoding="utf-8"))
+    return [Instance(r["instance_id"], r["repo"], r["base_commit"], r["version"],
+                     r["created_at"], r["problem_statement"], set(r["files"]))
+            for r in meta["instances"]]  # fmt: skip
+
+
+def indexable(path: str) -> bool:
+    """What ``patchstream index`` would take by name (``indexing.scan``)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return not (any(p in SKIP_DIRS for p in parts[:-1]) or name in SKIP_NAMES
+                or name.lower().endswith(SKIP_SUFFIXES))  # fmt: skip
+
+
+def git_snapshot(git_dir: Path, commit: str) -> dict[str, bytes]:
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "--end-of-options", commit],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", "replace")  # fmt: skip
+    blobs = {}
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        _mode, kind, sha = meta.split()
+        if kind == "blob" and indexable(path):
+            blobs[sha] = path
+    batch = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha in blobs).encode(), capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    files: dict[str, bytes] = {}
+    at = 0
+    for path in blobs.values():
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        body = batch[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
+        if size <= _MAX_BYTES and b"\0" not in body[:8192]:
+            files[path] = body
+    return files
+
+
+def sdist_snapshot(cache: Path, package: str, version: str) -> dict[str, bytes]:
+    cache.mkdir(parents=True, exist_ok=True)
+    found = sorted(cache.glob(f"{package}-{version}.tar.gz")) or sorted(
+        cache.glob(f"{package.replace('-', '_')}-{version}.tar.gz"))  # fmt: skip
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", f"{package}=={version}",
+                        "--no-binary", ":all:", "--no-deps", "--no-build-isolation", "-q",
+                        "-d", str(cache)], check=True)  # fmt: skip
+        found = sorted(cache.glob("*.tar.gz"))
+        found = [p for p in found if version in p.name and package.split("-")[0].lower()
+                 in p.name.lower()]  # fmt: skip
+    files: dict[str, bytes] = {}
+    with tarfile.open(found[0]) as archive:
+        for member in archive.getmembers():
+            path = member.name.split("/", 1)[1] if "/" in member.name else ""
+            if not member.isfile() or not path or not indexable(path):
+                continue
+            if member.size > _MAX_BYTES:
+                continue
+            body = archive.extractfile(member)
+            data = body.read() if body else b""
+            if b"\0" not in data[:8192]:
+                files[path] = data
+    return files
+
+
+@dataclass
+class LiveIndex:
+    """The index of one repository, updated snapshot by snapshot by the files that differ."""
+
+    embedder: Embedder
+    builder: FileStateBuilder = field(default_factory=FileStateBuilder)
+    index: TenantIndex | None = None
+    held: dict[str, tuple[bytes, list[str], set[str]]] = field(default_factory=dict)
+    definers: dict[str, set[str]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def update(self, files: dict[str, bytes]) -> int:
+        if self.index is None:
+            self.index = TenantIndex(self.embedder.dim)
+        changed = 0
+        for path in [p for p in self.held if p not in files or files[p] != self.held[p][0]]:
+            _, pks, names = self.held.pop(path)
+            for pk in pks:
+                self.index.remove(pk)
+            for name in names:
+                self.definers.get(name, set()).discard(path)
+            self.sources.pop(path, None)
+        for path, data in files.items():
+            if path in self.held:
+                continue
+            changed += 1
+            state = self.builder.build(FileRef("t", "set", "main", path, 1), data)
+            rows = [(f"{path}#{c.id}", c.kind, c.text) for c in state.chunks]
+            vectors = self.embedder.embed([text for _, _, text in rows]) if rows else []
+            for (pk, kind, text), dense in zip(rows, vectors, strict=True):
+                self.index.add(IndexedRow(pk, SCOPE, kind, path, text,
+                                          np.asarray(dense, np.float32), path))  # fmt: skip
+            names = {n for s in state.symbols for n in (s.name, s.qualified_name)}
+            for name in names:
+                self.definers.setdefault(name, set()).add(path)
+            self.held[path] = (data, [pk for pk, _, _ in rows], names)
+            if rows:
+                self.sources[path] = data.decode("utf-8", "replace")
+        return changed
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    ours: dict[int, int] = field(default_factory=lambda: {1: 0, 5: 0, 10: 0})
+    bm25: dict[int, int] = field(default_factory=lambda: {1: 0, 5: 0, 10: 0})
+    bm25_code: dict[int, int] = field(default_factory=lambda: {1: 0, 5: 0, 10: 0})
+    aux: int = 0
+    left_out: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.n += other.n
+        self.aux += other.aux
+        self.left_out += other.left_out
+        for k in self.ours:
+            self.ours[k] += other.ours[k]
+            self.bm25[k] += other.bm25[k]
+            self.bm25_code[k] += other.bm25_code[k]
+
+    def line(self, name: str) -> str:
+        n = max(1, self.n)
+        return (f"{name:<26} {self.n:>4} issues ({self.left_out} left out) | patchstream "
+                + " ".join(f"@{k} {self.ours[k] / n:.3f}" for k in self.ours)
+                + f" tests/docs@10 {self.aux / n:.2f} | BM25 "
+                + " ".join(f"@{k} {self.bm25[k] / n:.3f}" for k in self.bm25)
+                + " | BM25 code files "
+                + " ".join(f"@{k} {self.bm25_code[k] / n:.3f}" for k in self.bm25))  # fmt: skip
+
+
+def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Iterator[
+    tuple[str, list[Instance], dict[str, bytes]]
+]:  # fmt: skip
+    """(label, the instances asked of it, files) in time order."""
+    if repo in SDISTS:
+        package, before = SDISTS[repo]
+        by_release: dict[str, list[Instance]] = {}
+        for inst in group:
+            by_release.setdefault(before[inst.version], []).append(inst)
+        for release in sorted(by_release, key=lambda v: tuple(int(x) for x in v.split("."))):
+            yield (f"{package} {release} (sdist)", by_release[release],
+                   sdist_snapshot(Path(args.sdists), package, release))  # fmt: skip
+        return
+    git_dir = Path(args.mirrors) / f"{repo.replace('/', '+')}" / "repo"
+    for inst in sorted(group, key=lambda i: i.created_at):
+        yield inst.base_commit[:12], [inst], git_snapshot(git_dir, inst.base_commit)
+
+
+def run_repo(repo: str, group: list[Instance], args: argparse.Namespace) -> Tally:
+    embedder = create_embedder(Settings().embedding.model_copy(update={"kind": args.embedder}))
+    live = LiveIndex(embedder)
+    tally = Tally()
+    for label, asked, files in snapshots(repo, group, args):
+        started = time.monotonic()
+        changed = live.update(files)
+        baseline = FileBM25(live.sources)
+        code_only = FileBM25({p: t for p, t in live.sources.items() if not is_auxiliary(p)})
+        assert live.index is not None
+        for inst in asked:
+            if not inst.files & set(live.sources):
+                tally.left_out += 1
+                continue
+            named = rank_named_files(named_in(inst.question), definers_of(live.definers),
+                                     live.sources)  # fmt: skip
+            vector = embedder.embed([inst.question])[0]
+            ours = ranked_files(live.index, vector, inst.question, named, args.named_weight,
+                                args.auxiliary_weight)  # fmt: skip
+            theirs = baseline.rank(inst.question)
+            code_ranked = code_only.rank(inst.question)
+            tally.n += 1
+            tally.aux += sum(is_auxiliary(f) for f in ours[:10])
+            for k in tally.ours:
+                tally.ours[k] += bool(set(ours[:k]) & inst.files)
+                tally.bm25[k] += bool(set(theirs[:k]) & inst.files)
+                tally.bm25_code[k] += bool(set(code_ranked[:k]) & inst.files)
+        print(f"  {repo} {label}: {len(live.sources)} files, {changed} parsed, "
+              f"{time.monotonic() - started:.1f}s", flush=True)  # fmt: skip
+    return tally
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--make-set", type=Path, default=None)
+    parser.add_argument("--repos", nargs="+", default=["sympy", "sphinx", "django",
+                                                       "scikit-learn", "matplotlib"])  # fmt: skip
+    parser.add_argument("--limit", type=int, default=0, help="issues per repository (0: all)")
+    parser.add_argument("--mirrors", default="/work/.mirror")
+    parser.add_argument("--sdists", default=str(Path.home() / ".cache/patchstream-bench/sdists"))
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--named-weight", type=float, default=NAMED_WEIGHT)
+    parser.add_argument("--auxiliary-weight", type=float, default=AUXILIARY_WEIGHT)
+    args = parser.parse_args()
+    if args.make_set:
+        make_set(args.make_set)
+        return
+    print(f"SWE-bench Lite ({', '.join(args.repos)}); embedder {args.embedder}; named weight "
+          f"{args.named_weight}; auxiliary weight {args.auxiliary_weight}; "
+          f"machine {machine()}", flush=True)  # fmt: skip
+    instances = load_instances()
+    total = Tally()
+    lines = []
+    for short in args.repos:
+        repo = next(r for r in ALLOWED if r.split("/")[1].startswith(short))
+        group = [i for i in instances if i.repo == repo]
+        if args.limit:
+            group = sorted(group, key=lambda i: i.created_at)[: args.limit]
+        tally = run_repo(repo, group, args)
+        lines.append(tally.line(repo))
+        total.add(tally)
+    for line in [*lines, total.line("all")]:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
