@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,7 @@ from patchstream.stores.vector.search_index import (
     NAMED_WEIGHT,
     IndexedRow,
     TenantIndex,
+    tokens,
 )
 from search_offline import SCOPE, definers_of, ranked_files
 
@@ -169,6 +171,18 @@ def sdist_snapshot(cache: Path, package: str, version: str) -> dict[str, bytes]:
     return files
 
 
+class CachedBM25(FileBM25):
+    """The baseline over files whose term counts were counted once (snapshots share most)."""
+
+    def __init__(self, terms: dict[str, Counter[str]]) -> None:
+        self.paths = list(terms)
+        self.terms = list(terms.values())
+        self.lengths = [sum(t.values()) for t in self.terms]
+        self.average = sum(self.lengths) / max(1, len(self.lengths))
+        self.df: Counter[str] = Counter(w for t in self.terms for w in t)
+        self.k1, self.b = 1.5, 0.75
+
+
 @dataclass
 class LiveIndex:
     """The index of one repository, updated snapshot by snapshot by the files that differ."""
@@ -179,6 +193,7 @@ class LiveIndex:
     held: dict[str, tuple[bytes, list[str], set[str]]] = field(default_factory=dict)
     definers: dict[str, set[str]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    terms: dict[str, Counter[str]] = field(default_factory=dict)
 
     def update(self, files: dict[str, bytes]) -> int:
         if self.index is None:
@@ -191,6 +206,7 @@ class LiveIndex:
             for name in names:
                 self.definers.get(name, set()).discard(path)
             self.sources.pop(path, None)
+            self.terms.pop(path, None)
         for path, data in files.items():
             if path in self.held:
                 continue
@@ -207,6 +223,7 @@ class LiveIndex:
             self.held[path] = (data, [pk for pk, _, _ in rows], names)
             if rows:
                 self.sources[path] = data.decode("utf-8", "replace")
+                self.terms[path] = Counter(tokens(self.sources[path]))
         return changed
 
 
@@ -256,36 +273,44 @@ def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Ite
         yield inst.base_commit[:12], [inst], git_snapshot(git_dir, inst.base_commit)
 
 
-def run_repo(repo: str, group: list[Instance], args: argparse.Namespace) -> Tally:
+Config = tuple[float, float]  # (named weight, auxiliary weight)
+
+
+def run_repo(
+    repo: str, group: list[Instance], args: argparse.Namespace, configs: list[Config]
+) -> dict[Config, Tally]:
+    """Each configuration asked of the same index (built once per snapshot)."""
     embedder = create_embedder(Settings().embedding.model_copy(update={"kind": args.embedder}))
     live = LiveIndex(embedder)
-    tally = Tally()
+    tallies = {config: Tally() for config in configs}
     for label, asked, files in snapshots(repo, group, args):
         started = time.monotonic()
         changed = live.update(files)
-        baseline = FileBM25(live.sources)
-        code_only = FileBM25({p: t for p, t in live.sources.items() if not is_auxiliary(p)})
+        baseline = CachedBM25(live.terms)
+        code_only = CachedBM25({p: t for p, t in live.terms.items() if not is_auxiliary(p)})
         assert live.index is not None
         for inst in asked:
             if not inst.files & set(live.sources):
-                tally.left_out += 1
+                for tally in tallies.values():
+                    tally.left_out += 1
                 continue
             named = rank_named_files(named_in(inst.question), definers_of(live.definers),
                                      live.sources)  # fmt: skip
             vector = embedder.embed([inst.question])[0]
-            ours = ranked_files(live.index, vector, inst.question, named, args.named_weight,
-                                args.auxiliary_weight)  # fmt: skip
             theirs = baseline.rank(inst.question)
             code_ranked = code_only.rank(inst.question)
-            tally.n += 1
-            tally.aux += sum(is_auxiliary(f) for f in ours[:10])
-            for k in tally.ours:
-                tally.ours[k] += bool(set(ours[:k]) & inst.files)
-                tally.bm25[k] += bool(set(theirs[:k]) & inst.files)
-                tally.bm25_code[k] += bool(set(code_ranked[:k]) & inst.files)
+            for (named_weight, auxiliary_weight), tally in tallies.items():
+                ours = ranked_files(live.index, vector, inst.question, named, named_weight,
+                                    auxiliary_weight)  # fmt: skip
+                tally.n += 1
+                tally.aux += sum(is_auxiliary(f) for f in ours[:10])
+                for k in tally.ours:
+                    tally.ours[k] += bool(set(ours[:k]) & inst.files)
+                    tally.bm25[k] += bool(set(theirs[:k]) & inst.files)
+                    tally.bm25_code[k] += bool(set(code_ranked[:k]) & inst.files)
         print(f"  {repo} {label}: {len(live.sources)} files, {changed} parsed, "
               f"{time.monotonic() - started:.1f}s", flush=True)  # fmt: skip
-    return tally
+    return tallies
 
 
 def main() -> None:
@@ -297,28 +322,31 @@ def main() -> None:
     parser.add_argument("--mirrors", default="/work/.mirror")
     parser.add_argument("--sdists", default=str(Path.home() / ".cache/patchstream-bench/sdists"))
     parser.add_argument("--embedder", default="hashing")
-    parser.add_argument("--named-weight", type=float, default=NAMED_WEIGHT)
-    parser.add_argument("--auxiliary-weight", type=float, default=AUXILIARY_WEIGHT)
+    parser.add_argument("--named-weights", type=float, nargs="+", default=[NAMED_WEIGHT])
+    parser.add_argument("--auxiliary-weights", type=float, nargs="+",
+                        default=[AUXILIARY_WEIGHT])  # fmt: skip
     args = parser.parse_args()
     if args.make_set:
         make_set(args.make_set)
         return
-    print(f"SWE-bench Lite ({', '.join(args.repos)}); embedder {args.embedder}; named weight "
-          f"{args.named_weight}; auxiliary weight {args.auxiliary_weight}; "
-          f"machine {machine()}", flush=True)  # fmt: skip
+    configs = [(n, a) for n in args.named_weights for a in args.auxiliary_weights]
+    print(f"SWE-bench Lite ({', '.join(args.repos)}); embedder {args.embedder}; (named "
+          f"weight, auxiliary weight) {configs}; machine {machine()}", flush=True)  # fmt: skip
     instances = load_instances()
-    total = Tally()
-    lines = []
+    totals = {config: Tally() for config in configs}
+    lines: dict[Config, list[str]] = {config: [] for config in configs}
     for short in args.repos:
         repo = next(r for r in ALLOWED if r.split("/")[1].startswith(short))
         group = [i for i in instances if i.repo == repo]
         if args.limit:
             group = sorted(group, key=lambda i: i.created_at)[: args.limit]
-        tally = run_repo(repo, group, args)
-        lines.append(tally.line(repo))
-        total.add(tally)
-    for line in [*lines, total.line("all")]:
-        print(line)
+        for config, tally in run_repo(repo, group, args, configs).items():
+            lines[config].append(tally.line(repo))
+            totals[config].add(tally)
+    for config in configs:
+        print(f"named weight {config[0]}, auxiliary weight {config[1]}:")
+        for line in [*lines[config], totals[config].line("all")]:
+            print("  " + line)
 
 
 if __name__ == "__main__":
