@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-correctness bench-context clean
+.PHONY: install system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,21 @@ run: install
 parse: install
 	$(VENV)/bin/patchstream parse $(RUN_FILE) --repo patchstream
 
-## test: lint, type-check, schema drift and the whole test suite
-test: install system-deps lint typecheck unit
+## test: lint, type-check, schema and docs drift, the docs site and the whole test suite
+test: install system-deps lint typecheck docs-check unit
+
+## test-fast: the inner loop: lint, types and the unit tests (no services), well under 2 minutes
+test-fast: install lint typecheck
+	$(PY) -m pytest -q tests/unit
+
+## docs: serve the docs site on http://127.0.0.1:8000 (mkdocs, Material theme)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+# A broken link or anchor, a page missing from the nav or a stale reference page fails.
+docs-check: install
+	$(VENV)/bin/patchstream docs-reference --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench dashboards
@@ -65,39 +78,39 @@ bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-fau
 	$(PY) bench/report.py
 
 bench-parse: install
-	$(PY) bench/parse.py --corpus medium --update-readme
-	$(PY) bench/parse.py --corpus npm --update-readme
+	$(PY) bench/parse.py --corpus medium --update-results
+	$(PY) bench/parse.py --corpus npm --update-results
 
 bench-sinks: install
-	$(PY) bench/sinks.py --update-readme
+	$(PY) bench/sinks.py --update-results
 
 bench-pipeline: install
-	$(PY) bench/pipeline.py --corpus small --update-readme
-	$(PY) bench/pipeline.py --corpus medium --update-readme
-	$(PY) bench/pipeline.py --corpus npm --update-readme
-	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-readme
+	$(PY) bench/pipeline.py --corpus small --update-results
+	$(PY) bench/pipeline.py --corpus medium --update-results
+	$(PY) bench/pipeline.py --corpus npm --update-results
+	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-results
 
 bench-outbox: install
-	$(PY) bench/outbox.py --update-readme
+	$(PY) bench/outbox.py --update-results
 
 ## bench-faults: 100 rounds of a random SIGKILL mid-index (about an hour)
 bench-faults: install
-	$(PY) bench/faults.py --rounds 100 --update-readme
+	$(PY) bench/faults.py --rounds 100 --update-results
 
 ## bench-restarts: 100 rounds of stopping the whole stack and starting it on its own data
 bench-restarts: install
-	$(PY) bench/restarts.py --rounds 100 --update-readme
+	$(PY) bench/restarts.py --rounds 100 --update-results
 
 bench-correctness: install
-	$(PY) bench/correctness.py --update-readme
+	$(PY) bench/correctness.py --update-results
 
 ## bench-context: file recall of search and context on the localization sets (both embedders)
 bench-context: install
-	$(PY) bench/context_quality.py --update-readme
+	$(PY) bench/context_quality.py --update-results
 
 bench-query: install
-	$(PY) bench/query.py --corpus medium --update-readme
-	$(PY) bench/query.py --corpus large --update-readme
+	$(PY) bench/query.py --corpus medium --update-results
+	$(PY) bench/query.py --corpus large --update-results
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

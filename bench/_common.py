@@ -1,4 +1,4 @@
-"""Shared bench helpers: machine description, corpora from installed packages, README table."""
+"""Shared bench helpers: machine description, corpora from installed packages, the results table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+# The full results table lives on the docs site; the README shows its headline rows.
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "index.md"
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
 
@@ -208,11 +209,11 @@ def print_rows(rows: dict[str, str]) -> None:
         print(f"{name:<{width}}  {value}")
 
 
-def update_readme_row(key: str, command: str, figures: str) -> None:
-    """Replace (or add) the README results row whose first cell is ``key``."""
-    text = README.read_text(encoding="utf-8")
+def update_results_row(key: str, command: str, figures: str) -> None:
+    """Replace (or add) the results row (docs/benchmarks) whose first cell is ``key``."""
+    text = RESULTS.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"README has no {BEGIN} ... {END} block")
+        raise SystemExit(f"{RESULTS} has no {BEGIN} ... {END} block")
     head, rest = text.split(BEGIN, 1)
     block, tail = rest.split(END, 1)
     rows = [line for line in block.strip().splitlines() if line.startswith("|")]
@@ -222,4 +223,4 @@ def update_readme_row(key: str, command: str, figures: str) -> None:
     body.append(f"| {key} | {today} | {machine()} | `{command}` | {figures} |")
     body.sort()
     new_block = "\n".join([*header, *body])
-    README.write_text(f"{head}{BEGIN}\n{new_block}\n{END}{tail}", encoding="utf-8")
+    RESULTS.write_text(f"{head}{BEGIN}\n{new_block}\n{END}{tail}", encoding="utf-8")

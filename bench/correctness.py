@@ -9,7 +9,7 @@ jedi's caller edges patchstream has; precision the share of patchstream's edges 
 definitions) that jedi confirms; both per minimum resolution (exact; inferred, the default;
 name-only). Correctness, never a timed figure.
 
-    python bench/correctness.py [--packages requests,click,attr] [--update-readme]
+    python bench/correctness.py [--packages requests,click,attr] [--update-results]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_readme_row
+from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_results_row
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.delta import diff_states
@@ -305,7 +305,7 @@ def main() -> None:
     parser.add_argument("--packages", default="requests,click,attr")
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--pin-typescript", metavar="DIR", type=Path,
                         help="rewrite the pinned TypeScript references in DIR")  # fmt: skip
     args = parser.parse_args()
@@ -340,14 +340,14 @@ def main() -> None:
         java[name] = _row(measure_java(name), "javac")
         print(f"{name}: {java[name]}", flush=True)
     print_rows({**rows, **typescript, **java})
-    if args.update_readme:
-        update_readme_row("correctness python", "python bench/correctness.py",
+    if args.update_results:
+        update_results_row("correctness python", "python bench/correctness.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
         if typescript:
-            update_readme_row("correctness typescript", "python bench/correctness.py",
+            update_results_row("correctness typescript", "python bench/correctness.py",
                               "; ".join(f"{k} {v}" for k, v in typescript.items()))  # fmt: skip
         if java:
-            update_readme_row("correctness java", "python bench/correctness.py",
+            update_results_row("correctness java", "python bench/correctness.py",
                               "; ".join(f"{k} {v}" for k, v in java.items()))  # fmt: skip
 
 

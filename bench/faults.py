@@ -7,7 +7,7 @@ deletes 1% and adds 1% (the first round is a cold index), so the fault lands in 
 A round passes when the faulty tenant holds every file at its content in both tiers and its
 symbols, edges and chunks equal the clean rebuild's, with no count above it.
 
-    python bench/faults.py [--rounds 100] [--files 500] [--corpus small] [--update-readme]
+    python bench/faults.py [--rounds 100] [--files 500] [--corpus small] [--update-results]
 
 The default corpus is a generated one (``--files`` modules calling into each other): a round
 on it takes about half a minute, so that 100 rounds fit in an hour. ``--corpus small|medium``
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import build_corpus, corpus_label, machine, print_rows, update_readme_row
+from _common import build_corpus, corpus_label, machine, print_rows, update_results_row
 from patchstream.testing.faults import VICTIMS, FaultSoak, RoundResult, synthetic_corpus
 
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--corpus", default=None, help="a named real corpus instead")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="faults") as tmp:
         work = Path(tmp)
@@ -85,9 +85,9 @@ def main() -> None:
         "soak minutes": f"{(time.monotonic() - started) / 60:.0f}",
     }
     print_rows(rows)
-    if args.update_readme:
+    if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
-        update_readme_row("faults", "python bench/faults.py", figures)
+        update_results_row("faults", "python bench/faults.py", figures)
     if failed or any(not r.equal for r in results):
         sys.exit(1)
 

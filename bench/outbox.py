@@ -4,7 +4,7 @@ Appends real patch events (files of this machine's scipy copy as content) to the
 (WAL, synchronous=FULL) in a temporary directory, one request at a time, for requests of 1 and
 of 100 writes, and prints p50/p95/p99 milliseconds per request.
 
-    python bench/outbox.py [--requests 200] [--update-readme]
+    python bench/outbox.py [--requests 200] [--update-results]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corpus_files, machine, package_tree, print_rows, update_readme_row
+from _common import corpus_files, machine, package_tree, print_rows, update_results_row
 from patchstream.producers.outbox import Outbox
 from patchstream.schemas.events import PatchEvent
 
@@ -30,7 +30,7 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     files = corpus_files([package_tree("scipy")])[:200]
     texts = [p.read_text(errors="replace") for p in files]
@@ -55,9 +55,9 @@ def main() -> None:
             )
         outbox.close()
     print_rows(rows)
-    if args.update_readme:
+    if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
-        update_readme_row("outbox", "python bench/outbox.py", figures)
+        update_results_row("outbox", "python bench/outbox.py", figures)
 
 
 if __name__ == "__main__":

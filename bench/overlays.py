@@ -8,7 +8,7 @@ latency on an overlay against its base, on a real corpus indexed by the real pip
 - latency: search, callers depth 2, impact depth 3 and context 8k through the HTTP API, the
   same requests on ``main`` and on the workspace, interleaved; the ratio of the percentiles.
 
-    python bench/overlays.py [--corpus medium] [--requests 200] [--update-readme]
+    python bench/overlays.py [--corpus medium] [--requests 200] [--update-results]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from _common import (
     machine,
     print_rows,
     stack_settings,
-    update_readme_row,
+    update_results_row,
 )
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
@@ -74,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", default="medium", choices=["small", "medium", "large"])
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     rows: dict[str, str] = {}
     rng = random.Random(17)
@@ -174,8 +174,8 @@ def main() -> None:
         finally:
             stack.stop()
     print_rows(rows)
-    if args.update_readme:
-        update_readme_row(
+    if args.update_results:
+        update_results_row(
             f"overlays {args.corpus}",
             f"python bench/overlays.py --corpus {args.corpus}",
             "; ".join(f"{k}: {v}" for k, v in rows.items()),

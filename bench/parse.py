@@ -4,8 +4,8 @@ Corpus: a named corpus (``medium`` by default: scipy's source tree from PyPI; ``
 TypeScript sources). Incremental: each file gets a one-line edit in its middle and is
 reparsed with the previous tree (``Tree.edit``) versus from scratch, both in this run.
 
-    python bench/parse.py [--corpus medium] [--update-readme]
-    python bench/parse.py --pathological [--update-readme]
+    python bench/parse.py [--corpus medium] [--update-results]
+    python bench/parse.py --pathological [--update-results]
 
 ``--pathological`` times extraction (parse, queries, chunks) of generated worst cases at
 growing sizes: Python calls nested ``g(g(g(...)))`` up to 5,000 deep (~20 KB), and a
@@ -30,7 +30,7 @@ from _common import (
     corpus_label,
     machine,
     print_rows,
-    update_readme_row,
+    update_results_row,
 )
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.incremental import IncrementalParser
@@ -40,14 +40,14 @@ from patchstream.parsing.languages import language_for_path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", default="medium", choices=["small", "medium", "large", "npm"])
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--pathological", action="store_true",
                         help="time generated worst cases instead of a corpus")  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
     if args.pathological:
-        pathological(args.update_readme)
+        pathological(args.update_results)
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = build_corpus(args.corpus, Path(tmp))
@@ -111,7 +111,7 @@ def main() -> None:
         "incremental speed-up (x)": f"{full_s / incremental_s:.1f}",
     }
     print_rows(rows)
-    if args.update_readme:
+    if args.update_results:
         figures = (
             f"{len(sources)} files: parse {rows['parse files/s']} files/s, "
             f"{rows['parse MB/s']} MB/s; extract {rows['extract files/s']} files/s, "
@@ -120,7 +120,7 @@ def main() -> None:
             f"{rows['reparse after 1-line edit, full ms/file']} ms "
             f"({rows['incremental speed-up (x)']}x)"
         )
-        update_readme_row(
+        update_results_row(
             f"parse {args.corpus}", f"python bench/parse.py --corpus {args.corpus}", figures
         )
 
@@ -134,7 +134,7 @@ def _nested_generics(depth: int) -> tuple[str, bytes]:
     return "gen.ts", ("let x: " + "Aa<" * depth + "B" + ">" * depth + " = f();\n").encode()
 
 
-def pathological(update_readme: bool) -> None:
+def pathological(update_results: bool) -> None:
     """Extraction of worst cases at doubling sizes, one core (see the module docstring)."""
     print(f"generated worst cases; machine: {machine()}; 1 core; default parsing settings")
     for warm in (_nested_calls(10), _nested_generics(10)):  # grammars and tiktoken load once
@@ -162,8 +162,8 @@ def pathological(update_readme: bool) -> None:
         summary.append(f"{name} {large / 1000:.0f} KB {large_s:.3f} s, time per byte "
                        f"x{growth:.2f} at {large / small:.0f}x the size")  # fmt: skip
     print_rows(rows)
-    if update_readme:
-        update_readme_row("parse pathological", "python bench/parse.py --pathological",
+    if update_results:
+        update_results_row("parse pathological", "python bench/parse.py --pathological",
                           "; ".join(summary))  # fmt: skip
 
 

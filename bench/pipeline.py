@@ -35,7 +35,7 @@ from _common import (
     peak_rss_mib,
     print_rows,
     stack_settings,
-    update_readme_row,
+    update_results_row,
 )
 from _peers import aider_repo_map
 from patchstream.embedded.supervisor import Supervisor
@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--corpus", default="small", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--no-peer", action="store_true", help="skip Aider's repo map")
     args = parser.parse_args()
     rows: dict[str, str] = {}
@@ -169,10 +169,10 @@ def main() -> None:
             rows[f"{args.embedder} alone chunks/s (same run)"] = f"{own:.1f}"
             rows["pipeline / embedder throughput"] = f"{through / own:.2f}"
     print_rows(rows)
-    if args.update_readme:
+    if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
         command = f"python bench/pipeline.py --corpus {args.corpus} --embedder {args.embedder}"
-        update_readme_row(f"pipeline {args.corpus} ({args.embedder})", command, figures)
+        update_results_row(f"pipeline {args.corpus} ({args.embedder})", command, figures)
 
 
 def corpus_texts(root: Path, limit: int = 256) -> list[str]:

@@ -31,7 +31,7 @@ from _common import (
     peak_rss_mib,
     print_rows,
     stack_settings,
-    update_readme_row,
+    update_results_row,
 )
 from _stages import stage_profile
 from patchstream.embedded.supervisor import Supervisor
@@ -109,7 +109,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", default="large", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     rows: dict[str, str] = {}
     rng = random.Random(11)
@@ -190,8 +190,8 @@ def main() -> None:
         finally:
             stack.stop()
     print_rows(rows)
-    if args.update_readme:
-        update_readme_row(
+    if args.update_results:
+        update_results_row(
             f"query {args.corpus}",
             f"python bench/query.py --corpus {args.corpus}",
             "; ".join(f"{k} {v}" for k, v in rows.items()),

@@ -1,4 +1,4 @@
-"""Prints the README's results table: the latest figures of every bench, one row each.
+"""Prints the results table (docs/benchmarks): the latest figures of every bench, one row each.
 
 python bench/report.py
 """
@@ -10,11 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BEGIN, END, README
+from _common import BEGIN, END, RESULTS
 
 
 def main() -> None:
-    block = README.read_text(encoding="utf-8").split(BEGIN, 1)[1].split(END, 1)[0]
+    block = RESULTS.read_text(encoding="utf-8").split(BEGIN, 1)[1].split(END, 1)[0]
     for line in block.strip().splitlines()[2:]:
         bench, date, machine, command, figures = (c.strip() for c in line.strip("| ").split("|"))
         print(f"== {bench}  ({date}, {machine}, {command})")

@@ -9,7 +9,7 @@ ones. Then ``up`` starts again on the same data dir while threads connect to Fal
 index completes, both stores equal a clean rebuild of the same files (nothing lost, nothing
 duplicated) and the dropped overlay holds nothing in either store.
 
-    python bench/restarts.py [--rounds 100] [--files 300] [--minutes 0] [--update-readme]
+    python bench/restarts.py [--rounds 100] [--files 300] [--minutes 0] [--update-results]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, print_rows, update_readme_row
+from _common import machine, print_rows, update_results_row
 from patchstream.testing.faults import synthetic_corpus
 from patchstream.testing.restarts import RestartResult, RestartSoak
 
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=300, help="generated corpus size")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     results: list[RestartResult] = []
     failed = False
@@ -80,8 +80,8 @@ def main() -> None:
         "soak minutes": f"{(time.monotonic() - started) / 60:.0f}",
     }
     print_rows(rows)
-    if args.update_readme:
-        update_readme_row("restarts", "python bench/restarts.py",
+    if args.update_results:
+        update_results_row("restarts", "python bench/restarts.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
     if failed or good < len(results):
         sys.exit(1)

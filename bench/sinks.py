@@ -3,7 +3,7 @@ and embedder chunks/s for ``hashing`` and ``minilm``, on the source trees of ins
 
 Starts its own FalkorDB and Milvus Lite on free ports in a temporary directory.
 
-    python bench/sinks.py [--packages click pydantic] [--minilm-chunks 128] [--update-readme]
+    python bench/sinks.py [--packages click pydantic] [--minilm-chunks 128] [--update-results]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corpus_files, machine, package_tree, print_rows, update_readme_row
+from _common import corpus_files, machine, package_tree, print_rows, update_results_row
 from patchstream.embedded.services import free_port, start_falkordb, start_milvus_lite
 from patchstream.embedders.hashing import HashingEmbedder
 from patchstream.parsing.delta import diff_states
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--packages", nargs="+", default=["click", "pydantic"])
     parser.add_argument("--minilm-chunks", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64, help="deltas per vector write")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
     deltas = build_deltas(args.packages)
     nodes = sum(len(d.symbols) for d in deltas)
@@ -100,9 +100,9 @@ def main() -> None:
     except Exception as exc:  # the [embed] extra is optional for this bench
         rows["minilm embedder chunks/s"] = f"n/a ({exc})"
     print_rows(rows)
-    if args.update_readme:
+    if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
-        update_readme_row("sinks", "make bench-sinks", f"{len(deltas)} files: {figures}")
+        update_results_row("sinks", "make bench-sinks", f"{len(deltas)} files: {figures}")
 
 
 if __name__ == "__main__":

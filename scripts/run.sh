@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: start the embedded stack, index a repository (this one by default), show queries.
+# Ctrl-C stops the stack and ends the script with status 0 (make itself then reports the
+# interrupt the way it always does: it re-raises SIGINT, status 130, with no error line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -7,7 +9,16 @@ REPO_DIR=${REPO_DIR:-.}
 
 $BIN/patchstream up &
 UP_PID=$!
-trap 'kill -TERM $UP_PID 2>/dev/null; wait $UP_PID 2>/dev/null || true' EXIT INT TERM
+stop() {
+  trap - INT TERM
+  echo
+  echo "stopping the stack ..."
+  kill -TERM "$UP_PID" 2>/dev/null || true
+  wait "$UP_PID" 2>/dev/null || true
+  exit 0
+}
+trap stop INT TERM
+trap 'kill -TERM $UP_PID 2>/dev/null || true' EXIT
 
 for _ in $(seq 1 180); do
   if $BIN/patchstream status --quiet; then break; fi
@@ -18,12 +29,14 @@ $BIN/patchstream status
 
 $BIN/patchstream index "$REPO_DIR"
 NAME=$(basename "$(cd "$REPO_DIR" && pwd)")
+show() {  # a command, then the first five lines of its answer
+  echo
+  echo "\$ $(printf '%q ' "$@")"
+  "$@" 2>&1 | head -n 5 || true
+}
+show $BIN/patchstream query search 'apply a file delta to the graph' --repo "$NAME" --limit 5
+show $BIN/patchstream query callers diff_states --repo "$NAME"
 echo
-echo "Try a query:"
-echo "  $BIN/patchstream query search 'apply a file delta to the graph' --repo $NAME"
-$BIN/patchstream query search 'apply a file delta to the graph' --repo "$NAME" --limit 5
-echo "  $BIN/patchstream query callers diff_states --depth 2"
-$BIN/patchstream query callers diff_states --depth 2 || true
-echo
+echo "More: --limit, --depth 2, --json on every query command; 'patchstream --help' lists them."
 echo "The stack keeps running; agents can emit writes with 'patchstream emit'. Ctrl-C stops it."
-wait $UP_PID || true  # Ctrl-C ends the stack; that is the normal way out
+wait "$UP_PID" || true

@@ -314,6 +314,15 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
     )  # fmt: skip
     assert json.loads(emitted.stdout)["read_token"]
     wait_for(lambda: "agent/emitted.py" in _paths(gateway_stack), what="emit via gateway")
+    # ... and into an agent workspace with --workspace (the README's tour), not into main.
+    subprocess.run(
+        [sys.executable, "-m", "patchstream.cli.main", "emit", "--repo", "shop", "--path",
+         "agent/in_ws.py", "--stdin", "--workspace", "tour"],
+        input="def in_ws():\n    return 6\n", env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    wait_for(lambda: "agent/in_ws.py" in _paths(gateway_stack, "main~tour"), what="--workspace")
+    assert "agent/in_ws.py" not in _paths(gateway_stack)
     # With the gateway unreachable the hook still exits 0, quickly.
     gateway_env = {"url": f"http://127.0.0.1:{free_port()}", "config": config}
     env["PATCHSTREAM_GATEWAY"] = json.dumps(gateway_env)

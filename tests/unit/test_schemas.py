@@ -124,3 +124,13 @@ def test_checked_in_openapi_matches_the_service() -> None:
     paths = json.loads(checked_in)["paths"]
     assert {"/v1/search", "/v1/context", "/v1/freshness", "/v1/wait", "/v1/symbols"} <= set(paths)
     assert "/v1/symbols/{symbol_id}/callers" in paths
+
+
+def test_the_docs_reference_pages_match_the_code() -> None:
+    """docs/reference is generated from the CLI, the settings and the OpenAPI document."""
+    from patchstream.cli.main import cli
+    from patchstream.cli.reference_docs import reference_pages
+
+    root = Path(__file__).resolve().parents[2]
+    for path, text in reference_pages(cli).items():
+        assert (root / path).read_text() == text, "run `patchstream docs-reference` and commit"

@@ -251,6 +251,27 @@ def openapi(out: Path, check: bool) -> None:
     click.echo(f"wrote {out}")
 
 
+@cli.command("docs-reference")
+@click.option("--check", is_flag=True, help="Exit 1 if a page differs from the code.")
+def docs_reference(check: bool) -> None:
+    """Write (or check) the docs site's generated reference pages: CLI, configuration and
+    HTTP API (docs/reference)."""
+    from patchstream.cli.reference_docs import reference_pages
+
+    stale = []
+    for path, text in reference_pages(cli).items():
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(path))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        click.echo(f"wrote {path}")
+    if stale:
+        click.echo(f"out of date: {', '.join(stale)}; run `patchstream docs-reference`")
+        sys.exit(1)
+
+
 @cli.command()
 @click.option("--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio",
               show_default=True)  # fmt: skip
@@ -444,11 +465,13 @@ def index(
 @click.option("--delete", "is_delete", is_flag=True, help="Publish a delete.")
 @click.option("--tenant", default="default", show_default=True)
 @click.option("--ref", default="main", show_default=True)
+@click.option("--workspace", default=None,
+              help="Write into the agent workspace REF~WORKSPACE (made by its first write).")
 @click.option("--session", default=None, help="Agent session id.")
 @click.option("--actor", default=None)
 def emit(
     repo: str, file_path: str, source: Path | None, from_stdin: bool, is_delete: bool,
-    tenant: str, ref: str, session: str | None, actor: str | None,
+    tenant: str, ref: str, workspace: str | None, session: str | None, actor: str | None,
 ) -> None:  # fmt: skip
     """Publish one agent write (or delete) as a patch event."""
     import asyncio
@@ -466,7 +489,7 @@ def emit(
     event = PatchEvent(
         tenant=tenant, repo=repo, ref=ref, path=file_path,
         op="delete" if is_delete else "upsert", content=content, version=time.time_ns(),
-        source="cli", actor=actor, session_id=session,
+        source="cli", actor=actor, session_id=session, workspace=workspace,
     )  # fmt: skip
 
     async def send() -> None:
@@ -481,7 +504,8 @@ def emit(
 
         with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
             write = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
-                     "content": content, "session_id": session, "actor": actor}  # fmt: skip
+                     "content": content, "session_id": session, "actor": actor,
+                     "workspace": workspace}  # fmt: skip
             receipt = c.write([write])
         click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
                                "read_token": receipt["read_token"]}))  # fmt: skip
