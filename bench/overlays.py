@@ -39,8 +39,8 @@ from _common import (
 )
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
-from patchstream.query.read_tokens import make_read_token
 from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.read_tokens import make_read_token
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.producer import EventPublisher
 from pipeline import percentile

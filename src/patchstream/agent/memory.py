@@ -23,8 +23,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from patchstream.errors import ConfigError
-from patchstream.query.context import unicode_flags
 from patchstream.schemas.events import ID_PATTERN
+from patchstream.text_flags import unicode_flags
 
 MemoryType = Literal["fact", "user-claim", "inference", "preference", "summary", "instruction-like"]
 SourceKind = Literal[

@@ -18,12 +18,12 @@ from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
 from patchstream.cli.runs import run, session
+from patchstream.cli.schema_export import drifted_schemas, write_schemas
 from patchstream.cli.workspace import workspace
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
-from patchstream.schemas.export import drifted_schemas, write_schemas
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import get_settings
 
@@ -465,8 +465,11 @@ def index(
 @click.option("--delete", "is_delete", is_flag=True, help="Publish a delete.")
 @click.option("--tenant", default="default", show_default=True)
 @click.option("--ref", default="main", show_default=True)
-@click.option("--workspace", default=None,
-              help="Write into the agent workspace REF~WORKSPACE (made by its first write).")
+@click.option(
+    "--workspace",
+    default=None,
+    help="Write into the agent workspace REF~WORKSPACE (made by its first write).",
+)
 @click.option("--session", default=None, help="Agent session id.")
 @click.option("--actor", default=None)
 def emit(
@@ -496,7 +499,7 @@ def emit(
         async with EventPublisher(get_settings().kafka) as publisher:
             await publisher.publish([event])
 
-    from patchstream.query.read_tokens import make_read_token
+    from patchstream.schemas.read_tokens import make_read_token
 
     gateway_settings = get_settings().gateway
     if gateway_settings.url:  # through the gateway when one is configured

@@ -122,8 +122,8 @@ def http_page(openapi: dict[str, Any]) -> str:
                     schema = param.get("schema", {})
                     kind = schema.get("type") or " or ".join(
                         str(s.get("type")) for s in schema.get("anyOf", []))  # fmt: skip
-                    lines.append(f"| `{param['name']}` | {param['in']} | "
-                                 f"{'yes' if param.get('required') else 'no'} | {kind} |")  # fmt: skip
+                    required = "yes" if param.get("required") else "no"
+                    lines.append(f"| `{param['name']}` | {param['in']} | {required} | {kind} |")
                 lines.append("")
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body:

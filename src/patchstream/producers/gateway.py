@@ -44,8 +44,8 @@ from patchstream.producers.webhooks import (
     read_github_push,
     read_gitlab_push,
 )
-from patchstream.query.read_tokens import make_read_token
 from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, PatchEvent
+from patchstream.schemas.read_tokens import make_read_token
 from patchstream.settings import Settings
 from patchstream.streams.producer import EventPublisher
 

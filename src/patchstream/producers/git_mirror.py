@@ -12,7 +12,6 @@ and git runs with a minimal environment (no inherited secrets, no system or glob
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Sequence
@@ -21,29 +20,17 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from patchstream.errors import ContractError, PatchstreamError
+from patchstream.git_safety import UnsafeGitInput, git_environment, validate_object_id
 from patchstream.schemas.paths import validate_repo_path
 
 ZERO_SHA = "0" * 40
 _SKIPPED_MODES = ("120000", "160000")
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _REMOTE_SCHEMES = ("https", "http", "ssh", "git")
 _SCP_LIKE = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+")
 
 
 class GitError(PatchstreamError):
     """A git command failed."""
-
-
-class UnsafeGitInput(ContractError):  # noqa: N818 - a refusal, named for what was refused
-    """A value bound for git (object id, ref name, clone URL) was refused before git ran."""
-
-
-def validate_object_id(value: object, field: str = "object id") -> str:
-    """A full SHA-1 or SHA-256 hex object id, or UnsafeGitInput."""
-    if not isinstance(value, str) or not _OBJECT_ID.fullmatch(value):
-        shown = repr(value)[:80]
-        raise UnsafeGitInput(f"{field} {shown} is not a 40- or 64-digit hex object id", "bad_sha")
-    return value
 
 
 def validate_branch(name: object) -> str:
@@ -97,23 +84,6 @@ def redact_url(url: str) -> str:
         return url
     netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def git_environment() -> dict[str, str]:
-    """The only environment git gets: no inherited secrets, no system or user config, no
-    prompts, and only the transports the gateway allows."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": "/nonexistent",
-        "LANG": "C",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "/bin/false",
-        "SSH_ASKPASS": "/bin/false",
-        "GIT_PROTOCOL_FROM_USER": "0",
-        "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file",
-    }
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.errors import ContractError
+from patchstream.git_safety import validate_object_id
 from patchstream.http_security import safe_json
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.branch_overlays import (
@@ -24,7 +25,6 @@ from patchstream.producers.git_mirror import (
     ZERO_SHA,
     Mirror,
     validate_branch,
-    validate_object_id,
 )
 from patchstream.producers.registry import RegisteredRepo, Registry
 from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, BlobRef, PatchEvent, Source

@@ -27,12 +27,13 @@ from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
-from patchstream.query.overlay_api import OverlayService, overlay_router
-from patchstream.query.read_tokens import parse_read_token
+from patchstream.query.overlay_api import overlay_router
 from patchstream.query.service import QueryService
 from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.schemas.graph import CallResolution
+from patchstream.schemas.read_tokens import parse_read_token
 from patchstream.settings import Settings
+from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.vector.search_mirror import SearchMirror
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics

@@ -8,14 +8,12 @@ is never exceeded, counted on the final text with the configured encoding.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 from patchstream.parsing.tokens import TokenCounter
+from patchstream.text_flags import unicode_flags
 
 # Zero-width, bidirectional-control and other invisible characters used to hide instructions.
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -60,15 +58,6 @@ class Block:
 
     def render(self) -> str:
         return f"{self.header()}\n{self.text}\n"
-
-
-def unicode_flags(text: str) -> list[str]:
-    flags = []
-    if _INVISIBLE.search(text):
-        flags.append("invisible_unicode")
-    if _BIDI.search(text):
-        flags.append("bidi_control")
-    return flags
 
 
 def _block(candidate: Candidate) -> Block:

@@ -15,9 +15,9 @@ from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import file_map_candidates
 from patchstream.query.question import named_in, rank_named_files
-from patchstream.query.read_tokens import PendingWrite
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.graph import CallResolution
+from patchstream.schemas.read_tokens import PendingWrite
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import merged_hashes

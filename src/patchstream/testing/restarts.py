@@ -24,9 +24,9 @@ from pathlib import Path
 
 from patchstream.embedded.services import falkordb_password
 from patchstream.indexing.run import index_directory
-from patchstream.query.overlay_api import OverlayService
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
 

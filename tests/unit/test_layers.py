@@ -1,0 +1,51 @@
+"""Imports only run down the floors: a module never imports one of a higher floor, so a
+lower layer (contracts, parsing, stores) can be reasoned about, and reused, without the ones
+built on it. Function-level imports count too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "patchstream"
+
+# Lowest first. Within a floor, modules may import each other.
+FLOORS = [
+    {"__init__", "errors", "settings", "logs", "http_errors", "http_security", "git_safety",
+     "text_flags", "client"},
+    {"schemas"},
+    {"parsing", "embedders"},
+    {"stores"},
+    {"metrics"},
+    {"streams"},
+    {"producers", "consumers", "agent"},
+    {"indexing", "query"},
+    {"embedded", "cli", "testing"},
+]  # fmt: skip
+FLOOR = {name: level for level, names in enumerate(FLOORS) for name in names}
+
+
+def _part(module_path: Path) -> str:
+    rel = module_path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_every_part_of_the_package_has_a_floor() -> None:
+    parts = {_part(p) for p in PACKAGE.rglob("*.py")}
+    assert parts <= set(FLOOR), f"give these a floor: {sorted(parts - set(FLOOR))}"
+
+
+def test_no_module_imports_a_higher_floor() -> None:
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        part = _part(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module):
+                continue
+            names = node.module.split(".")
+            if names[0] != "patchstream" or len(names) < 2:
+                continue
+            target = names[1]
+            if FLOOR.get(target, -1) > FLOOR[part]:
+                upward.append(f"{path.relative_to(PACKAGE)} -> {node.module}")
+    assert upward == []
