@@ -10,6 +10,12 @@ index completes, both stores equal a clean rebuild of the same files (nothing lo
 duplicated) and the dropped overlay holds nothing in either store.
 
     python bench/restarts.py [--rounds 100] [--files 300] [--minutes 0] [--update-results]
+    python bench/restarts.py --restart-time 6 --corpus medium [--update-results]
+
+``--restart-time N``: index a named corpus once, then stop and start the stack N times
+(SIGTERM and SIGKILL alternating) and report the seconds from the stop until every tier
+answers again (the graph and the vectors hold the branch, the query service and the gateway
+answer), p50 and max.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, print_rows, update_results_row
-from patchstream.testing.faults import synthetic_corpus
+from patchstream.testing.faults import FAULT_TENANT, synthetic_corpus
 from patchstream.testing.restarts import RestartResult, RestartSoak
 
 
@@ -35,7 +41,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
     parser.add_argument("--update-results", action="store_true")
+    parser.add_argument("--restart-time", type=int, default=0, metavar="N")
+    parser.add_argument("--corpus", default="medium", help="for --restart-time")
     args = parser.parse_args()
+    if args.restart_time:
+        restart_time(args)
+        return
     results: list[RestartResult] = []
     failed = False
     started = time.monotonic()
@@ -85,6 +96,44 @@ def main() -> None:
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
     if failed or good < len(results):
         sys.exit(1)
+
+
+def restart_time(args: argparse.Namespace) -> None:
+    from _common import build_corpus, corpus_label, corpus_size
+
+    with tempfile.TemporaryDirectory(prefix="restart-time") as tmp:
+        work = Path(tmp)
+        corpus = build_corpus(args.corpus, work / "corpus")
+        files, lines, _ = corpus_size(corpus)
+        print(f"corpus {corpus_label(args.corpus)}, {files} files, {lines} lines; "
+              f"{args.restart_time} restarts; machine {machine()}", flush=True)  # fmt: skip
+        with RestartSoak(work / "soak", corpus, seed=args.seed) as soak:
+            outcome: dict[str, object] = {}
+            started = time.monotonic()
+            soak._index(FAULT_TENANT, 3600, outcome)
+            print(f"indexed in {time.monotonic() - started:.0f}s: {outcome.get('summary')!r:.200}",
+                  flush=True)  # fmt: skip
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for i in range(args.restart_time):
+                hard = i % 2 == 1
+                seconds = soak.restart_time(hard)
+                times[hard].append(seconds)
+                print(f"restart {i + 1} {'SIGKILL all' if hard else 'SIGTERM up'}: every tier "
+                      f"answering after {seconds:.1f}s", flush=True)  # fmt: skip
+    every = sorted(times[False] + times[True])
+    rows = {
+        "corpus": f"{corpus_label(args.corpus)}, {files} files",
+        "restarts (SIGTERM / SIGKILL of all)": f"{len(times[False])} / {len(times[True])}",
+        "stop -> every tier answering, s p50/max": f"{statistics.median(every):.1f}/"
+        f"{every[-1]:.1f}",
+        "after SIGTERM / after SIGKILL, s max": f"{max(times[False], default=0):.1f} / "
+        f"{max(times[True], default=0):.1f}",
+    }
+    print_rows(rows)
+    if args.update_results:
+        update_results_row(f"restart time {args.corpus}", "python bench/restarts.py "
+                           f"--restart-time {args.restart_time} --corpus {args.corpus}",
+                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -123,6 +123,42 @@ class RestartSoak(FaultSoak):
         return RestartResult(self.rounds, hard, round(up_s, 2), knocker.knocks, resurrected,
                              self.compare(clean))  # fmt: skip
 
+    def restart_time(self, hard: bool, timeout_s: float = 900.0) -> float:
+        """Seconds from the stop to every tier answering again: the stack stopped (SIGTERM to
+        ``up``, or SIGKILL of every process) and started on its own data, until the graph
+        holds the indexed files and a search through the query service finds code."""
+        stopped = time.monotonic()
+        self.stop_stack(hard)
+        self.start_up(timeout=timeout_s)
+        deadline = stopped + timeout_s
+        while time.monotonic() < deadline:
+            if self._answering():
+                return time.monotonic() - stopped
+            time.sleep(0.2)
+        raise RuntimeError(f"the stack did not answer within {timeout_s:.0f}s\n{self.log_tails()}")
+
+    def _answering(self) -> bool:
+        """The graph and the vectors hold the indexed branch, and the query service and the
+        gateway answer their health checks."""
+        import httpx
+
+        try:
+            graph, vectors = self._stores()
+            try:
+                if not graph.file_hashes(FAULT_TENANT, REPO, "main"):
+                    return False
+                if not vectors.file_hashes(FAULT_TENANT, REPO, "main"):
+                    return False
+            finally:
+                graph.close()
+                vectors.close()
+            for port in (self.settings.query.port, self.settings.gateway.port):
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code != 200:
+                    return False
+            return True
+        except Exception:
+            return False
+
     def stop_stack(self, hard: bool) -> None:
         """SIGTERM to ``up`` (it stops its children in order), or SIGKILL of ``up`` and every
         child at once, as a power cut would (children may still be exiting at the next start)."""
