@@ -282,3 +282,31 @@ def test_a_file_the_question_names_joins_the_results() -> None:
                                       "shapes/s9.py"])  # fmt: skip
     before = [pk for pk, _ in index.search("area of a square", [1, 0, 0], keep, 20)]
     assert [pk for pk, _ in named].index("s9") < before.index("s9")
+
+
+def test_tests_and_docs_are_demoted_unless_the_question_names_them() -> None:
+    """Issue #33: a test restates every name of the code it tests, so it matches a question
+    as well as the code does; scaled by ``auxiliary_weight`` the code comes first."""
+    from patchstream.parsing.file_roles import is_auxiliary
+
+    text = "def retry_with_backoff(attempts): return schedule(attempts)"
+    restated = (
+        "def test_retry_with_backoff(): attempts = 3; assert retry_with_backoff(attempts)"
+        " == retry_with_backoff(attempts)  # retry backoff"
+    )
+    index = _index(_row("test", restated, [1, 0, 0], path="tests/test_retry.py"),
+                   _row("code", text, [1, 0, 0], path="pkg/retry.py"),
+                   _row("doc", text, [1, 0, 0], path="docs/retry.rst"))  # fmt: skip
+    keep = index.mask()
+    query = "retry with backoff attempts"
+    vector = [1.0, 0.0, 0.0]
+    plain = [pk for pk, _ in index.search(query, vector, keep, 3, auxiliary_weight=1.0)]
+    demoted = [pk for pk, _ in index.search(query, vector, keep, 3, auxiliary_weight=0.5)]
+    assert plain[0] != "code" and demoted[0] == "code"
+    # A test the question names (a traceback, a path) is not demoted.
+    named = [pk for pk, _ in index.search(query, vector, keep, 3, auxiliary_weight=0.5,
+                                          named_files=["tests/test_retry.py"])]  # fmt: skip
+    assert named[0] == "test"
+    assert is_auxiliary("tests/test_retry.py") and is_auxiliary("docs/retry.rst")
+    assert is_auxiliary("sympy/core/tests/test_basic.py") and is_auxiliary("conftest.py")
+    assert not is_auxiliary("pkg/retry.py") and not is_auxiliary("src/attestation/latest.py")
