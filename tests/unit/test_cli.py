@@ -47,3 +47,59 @@ def test_schemas_check_passes_on_the_repository() -> None:
     schema_dir = FIXTURES.parents[1] / "schemas"
     result = CliRunner().invoke(cli, ["schemas", "--check", "--out", str(schema_dir)])
     assert result.exit_code == 0, result.output
+
+
+def test_refused_input_is_one_line_and_exit_2(tmp_path: object) -> None:
+    """Issue #36: `emit --path ../etc/passwd` printed 31 lines of traceback,
+    `index --repo 'bad name'` 43 and `index --ref main~x` stored nothing after a summary."""
+    runner = CliRunner()
+    cases = [
+        ["emit", "--repo", "demo", "--path", "../etc/passwd", "--stdin"],
+        ["index", str(FIXTURES), "--repo", "bad name"],
+        ["index", str(FIXTURES), "--repo", "demo", "--ref", "main~x"],
+        ["index", str(FIXTURES), "--repo", "demo", "--base", "a/../b"],
+    ]
+    for argv in cases:
+        result = runner.invoke(cli, argv, input="x = 1\n")
+        assert result.exit_code == 2, (argv, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (argv, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_a_broker_that_does_not_answer_is_named_with_exit_1(monkeypatch: object) -> None:
+    import pytest
+
+    from patchstream.settings import get_settings
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setenv("PATCHSTREAM_KAFKA__BOOTSTRAP", "127.0.0.1:1")
+    monkeypatch.delenv("PATCHSTREAM_GATEWAY__URL", raising=False)
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(cli, ["emit", "--repo", "demo", "--path", "a.py", "--stdin"],
+                                    input="x = 1\n")  # fmt: skip
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 1, result.output
+    assert "error: the broker did not answer" in result.output
+    assert "patchstream up" in result.output and "Traceback" not in result.output
+
+
+def test_what_the_cli_cannot_describe_is_left_to_be_a_bug() -> None:
+    from patchstream.cli.errors import describe
+    from patchstream.errors import StoreUnavailable
+
+    assert describe(KeyError("x")) is None
+    unavailable = describe(StoreUnavailable("FalkorDB read: not answering", store="falkordb"))
+    assert unavailable is not None and unavailable[1] == 1
+
+
+def test_a_zero_budget_is_refused_not_replaced() -> None:
+    """Issue #36: `--budget 0` silently meant 8000; the HTTP API refuses it, so does the CLI."""
+    for argv in (
+        ["query", "context", "x", "--budget", "0"],
+        ["run", "resume", "r", "--budget", "0"],
+    ):
+        result = CliRunner().invoke(cli, argv)
+        assert result.exit_code == 2 and "--budget" in result.output, result.output

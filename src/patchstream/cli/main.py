@@ -14,6 +14,7 @@ import click
 
 from patchstream import __version__
 from patchstream.cli.dlq import dlq
+from patchstream.cli.errors import FriendlyGroup
 from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
@@ -28,7 +29,7 @@ from patchstream.schemas.state import FileDelta
 from patchstream.settings import get_settings
 
 
-@click.group()
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="patchstream")
 def cli() -> None:
     """Keep coding agents' knowledge of codebases correct and fresh."""
@@ -429,9 +430,11 @@ def index(
     import asyncio
 
     from patchstream.indexing.run import index_directory
+    from patchstream.schemas.events import refuse_bad_names
 
-    configure_logging("WARNING" if as_json else None)
     root = path.resolve()
+    refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
+    configure_logging("WARNING" if as_json else None)
     summary = asyncio.run(
         index_directory(
             get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,

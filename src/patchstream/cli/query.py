@@ -111,7 +111,8 @@ for _kind in ("callers", "callees", "impact"):
 
 @query.command()
 @click.argument("text")
-@click.option("--budget", default=None, type=int, help="Token budget (default from settings).")
+@click.option("--budget", default=None, type=click.IntRange(64, 200_000),
+              help="Token budget, 64-200000 (default from settings).")  # fmt: skip
 @click.option("--repo", default=None)
 @click.option("--ref", default="main", show_default=True)
 @click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
@@ -122,7 +123,9 @@ def context(
     session: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Token-budgeted context for TEXT: entry code, callers/callees, semantic chunks."""
-    body = {"query": text, "budget_tokens": budget or get_settings().query.default_budget_tokens,
+    if budget is None:
+        budget = get_settings().query.default_budget_tokens
+    body = {"query": text, "budget_tokens": budget,
             "repo": repo, "ref": view_ref(ref, workspace), "session": session}  # fmt: skip
     result = call("POST", "/v1/context", json=body)
     if as_json:

@@ -101,7 +101,8 @@ def transition(run_id: str, to: str, reason: str | None) -> None:
 
 @run.command("resume")
 @click.argument("run_id")
-@click.option("--budget", default=4000, show_default=True, help="Context tokens.")
+@click.option("--budget", default=4000, show_default=True, type=click.IntRange(64, 200_000),
+              help="Context tokens (64-200000).")  # fmt: skip
 def resume(run_id: str, budget: int) -> None:
     """The state to resume from: uncertain actions, code changed since the checkpoint,
     and fresh context."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Literal, Self
@@ -155,6 +156,22 @@ def check_name(value: str) -> str:
     if ".." in value or "//" in value or value.endswith("/") or value.endswith(".lock"):
         raise ValueError(f"name {value!r} has '..', an empty component or ends in '/' or '.lock'")
     return value
+
+
+def refuse_bad_names(**names: str | None) -> None:
+    """ContractError naming the first of ``names`` (tenant, repo, ref, base ...) that no event
+    could carry: checked before anything is opened or published."""
+    for field, value in names.items():
+        if value is None:
+            continue
+        if not re.fullmatch(_NAME_PATTERN, value):
+            raise ContractError(f"{field} {value[:80]!r} is not a valid name (letters, digits, "
+                                "'.', '_', '-', '/'; at most 200; starting with a letter or "
+                                "digit)", code="bad_name")  # fmt: skip
+        try:
+            check_name(value)
+        except ValueError as exc:
+            raise ContractError(f"{field}: {exc}", code="bad_name") from exc
 
 
 def view_ref(ref: str, workspace: str | None) -> str:

@@ -32,8 +32,12 @@ class EventPublisher:
         self.producer = make_producer(kafka, linger_ms=5)
 
     async def __aenter__(self) -> EventPublisher:
-        await ensure_topics(self.kafka)
-        await self.producer.start()
+        try:
+            await ensure_topics(self.kafka)
+            await self.producer.start()
+        except BaseException:
+            await self.producer.stop()  # a broker that is down: no producer left unclosed
+            raise
         return self
 
     async def __aexit__(

@@ -1,0 +1,59 @@
+"""How the CLI fails: one line that says what was wrong and what to do, never a traceback.
+
+Refused input (a contract error, a field that failed validation) exits 2; a service that
+does not answer (the broker, a store, the gateway or the query service) exits 1 and names
+the address and the command that starts it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from patchstream.errors import PatchstreamError, StoreUnavailable
+
+_NOT_UP = "is `patchstream up` running, or PATCHSTREAM_* pointing at your deployment?"
+
+
+def describe(exc: BaseException) -> tuple[str, int] | None:
+    """(message, exit code) for a failure a user can act on; None for a bug."""
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'value'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        return f"refused: {problems}", 2
+    if isinstance(exc, StoreUnavailable):
+        return f"{exc}; {_NOT_UP}", 1
+    if isinstance(exc, PatchstreamError):
+        return str(exc), 2
+    name = type(exc).__module__.split(".")[0]
+    if name == "aiokafka" or type(exc).__name__ == "KafkaConnectionError":
+        return f"the broker did not answer ({exc}); {_NOT_UP}", 1
+    if name == "httpx":
+        request = getattr(exc, "request", None)
+        where = f" at {request.url}" if request is not None else ""
+        return f"no answer{where} ({type(exc).__name__}); {_NOT_UP}", 1
+    if isinstance(exc, ConnectionError):
+        return f"{exc}; {_NOT_UP}", 1
+    return None
+
+
+class FriendlyGroup(click.Group):
+    """A click group whose commands fail with :func:`describe`'s line instead of a trace."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            described = describe(exc)
+            if described is None:
+                raise
+            message, code = described
+            click.echo(f"error: {message}", err=True)
+            sys.exit(code)
