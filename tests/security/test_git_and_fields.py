@@ -208,6 +208,12 @@ def test_nested_json_and_oversized_read_tokens_are_refused() -> None:
     assert len(parse_read_token(make_read_token(events))[1]) == 30
     with pytest.raises(ContractError, match="at most 10"):
         parse_read_token(make_read_token(events), max_writes=10)
+    # Issue #36: garbage answered with the decoder's internals ("'utf-8' codec can't ...").
+    for garbage in ("garbage", "gQ", "!!!", ""):
+        with pytest.raises(ContractError) as refused:
+            parse_read_token(garbage)
+        assert str(refused.value).startswith("malformed read token")
+        assert "codec" not in str(refused.value) and "Expecting" not in str(refused.value)
 
 
 def test_a_merge_base_never_takes_an_option_or_a_name(tmp_path: Path) -> None:

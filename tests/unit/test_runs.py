@@ -30,6 +30,11 @@ def test_an_illegal_transition_is_refused_with_the_allowed_ones() -> None:
     assert done.status == RunStatus.COMPLETED and done.outcome == "ok"
     with pytest.raises(RunRefused):  # terminal: nothing more
         _do(done, EventIn(type="ObservationRecorded", text="late"))
+    # Issue #36: a waiting run listed (CANCELLED, FAILED) though a move to RUNNING succeeds.
+    waiting = _do(run, EventIn(type="RunStarted"),
+                  EventIn(type="ApprovalRequested", approval_id="ap1"))  # fmt: skip
+    assert waiting.allowed_statuses() == ["CANCELLED", "FAILED", "RUNNING"]
+    assert done.allowed_statuses() == []
 
 
 def test_completion_waits_for_uncertain_actions_and_budgets_are_enforced() -> None:

@@ -101,6 +101,18 @@ EVENT_FOR_STATUS = {
     RunStatus.WAITING_FOR_HUMAN: "ApprovalRequested",
     RunStatus.WAITING_FOR_EXTERNAL_EVENT: "ExternalEventAwaited",
 }
+
+
+def event_for_move(current: RunStatus, to: RunStatus) -> str | None:
+    """The event that moves a run from ``current`` to ``to`` (back to RUNNING from a wait is
+    the wait's answer, not a start)."""
+    if to == RunStatus.RUNNING and current == RunStatus.WAITING_FOR_EXTERNAL_EVENT:
+        return "ExternalEventReceived"
+    if to == RunStatus.RUNNING and current == RunStatus.WAITING_FOR_HUMAN:
+        return "ApprovalGranted"
+    return EVENT_FOR_STATUS.get(to)
+
+
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "StepStarted": ("step",),
     "StepCompleted": ("step",),
@@ -225,7 +237,9 @@ class Run(RunCreate):
 
     def allowed_statuses(self) -> list[str]:
         allowed = ALLOWED[self.status]
-        return sorted(s.value for s, event in EVENT_FOR_STATUS.items() if event in allowed)
+        return sorted(
+            s.value for s in EVENT_FOR_STATUS if event_for_move(self.status, s) in allowed
+        )
 
 
 def created_event(

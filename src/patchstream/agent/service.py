@@ -148,11 +148,8 @@ class AgentStateService:
         """Move the run to status ``to`` through the event that means it."""
         run = self.get_run(tenant, run_id)
         self._check_version(run, expected)
-        event_type = runs.EVENT_FOR_STATUS.get(to)
-        if to == RunStatus.RUNNING and run.status == RunStatus.WAITING_FOR_EXTERNAL_EVENT:
-            event_type = "ExternalEventReceived"
-        if to == RunStatus.RUNNING and run.status == RunStatus.WAITING_FOR_HUMAN:
-            event_type = "ApprovalGranted"
+        event_type = runs.event_for_move(run.status, to)
+        if event_type == "ApprovalGranted":
             approval_id = approval_id or next(
                 (a for a, state in run.approvals.items() if state == "requested"), None
             )

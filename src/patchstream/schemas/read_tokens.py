@@ -46,7 +46,11 @@ def parse_read_token(token: str, max_writes: int = 1000) -> tuple[str, list[Pend
     one (it would cost a store read per write)."""
     try:
         padded = token + "=" * (-len(token) % 4)
-        data = safe_json(base64.urlsafe_b64decode(padded.encode()))
+        try:
+            data = safe_json(base64.urlsafe_b64decode(padded.encode()))
+        except ContractError as exc:  # its message holds decoder internals, not a reason
+            raise ContractError("malformed read token: not one `emit` or the gateway returned"
+                                ) from exc  # fmt: skip
         if not isinstance(data, dict) or not isinstance(data.get("w"), list):
             raise ContractError("malformed read token: not a token object")
         if len(data["w"]) > max_writes:
