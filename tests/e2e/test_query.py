@@ -389,6 +389,8 @@ def test_a_branch_indexed_over_main_stores_only_what_differs(
         "create", "--repo", "billing", "agent-cli"
     )
     assert '"kind": "branch"' in cli("show", "--repo", "billing", "feature-x")
+    # Issue #36: a workspace by its own name, not only as main~agent-cli.
+    assert '"ref": "main~agent-cli"' in cli("show", "--repo", "billing", "agent-cli")
     assert "dropped billing@feature-x" in cli("drop", "--repo", "billing", "feature-x")
     assert "dropped billing@main~agent-cli" in cli("drop", "--repo", "billing", "main~agent-cli")
     assert "feature-x" not in cli("list")
@@ -409,3 +411,12 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
     assert sorted((line[0], line[1]) for line in lines) == [("1", "exact"), ("2", "exact")]
     refused = callers("--resolution", "certain")
     assert refused.returncode == 2 and "certain" in refused.stderr
+    # Issue #36: `query freshness --json` was "No such option"; without it, a line per tier.
+    fresh = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
+                            "billing"], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    assert [line.split()[0] for line in fresh.stdout.splitlines()] == ["graph", "vector"]
+    as_json = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
+                              "billing", "--json"], env=env, capture_output=True, text=True,
+                             timeout=60)  # fmt: skip
+    assert {"graph", "vector", "pending_events"} <= set(json.loads(as_json.stdout))

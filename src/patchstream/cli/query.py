@@ -143,6 +143,17 @@ def context(
 @query.command()
 @click.argument("repo")
 @click.option("--ref", default="main", show_default=True)
-def freshness(repo: str, ref: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the API response.")
+def freshness(repo: str, ref: str, as_json: bool) -> None:
     """Per tier: files, last applied version and time, pending events, lag."""
-    click.echo(json.dumps(call("GET", "/v1/freshness", params={"repo": repo, "ref": ref})))
+    result = call("GET", "/v1/freshness", params={"repo": repo, "ref": ref})
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    pending = result.get("pending_events", {})
+    for tier in ("graph", "vector"):
+        info = result.get(tier)
+        if not isinstance(info, dict):
+            continue
+        fields = "  ".join(f"{k}={v}" for k, v in info.items())
+        click.echo(f"{tier:<7} pending={pending.get(tier, '?')}  {fields}")

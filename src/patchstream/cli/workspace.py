@@ -44,7 +44,16 @@ def list_overlays(repo: str | None) -> None:
 @click.option("--repo", required=True)
 @click.argument("ref")
 def show(repo: str, ref: str) -> None:
-    """One overlay (REF is ``main~agent-42`` for a workspace, or a branch name)."""
+    """One overlay: a branch overlay's name, a workspace's ``main~agent-42``, or just
+    ``agent-42`` when one workspace of the repository has that name."""
+    if "~" not in ref:
+        overlays = call("GET", "/v1/overlays", params={"repo": repo})["overlays"]
+        if not any(o["ref"] == ref for o in overlays):
+            named = [o["ref"] for o in overlays if o["ref"].endswith(f"~{ref}")]
+            if len(named) > 1:
+                raise click.UsageError(f"{ref!r} is a workspace of several branches: "
+                                       f"{', '.join(named)}; name one")  # fmt: skip
+            ref = named[0] if named else ref
     click.echo(json.dumps(call("GET", "/v1/overlays/show", params={"repo": repo, "ref": ref}),
                           indent=2))  # fmt: skip
 
