@@ -413,7 +413,8 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
     assert refused.returncode == 2 and "certain" in refused.stderr
     # Issue #36: `query freshness --json` was "No such option"; without it, a line per tier.
     fresh = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
-                            "billing"], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+                            "billing"], env=env, capture_output=True, text=True,
+                           timeout=60)  # fmt: skip
     assert fresh.returncode == 0, fresh.stderr
     assert [line.split()[0] for line in fresh.stdout.splitlines()] == ["graph", "vector"]
     as_json = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
