@@ -88,6 +88,21 @@ def test_writes_acknowledged_before_the_broker_died_are_applied(durable_stack: S
     assert Path(outbox_path(stack.settings)).exists()
 
 
+def test_status_names_every_service_workers_and_sinks_included(durable_stack: Supervisor) -> None:
+    """Issue #36: `status` checked the broker, the stores and the query service only."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
+                          env=durable_stack.environment(), capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[0]: line.split()[-1] for line in done.stdout.splitlines()}
+    expected = {"kafka", "falkordb", "milvus", "query", "gateway", "parse-0", "parse-1",
+                "graph-sink", "vector-sink"}  # fmt: skip
+    assert set(rows) == expected and set(rows.values()) == {"up"}, done.stdout
+
+
 def test_a_service_that_stops_answering_is_restarted(durable_stack: Supervisor) -> None:
     """A hung FalkorDB keeps its process and its port; only a real request tells."""
     stack = durable_stack

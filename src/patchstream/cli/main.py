@@ -172,25 +172,47 @@ def up(data_dir: str | None) -> None:
 @cli.command()
 @click.option("--quiet", is_flag=True, help="Print nothing; exit 0 only if everything answers.")
 def status(quiet: bool) -> None:
-    """Whether the services of the configured stack answer on their ports."""
+    """Whether the services of the configured stack answer on their ports: the broker, the
+    stores, the query service and the gateway, and (embedded stack) every worker and sink."""
     from patchstream.embedded.services import port_is_open
 
     settings = get_settings()
     milvus = settings.vector.milvus_uri.split("://", 1)[-1]
+    gateway = settings.gateway.url.split("://", 1)[-1].rstrip("/") or (
+        f"{settings.gateway.host}:{settings.gateway.port}")  # fmt: skip
     targets = {
         "kafka": settings.kafka.bootstrap,
         "falkordb": f"{settings.graph.falkordb_host}:{settings.graph.falkordb_port}",
         "milvus": milvus,
         "query": settings.query.url.split("://", 1)[-1].rstrip("/"),
+        "gateway": gateway,
     }
+    targets.update(_embedded_workers(settings))
     healthy = True
     for name, address in targets.items():
         host, _, port = address.rpartition(":")
         up_now = port_is_open(host, int(port))
         healthy &= up_now
         if not quiet:
-            click.echo(f"{name:<9} {address:<22} {'up' if up_now else 'DOWN'}")
+            click.echo(f"{name:<12} {address:<22} {'up' if up_now else 'DOWN'}")
     sys.exit(0 if healthy else 1)
+
+
+def _embedded_workers(settings: Any) -> dict[str, str]:
+    """Parse workers and sinks of a running embedded stack, by the /metrics address each
+    serves (``up`` lists them in ``<data dir>/prometheus/targets.json``)."""
+    listing = Path(settings.embedded.data_dir) / "prometheus" / "targets.json"
+    try:
+        targets = json.loads(listing.read_text())
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for target in targets if isinstance(targets, list) else []:
+        labels = target.get("labels", {}) if isinstance(target, dict) else {}
+        name = str(labels.get("process", ""))
+        if name and name not in ("query", "gateway") and target.get("targets"):
+            found[name] = str(target["targets"][0])
+    return found
 
 
 def serve_http(factory: str, host: str, port: int, workers: int) -> None:
