@@ -13,14 +13,15 @@ from typing import Any
 import click
 
 from patchstream import __version__
+from patchstream.cli.contracts import docs_reference, openapi, schemas
 from patchstream.cli.dlq import dlq
 from patchstream.cli.errors import FriendlyGroup
 from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
 from patchstream.cli.runs import run, session
-from patchstream.cli.schema_export import drifted_schemas, write_schemas
 from patchstream.cli.workspace import workspace
+from patchstream.cli.writes import emit, index
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -110,27 +111,6 @@ def parse(file: Path, repo: str, repo_path: str | None, as_json: bool) -> None:
         )
     for edge in summary["edges"]:
         click.echo(f"  {edge['type']:<13} {edge['src']} -> {edge['dst']}")
-
-
-@cli.command()
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("schemas"),
-    show_default=True,
-)
-@click.option("--check", is_flag=True, help="Exit 1 if the files differ from the models.")
-def schemas(out: Path, check: bool) -> None:
-    """Write the JSON Schema contracts (or check them for drift)."""
-    if check:
-        drifted = drifted_schemas(out)
-        if drifted:
-            click.echo(f"schemas out of date: {', '.join(drifted)}; run `patchstream schemas`")
-            sys.exit(1)
-        click.echo("schemas up to date")
-        return
-    for written in write_schemas(out):
-        click.echo(f"wrote {written}")
 
 
 @cli.command()
@@ -253,46 +233,6 @@ def query_service(workers: int) -> None:
     refuse_unsafe_keys(settings.query.api_keys, settings.query.host, "query")
     serve_http("patchstream.query.api:api_from_environment", settings.query.host,
                settings.query.port, workers)  # fmt: skip
-
-
-@cli.command()
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("schemas/openapi.json"), show_default=True)  # fmt: skip
-@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the API.")
-def openapi(out: Path, check: bool) -> None:
-    """Write (or check) the query service's OpenAPI document."""
-    from patchstream.query.api import openapi_document
-
-    text = openapi_document()
-    if check:
-        if not out.is_file() or out.read_text() != text:
-            click.echo(f"{out} is out of date; run `patchstream openapi`")
-            sys.exit(1)
-        click.echo(f"{out} up to date")
-        return
-    out.write_text(text)
-    click.echo(f"wrote {out}")
-
-
-@cli.command("docs-reference")
-@click.option("--check", is_flag=True, help="Exit 1 if a page differs from the code.")
-def docs_reference(check: bool) -> None:
-    """Write (or check) the docs site's generated reference pages: CLI, configuration and
-    HTTP API (docs/reference)."""
-    from patchstream.cli.reference_docs import reference_pages
-
-    stale = []
-    for path, text in reference_pages(cli).items():
-        if check:
-            if not path.is_file() or path.read_text() != text:
-                stale.append(str(path))
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        click.echo(f"wrote {path}")
-    if stale:
-        click.echo(f"out of date: {', '.join(stale)}; run `patchstream docs-reference`")
-        sys.exit(1)
 
 
 @cli.command()
@@ -427,131 +367,12 @@ def sink(kind: str) -> None:
     asyncio.run(run())
 
 
-@cli.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
-@click.option("--repo", default=None, help="Repository name (default: the directory's name).")
-@click.option("--tenant", default="default", show_default=True)
-@click.option("--ref", default="main", show_default=True, help="Branch.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    default=3600.0,
-    show_default=True,
-    help="Seconds to wait for both tiers.",
-)
-@click.option("--commits", default=100, show_default=True,
-              help="Recent commit messages to index as prose (0: none).")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option("--base", default=None,
-              help="Index REF as an overlay of this branch: store only what differs.")  # fmt: skip
-def index(
-    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
-    as_json: bool, base: str | None,
-) -> None:  # fmt: skip
-    """Index a directory and wait until the graph and the vectors have applied it."""
-    import asyncio
-
-    from patchstream.indexing.run import index_directory
-    from patchstream.schemas.events import refuse_bad_names
-
-    root = path.resolve()
-    refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
-    configure_logging("WARNING" if as_json else None)
-    summary = asyncio.run(
-        index_directory(
-            get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
-            timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
-        )
-    )  # fmt: skip
-    if as_json:
-        click.echo(json.dumps(summary.as_dict()))
-    else:
-        click.echo(
-            f"indexed {summary.repo}@{summary.ref} for tenant {summary.tenant}: "
-            f"files={summary.files_scanned} published={summary.published} "
-            f"unchanged={summary.unchanged} deleted={summary.deleted} commits={summary.commits} "
-            f"symbols={summary.symbols} edges={summary.edges} references={summary.references} "
-            f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
-            f"seconds={summary.seconds}"
-        )
-    if not summary.complete:
-        click.echo(
-            f"timed out: graph applied {summary.graph_applied}, vectors applied "
-            f"{summary.vectors_applied} of {summary.published}", err=True,
-        )  # fmt: skip
-        sys.exit(1)
-
-
-@cli.command()
-@click.option("--repo", required=True)
-@click.option("--path", "file_path", required=True, help="Path inside the repository.")
-@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--stdin", "from_stdin", is_flag=True, help="Read the content from stdin.")
-@click.option("--delete", "is_delete", is_flag=True, help="Publish a delete.")
-@click.option("--tenant", default="default", show_default=True)
-@click.option("--ref", default="main", show_default=True)
-@click.option(
-    "--workspace",
-    default=None,
-    help="Write into the agent workspace REF~WORKSPACE (made by its first write).",
-)
-@click.option("--session", default=None, help="Agent session id.")
-@click.option("--actor", default=None)
-def emit(
-    repo: str, file_path: str, source: Path | None, from_stdin: bool, is_delete: bool,
-    tenant: str, ref: str, workspace: str | None, session: str | None, actor: str | None,
-) -> None:  # fmt: skip
-    """Publish one agent write (or delete) as a patch event."""
-    import asyncio
-
-    from patchstream.schemas.events import PatchEvent
-    from patchstream.streams.producer import EventPublisher
-
-    if sum([source is not None, from_stdin, is_delete]) != 1:
-        raise click.UsageError("give exactly one of --file, --stdin or --delete")
-    content = None
-    if source is not None:
-        content = source.read_bytes().decode("utf-8", errors="replace")
-    elif from_stdin:
-        content = sys.stdin.read()
-    event = PatchEvent(
-        tenant=tenant, repo=repo, ref=ref, path=file_path,
-        op="delete" if is_delete else "upsert", content=content, version=time.time_ns(),
-        source="cli", actor=actor, session_id=session, workspace=workspace,
-    )  # fmt: skip
-
-    async def send() -> None:
-        async with EventPublisher(get_settings().kafka) as publisher:
-            await publisher.publish([event])
-
-    from patchstream.schemas.read_tokens import make_read_token
-
-    gateway_settings = get_settings().gateway
-    if gateway_settings.url:  # through the gateway when one is configured
-        from patchstream.client import PatchClient
-
-        with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
-            write = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
-                     "content": content, "session_id": session, "actor": actor,
-                     "workspace": workspace}  # fmt: skip
-            receipt = c.write([write])
-        click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
-                               "read_token": receipt["read_token"]}))  # fmt: skip
-        return
-    asyncio.run(send())
-    click.echo(
-        json.dumps(
-            {
-                "event_id": event.event_id,
-                "key": event.key,
-                "version": event.version,
-                "read_token": make_read_token([event]),
-            }
-        )
-    )
-
-
 cli.add_command(query)
+cli.add_command(index)
+cli.add_command(emit)
+cli.add_command(schemas)
+cli.add_command(openapi)
+cli.add_command(docs_reference)
 cli.add_command(dlq)
 cli.add_command(reconcile)
 cli.add_command(run)

@@ -1,0 +1,137 @@
+"""``patchstream index`` and ``patchstream emit``: what a user publishes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from patchstream.logs import configure_logging
+from patchstream.settings import get_settings
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
+@click.option("--repo", default=None, help="Repository name (default: the directory's name).")
+@click.option("--tenant", default="default", show_default=True)
+@click.option("--ref", default="main", show_default=True, help="Branch.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=3600.0,
+    show_default=True,
+    help="Seconds to wait for both tiers.",
+)
+@click.option("--commits", default=100, show_default=True,
+              help="Recent commit messages to index as prose (0: none).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--base", default=None,
+              help="Index REF as an overlay of this branch: store only what differs.")  # fmt: skip
+def index(
+    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
+    as_json: bool, base: str | None,
+) -> None:  # fmt: skip
+    """Index a directory and wait until the graph and the vectors have applied it."""
+    import asyncio
+
+    from patchstream.indexing.run import index_directory
+    from patchstream.schemas.events import refuse_bad_names
+
+    root = path.resolve()
+    refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
+    configure_logging("WARNING" if as_json else None)
+    summary = asyncio.run(
+        index_directory(
+            get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
+            timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
+        )
+    )  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(summary.as_dict()))
+    else:
+        click.echo(
+            f"indexed {summary.repo}@{summary.ref} for tenant {summary.tenant}: "
+            f"files={summary.files_scanned} published={summary.published} "
+            f"unchanged={summary.unchanged} deleted={summary.deleted} commits={summary.commits} "
+            f"symbols={summary.symbols} edges={summary.edges} references={summary.references} "
+            f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
+            f"seconds={summary.seconds}"
+        )
+    if not summary.complete:
+        click.echo(
+            f"timed out: graph applied {summary.graph_applied}, vectors applied "
+            f"{summary.vectors_applied} of {summary.published}", err=True,
+        )  # fmt: skip
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--repo", required=True)
+@click.option("--path", "file_path", required=True, help="Path inside the repository.")
+@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the content from stdin.")
+@click.option("--delete", "is_delete", is_flag=True, help="Publish a delete.")
+@click.option("--tenant", default="default", show_default=True)
+@click.option("--ref", default="main", show_default=True)
+@click.option(
+    "--workspace",
+    default=None,
+    help="Write into the agent workspace REF~WORKSPACE (made by its first write).",
+)
+@click.option("--session", default=None, help="Agent session id.")
+@click.option("--actor", default=None)
+def emit(
+    repo: str, file_path: str, source: Path | None, from_stdin: bool, is_delete: bool,
+    tenant: str, ref: str, workspace: str | None, session: str | None, actor: str | None,
+) -> None:  # fmt: skip
+    """Publish one agent write (or delete) as a patch event."""
+    import asyncio
+
+    from patchstream.schemas.events import PatchEvent
+    from patchstream.streams.producer import EventPublisher
+
+    if sum([source is not None, from_stdin, is_delete]) != 1:
+        raise click.UsageError("give exactly one of --file, --stdin or --delete")
+    content = None
+    if source is not None:
+        content = source.read_bytes().decode("utf-8", errors="replace")
+    elif from_stdin:
+        content = sys.stdin.read()
+    event = PatchEvent(
+        tenant=tenant, repo=repo, ref=ref, path=file_path,
+        op="delete" if is_delete else "upsert", content=content, version=time.time_ns(),
+        source="cli", actor=actor, session_id=session, workspace=workspace,
+    )  # fmt: skip
+
+    async def send() -> None:
+        async with EventPublisher(get_settings().kafka) as publisher:
+            await publisher.publish([event])
+
+    from patchstream.schemas.read_tokens import make_read_token
+
+    gateway_settings = get_settings().gateway
+    if gateway_settings.url:  # through the gateway when one is configured
+        from patchstream.client import PatchClient
+
+        with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
+            write = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
+                     "content": content, "session_id": session, "actor": actor,
+                     "workspace": workspace}  # fmt: skip
+            receipt = c.write([write])
+        click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
+                               "read_token": receipt["read_token"]}))  # fmt: skip
+        return
+    asyncio.run(send())
+    click.echo(
+        json.dumps(
+            {
+                "event_id": event.event_id,
+                "key": event.key,
+                "version": event.version,
+                "read_token": make_read_token([event]),
+            }
+        )
+    )
