@@ -235,11 +235,13 @@ class Tally:
     bm25_code: dict[int, int] = field(default_factory=lambda: {1: 0, 5: 0, 10: 0})
     aux: int = 0
     left_out: int = 0
+    search_ms: list[float] = field(default_factory=list)  # question in -> ranked files out
 
     def add(self, other: Tally) -> None:
         self.n += other.n
         self.aux += other.aux
         self.left_out += other.left_out
+        self.search_ms += other.search_ms
         for k in self.ours:
             self.ours[k] += other.ours[k]
             self.bm25[k] += other.bm25[k]
@@ -252,7 +254,13 @@ class Tally:
                 + f" tests/docs@10 {self.aux / n:.2f} | BM25 "
                 + " ".join(f"@{k} {self.bm25[k] / n:.3f}" for k in self.bm25)
                 + " | BM25 code files "
-                + " ".join(f"@{k} {self.bm25_code[k] / n:.3f}" for k in self.bm25))  # fmt: skip
+                + " ".join(f"@{k} {self.bm25_code[k] / n:.3f}" for k in self.bm25)
+                + f" | search ms p50/p99 {_percentile(self.search_ms, 50):.0f}/"
+                f"{_percentile(self.search_ms, 99):.0f}")  # fmt: skip
+
+
+def _percentile(values: list[float], q: int) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
 
 
 def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Iterator[
@@ -294,14 +302,18 @@ def run_repo(
                 for tally in tallies.values():
                     tally.left_out += 1
                 continue
+            began = time.perf_counter()
             named = rank_named_files(named_in(inst.question), definers_of(live.definers),
                                      live.sources)  # fmt: skip
             vector = embedder.embed([inst.question])[0]
+            asked_ms = (time.perf_counter() - began) * 1000
             theirs = baseline.rank(inst.question)
             code_ranked = code_only.rank(inst.question)
             for (named_weight, auxiliary_weight), tally in tallies.items():
+                began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
                                     auxiliary_weight)  # fmt: skip
+                tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
                 for k in tally.ours:
