@@ -60,3 +60,47 @@ def test_a_backing_service_is_retried_until_it_starts(
     failures[:] = ["down"] * 3
     with pytest.raises(ServiceError, match="down"):
         supervisor._start_service("falkordb", 1)
+
+
+class _SlowStore:
+    """Alive and accepting connections, answering only after ``ready_after`` seconds."""
+
+    name = "milvus"
+    host = "127.0.0.1"
+
+    def __init__(self, ready_after: float, listening: bool = True) -> None:
+        self.sock = _listening() if listening else None
+        self.port = self.sock.getsockname()[1] if self.sock else 1
+        self.url = f"{self.host}:{self.port}"
+        self.ready_at = time.monotonic() + ready_after
+        self.stopped = False
+
+    def alive(self) -> bool:
+        return not self.stopped
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self.ready_at
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.sock:
+            self.sock.close()
+
+
+def test_a_store_that_accepts_but_is_slow_to_answer_is_given_patience_not_a_restart() -> None:
+    """The restart soak: Milvus Lite recovering on a loaded machine kept its port open but did
+    not answer within 120 s; killing it there only began its recovery again."""
+    from patchstream.embedded.services import wait_until_ready
+
+    slow = _SlowStore(ready_after=1.5)
+    wait_until_ready(slow, timeout=0.5, patience_s=10.0)  # type: ignore[arg-type]
+    assert not slow.stopped
+    impatient = _SlowStore(ready_after=1.5)
+    with pytest.raises(ServiceError, match="did not answer"):
+        wait_until_ready(impatient, timeout=0.5)  # type: ignore[arg-type]
+    assert impatient.stopped
+    deaf = _SlowStore(ready_after=60, listening=False)  # not even accepting: no patience
+    started = time.monotonic()
+    with pytest.raises(ServiceError):
+        wait_until_ready(deaf, timeout=0.5, patience_s=30.0)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 5
