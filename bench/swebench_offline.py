@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine
+from _common import machine, update_results_row
 from context_quality import FileBM25
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
@@ -334,6 +334,8 @@ def main() -> None:
     parser.add_argument("--mirrors", default="/work/.mirror")
     parser.add_argument("--sdists", default=str(Path.home() / ".cache/patchstream-bench/sdists"))
     parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--update-results", action="store_true",
+                        help="write the first setting's figures to docs/benchmarks")  # fmt: skip
     parser.add_argument("--named-weights", type=float, nargs="+", default=[NAMED_WEIGHT])
     parser.add_argument("--auxiliary-weights", type=float, nargs="+",
                         default=[AUXILIARY_WEIGHT])  # fmt: skip
@@ -359,6 +361,17 @@ def main() -> None:
         print(f"named weight {config[0]}, auxiliary weight {config[1]}:")
         for line in [*lines[config], totals[config].line("all")]:
             print("  " + line)
+    if args.update_results:
+        first = configs[0]
+        figures = "; ".join(
+            [
+                f"{args.embedder} embedder, named weight {first[0]}, auxiliary weight {first[1]}",
+                *lines[first],
+                totals[first].line("all"),
+            ]
+        )
+        update_results_row("search swe-bench lite", "python bench/swebench_offline.py",
+                           " ".join(figures.split()))  # fmt: skip
 
 
 if __name__ == "__main__":
