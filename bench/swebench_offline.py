@@ -146,18 +146,14 @@ def git_snapshot(git_dir: Path, commit: str) -> dict[str, bytes]:
 
 
 def sdist_snapshot(cache: Path, package: str, version: str) -> dict[str, bytes]:
+    """The files of ``package``'s sdist at ``version`` (the earliest release of that minor
+    with an sdist when ``version`` has none), fetched once from PyPI's JSON index."""
     cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache.glob(f"{package}-{version}.tar.gz")) or sorted(
-        cache.glob(f"{package.replace('-', '_')}-{version}.tar.gz"))  # fmt: skip
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", f"{package}=={version}",
-                        "--no-binary", ":all:", "--no-deps", "--no-build-isolation", "-q",
-                        "-d", str(cache)], check=True)  # fmt: skip
-        found = sorted(cache.glob("*.tar.gz"))
-        found = [p for p in found if version in p.name and package.split("-")[0].lower()
-                 in p.name.lower()]  # fmt: skip
+    archive_path = next(iter(sorted(cache.glob(f"{package}-{version}*.tar.gz"))), None)
+    if archive_path is None:
+        archive_path = _download_sdist(cache, package, version)
     files: dict[str, bytes] = {}
-    with tarfile.open(found[0]) as archive:
+    with tarfile.open(archive_path) as archive:
         for member in archive.getmembers():
             path = member.name.split("/", 1)[1] if "/" in member.name else ""
             if not member.isfile() or not path or not indexable(path):
@@ -169,6 +165,32 @@ def sdist_snapshot(cache: Path, package: str, version: str) -> dict[str, bytes]:
             if b"\0" not in data[:8192]:
                 files[path] = data
     return files
+
+
+def _download_sdist(cache: Path, package: str, version: str) -> Path:
+    import hashlib
+
+    import httpx
+
+    index = httpx.get(f"https://pypi.org/simple/{package}/", timeout=60, follow_redirects=True,
+                      headers={"Accept": "application/vnd.pypi.simple.v1+json"}).json()  # fmt: skip
+    minor = ".".join(version.split(".")[:2])
+    pattern = re.compile(rf"{re.escape(package)}-({re.escape(minor)}(\.\d+)?)\.tar\.gz",
+                         re.IGNORECASE)  # fmt: skip
+    candidates = []
+    for entry in index["files"]:
+        match = pattern.fullmatch(entry["filename"])
+        if match:
+            candidates.append((tuple(int(x) for x in match.group(1).split(".")), entry))
+    if not candidates:
+        raise RuntimeError(f"no sdist of {package} {minor}.x on PyPI")
+    _, entry = min(candidates, key=lambda c: c[0])
+    data = httpx.get(entry["url"], timeout=300, follow_redirects=True).content
+    if hashlib.sha256(data).hexdigest() != entry["hashes"].get("sha256"):
+        raise RuntimeError(f"{entry['filename']}: sha256 differs from PyPI's")
+    target = cache / entry["filename"]
+    target.write_bytes(data)
+    return target
 
 
 class CachedBM25(FileBM25):
@@ -273,8 +295,13 @@ def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Ite
         for inst in group:
             by_release.setdefault(before[inst.version], []).append(inst)
         for release in sorted(by_release, key=lambda v: tuple(int(x) for x in v.split("."))):
-            yield (f"{package} {release} (sdist)", by_release[release],
-                   sdist_snapshot(Path(args.sdists), package, release))  # fmt: skip
+            try:
+                files = sdist_snapshot(Path(args.sdists), package, release)
+            except Exception as exc:
+                print(f"  {repo} {release}: no sdist ({exc}); its issues are left out",
+                      flush=True)  # fmt: skip
+                files = {}
+            yield f"{package} {release} (sdist)", by_release[release], files
         return
     git_dir = Path(args.mirrors) / f"{repo.replace('/', '+')}" / "repo"
     for inst in sorted(group, key=lambda i: i.created_at):
@@ -357,6 +384,7 @@ def main() -> None:
         for config, tally in run_repo(repo, group, args, configs).items():
             lines[config].append(tally.line(repo))
             totals[config].add(tally)
+            print(f"  [{config[0]}, {config[1]}] {lines[config][-1]}", flush=True)
     for config in configs:
         print(f"named weight {config[0]}, auxiliary weight {config[1]}:")
         for line in [*lines[config], totals[config].line("all")]:
