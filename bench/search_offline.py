@@ -32,6 +32,7 @@ from patchstream.query.question import named_in, rank_named_files
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
+    FILE_WEIGHT,
     NAMED_WEIGHT,
     IndexedRow,
     TenantIndex,
@@ -63,11 +64,12 @@ def build_index(
 
 def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
-    auxiliary_weight: float = AUXILIARY_WEIGHT,
+    auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
-                         named_weight=weight, auxiliary_weight=auxiliary_weight)  # fmt: skip
+                         named_weight=weight, auxiliary_weight=auxiliary_weight,
+                         file_weight=file_weight)  # fmt: skip
     for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:

@@ -45,7 +45,7 @@ RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
 NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
-AUXILIARY_WEIGHT = 1.0  # a test, doc or example row's fused score is scaled by this
+AUXILIARY_WEIGHT = 0.5  # a test, doc or example row's fused score is scaled by this (file_roles)
 
 
 def tokens(text: str) -> list[str]:
