@@ -115,12 +115,18 @@ def test_context_fits_any_budget_and_says_where_it_came_from(indexed: Supervisor
         texts = [b["text"] for b in result["blocks"]]
         assert len(texts) == len(set(texts))  # nothing repeated
         prose = client.post("/v1/search", json={"query": "Invoices add tax by country"}).json()
-        # The doc is the question's own sentence; only the files the question names (tax.py,
-        # invoice.py: the file-name list) may rank above it, not the rest of the code.
+        # The doc is the question's own sentence. Docs and tests are demoted (issue #33: on
+        # SWE-bench issues they crowded the fixed code out), so in this four-file repository
+        # the code ranks first; the doc is still among the hits, above every other non-code
+        # row (the commit messages), and first when the search is kept to the docs.
         ranked = [(h["source"], h["path"]) for h in prose["hits"]]
-        assert ("doc", "docs/billing.md") in ranked[:8], ranked
+        assert ("doc", "docs/billing.md") in ranked, ranked
         doc = ranked.index(("doc", "docs/billing.md"))
-        assert {path for _, path in ranked[:doc]} <= {"billing/tax.py", "billing/invoice.py"}
+        assert {source for source, _ in ranked[:doc]} == {"code"}, ranked
+        in_docs = client.post(
+            "/v1/search", json={"query": "Invoices add tax by country", "path_prefix": "docs/"}
+        ).json()["hits"]
+        assert in_docs and in_docs[0]["path"] == "docs/billing.md"
         commits = client.post("/v1/search", json={"query": "commit init author"}).json()["hits"]
         assert any(h["source"] == "commit" and h["path"].startswith("_commits/") for h in commits)
         wide = client.post("/v1/context", json={"query": "invoices tax by country",
