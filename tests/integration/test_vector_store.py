@@ -148,6 +148,32 @@ def test_stores_starting_together_both_prepare_the_collections(milvus_service: S
         store.close()
 
 
+def test_each_store_owns_its_channel_and_closing_one_leaves_the_other_answering(
+    milvus_service: Service, tenant: str
+) -> None:
+    """pymilvus shares one channel per address by default, never closed: an idle one was
+    GOAWAY'd by the server ("too_many_pings") and every later store failed to connect."""
+    from pymilvus.client.connection_manager import ConnectionManager
+
+    def open_channels() -> int:
+        return int(ConnectionManager.get_instance().get_stats()["dedicated_connections"])
+
+    before = open_channels()
+    uri = f"http://127.0.0.1:{milvus_service.port}"
+    prefix = f"chan_{uuid.uuid4().hex[:8]}_"
+    first = MilvusVectorStore(uri, CountingEmbedder(), collection_prefix=prefix)
+    second = MilvusVectorStore(uri, CountingEmbedder(), collection_prefix=prefix)
+    assert open_channels() == before + 2
+    first.ensure_schema()
+    first.close()
+    assert open_channels() == before + 1
+    second.apply([upsert(tenant, "a.py", CODE, 1)])
+    assert {h.path for h in second.search(tenant, "parse_config", limit=3)} == {"a.py"}
+    second.drop()
+    second.close()
+    assert open_channels() == before
+
+
 def test_rows_lost_under_a_surviving_record_are_found_and_owed_again(
     vectors: MilvusVectorStore, tenant: str
 ) -> None:

@@ -20,14 +20,20 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from pymilvus import AnnSearchRequest, MilvusClient, MilvusException, RRFRanker
+from pymilvus import AnnSearchRequest, MilvusException, RRFRanker
 
 from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreRefused
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
-from patchstream.stores.vector.milvus_client import DeadlinedClient, lit, lit_list, milvus_error
+from patchstream.stores.vector.milvus_client import (
+    DeadlinedClient,
+    connect,
+    lit,
+    lit_list,
+    milvus_error,
+)
 from patchstream.stores.vector.milvus_plan import (
     TOMBSTONE_TENANT_MARK,
     credit_embeddings,
@@ -73,7 +79,7 @@ class MilvusVectorStore:
         timeout_s: float = 30.0,
     ) -> None:
         try:
-            connected = MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
+            connected = connect(uri, token or "", timeout_s)
         except (MilvusException, grpc.RpcError) as exc:  # typed: a caller may wait it out
             raise milvus_error("connect failed", exc) from exc
         self.client = DeadlinedClient(connected, timeout_s)

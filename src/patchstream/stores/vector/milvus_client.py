@@ -31,6 +31,23 @@ def lit_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(lit(v) for v in values) + "]"
 
 
+# pymilvus pings every 10 s even on an idle channel; Milvus Lite's gRPC server allows one
+# ping per 5 minutes without data and answers more with GOAWAY "too_many_pings", after which
+# the shared channel's recovery failed (CI, a store connecting after 20 idle minutes). The
+# deadline on every call (below) already bounds a dead connection, so pings stay rare.
+CHANNEL_OPTIONS = {
+    "grpc.keepalive_time_ms": 300_000,
+    "grpc.keepalive_permit_without_calls": 0,
+}
+
+
+def connect(uri: str, token: str, timeout_s: float) -> MilvusClient:
+    """A client on its own channel: one store's broken channel never stalls another's."""
+    return MilvusClient(
+        uri=uri, token=token, timeout=timeout_s, dedicated=True, grpc_options=CHANNEL_OPTIONS
+    )
+
+
 class DeadlinedClient:
     """The client with a deadline on every call that does not name its own (a Milvus that
     stops answering fails the call instead of hanging the sink or the query service), and
