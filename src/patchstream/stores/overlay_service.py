@@ -52,6 +52,11 @@ class OverlayService:
             return 0 if scope_of(tenant, repo, ref) in self.graph.dropped_refs(tenant) else None
         return self._drop(tenant, repo, ref)
 
+    def drop_ref(self, tenant: str, repo: str, ref: str) -> int:
+        """Drop any ref's rows (overlay or not), fenced as an overlay's drop is: a rebuild
+        that was only compared, or a branch deleted upstream. The symbols removed."""
+        return self._drop(tenant, repo, ref)
+
     def _drop(self, tenant: str, repo: str, ref: str) -> int:
         # Tombstones first: a delta still in flight (the topic, a sink's retry, the outbox's
         # replay after a restart) is then stale in both stores instead of bringing it back.

@@ -120,8 +120,20 @@ class RestartSoak(FaultSoak):
         self._index(clean, timeout_s, outcome)
         if not _complete(outcome.get("summary")):
             raise RuntimeError(f"round {self.rounds}: the clean rebuild failed: {outcome}")
+        equal = self.compare(clean)
+        self._drop_rebuild(clean)
         return RestartResult(self.rounds, hard, round(up_s, 2), knocker.knocks, resurrected,
-                             self.compare(clean))  # fmt: skip
+                             equal)  # fmt: skip
+
+    def _drop_rebuild(self, clean: str) -> None:
+        """The clean rebuild is dropped once compared (fenced, so no replay brings it back):
+        the stores stay the size of one corpus however many rounds run."""
+        graph, vectors = self._stores()
+        try:
+            OverlayService(graph, vectors, ttl_s=3600).drop_ref(clean, REPO, "main")
+        finally:
+            graph.close()
+            vectors.close()
 
     def restart_time(self, hard: bool, timeout_s: float = 900.0) -> float:
         """Seconds from the stop to every tier answering again: the stack stopped (SIGTERM to
