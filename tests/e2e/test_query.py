@@ -402,6 +402,50 @@ def test_a_branch_indexed_over_main_stores_only_what_differs(
     assert "feature-x" not in cli("list")
 
 
+def test_a_repository_or_one_of_its_refs_is_dropped_over_http_and_the_cli(
+    indexed: Supervisor, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue #32: deleting a repository or a ref, fenced; refused while overlays read it,
+    404 for what was never there, 422 for a hostile name."""
+    root = tmp_path_factory.mktemp("scratch")
+    main = {"scratch/kiwi.py": "def kiwi_marker_77():\n    return 1\n"}
+    topic = {**main, "scratch/fig.py": "def fig_marker():\n    pass\n"}
+    for ref, base, files in (("main", None, main), ("topic", "main", topic)):
+        done = asyncio.run(index_directory(
+            indexed.settings, make_repo(root / ref / "scratch", files), repo="scratch",
+            tenant="acme", ref=ref, base=base, timeout_s=180, progress=False,
+            commits=0))  # fmt: skip
+        assert done.complete, done
+    with _client(indexed) as client:
+        found = client.delete("/v1/refs", params={"repo": "scratch", "ref": "main"})
+        assert found.status_code == 409 and "base of topic" in found.json()["detail"]
+        assert (
+            client.delete("/v1/refs", params={"repo": "scratch", "ref": "nope"}).status_code == 404
+        )
+        hostile = client.delete("/v1/refs", params={"repo": "scratch", "ref": "../main"})
+        assert hostile.status_code == 422
+        found = client.delete("/v1/refs", params={"repo": "scratch", "ref": "topic"})
+        assert found.status_code == 200 and found.json()["symbols"] > 0
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
+                                                          "api_key": "key-acme"})}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "repo", "drop",
+                           "scratch", "--yes"], env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "dropped scratch: 1 refs (main)" in done.stdout, done.stderr
+    with _client(indexed) as client:
+        hits = client.post("/v1/search", json={"query": "kiwi_marker_77", "repo": "scratch"})
+        assert hits.status_code == 200 and hits.json()["hits"] == []
+        assert client.delete("/v1/repos", params={"repo": "scratch"}).status_code == 404
+        assert (
+            client.delete("/v1/refs", params={"repo": "scratch", "ref": "topic"}).json()["symbols"]
+            == 0
+        )  # dropped before: a no-op that says 200
+        # The billing repository beside it is untouched.
+        assert client.post("/v1/search", json={"query": "tax rate", "repo": "billing"}).json()[
+            "hits"
+        ]
+
+
 def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Supervisor) -> None:
     env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
                                                           "api_key": "key-acme"})}  # fmt: skip

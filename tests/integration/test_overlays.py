@@ -298,3 +298,48 @@ def test_an_overlay_of_java_reads_as_its_merge_through_interfaces(graph: CypherG
     finally:
         for tenant in (layered, merged):
             getattr(graph, "drop_tenant", lambda _t: None)(tenant)
+
+
+def test_a_dropped_repository_never_comes_back_from_a_replay(
+    graph: CypherGraphStore, vectors: MilvusVectorStore, tenant: str, tmp_path: Path
+) -> None:
+    """Issue #32's "deleting a repository or ref": every ref of the repository is dropped
+    (overlays before their base), fenced like an overlay's drop, so the outbox's entries are
+    done and a redelivered delta is stale; a base with overlays over it is not dropped alone."""
+    import time
+
+    import pytest
+
+    from patchstream.embedded.outbox_relay import split_applied
+    from patchstream.producers.outbox import Outbox
+    from patchstream.schemas.events import PatchEvent
+    from patchstream.stores.overlay_service import OverlayService, RefInUseError
+
+    at = time.time_ns()
+    texts = {("main", "pkg/a.py"): "def alpha():\n    return 1\n",
+             ("main", "pkg/b.py"): "def beta():\n    return 2\n",
+             ("feature-z", "pkg/z.py"): "def zeta():\n    return 3\n"}  # fmt: skip
+    deltas = [upsert(tenant, path, text, at, ref=ref) for (ref, path), text in texts.items()]
+    graph.declare_overlay(tenant, "app", "feature-z", "main", "branch")
+    graph.apply_many(deltas)
+    vectors.apply(deltas)
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    outbox.append([PatchEvent(tenant=tenant, repo="app", ref=ref, path=path, op="upsert",
+                              content=text, version=at, source="agent")
+                   for (ref, path), text in texts.items()])  # fmt: skip
+    service = OverlayService(graph, vectors, ttl_s=60)
+    assert graph.refs(tenant, "app") == ["feature-z", "main"]
+    with pytest.raises(RefInUseError, match="base of feature-z"):
+        service.drop_ref(tenant, "app", "main")
+    assert service.drop_ref(tenant, "app", "nosuch") is None
+    assert service.drop_repo(tenant, "app") == {"feature-z": 3, "main": 6}
+    split = split_applied(outbox.pending(), graph, vectors)
+    assert (len(split.dropped), split.applied, split.pending) == (3, [], [])
+    assert [r.reason for r in graph.apply_many(deltas)] == ["stale"] * 3
+    assert vectors.apply(deltas).files_applied == 0
+    assert graph.refs(tenant, "app") == []
+    for ref in ("main", "feature-z"):
+        assert vectors.file_hashes(tenant, "app", ref) == {}
+        assert service.drop_ref(tenant, "app", ref) == 0  # dropped before: a no-op
+    assert service.drop_repo(tenant, "app") == {}
+    outbox.close()

@@ -19,6 +19,7 @@ from patchstream.cli.errors import FriendlyGroup
 from patchstream.cli.memory import memory
 from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
+from patchstream.cli.repos import repo
 from patchstream.cli.runs import run, session
 from patchstream.cli.workspace import workspace
 from patchstream.cli.writes import emit, index
@@ -379,6 +380,7 @@ cli.add_command(run)
 cli.add_command(memory)
 cli.add_command(session)
 cli.add_command(workspace)
+cli.add_command(repo)
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """Overlays as a user manages them: list, show, declare, drop, and the expiry of idle agent
-workspaces (``/v1/overlays``; the CLI's ``patchstream workspace``).
+workspaces (``/v1/overlays``; the CLI's ``patchstream workspace``); and dropping any ref of a
+repository, or the whole repository (``/v1/refs``, ``/v1/repos``; ``patchstream repo drop``).
 
 An agent workspace is created by its first write (or declared here) and expires after
 ``query.workspace_ttl_s`` without writes; a branch overlay is declared over its base and
@@ -17,7 +18,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field, model_validator
 
 from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name, view_ref
-from patchstream.stores.overlay_service import OverlayService
+from patchstream.stores.overlay_service import OverlayService, RefInUseError
 from patchstream.stores.overlays import OverlayInfo
 
 log = logging.getLogger("patchstream.overlays")
@@ -79,5 +80,27 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
         if removed is None:
             raise HTTPException(404, f"{ref!r} is not an overlay of {repo!r}")
         return {"dropped": ref, "symbols": removed, "already_dropped": already}
+
+    @router.delete("/v1/refs")
+    def drop_ref(tenant: Tenant, repo: Repo, ref: Ref) -> dict[str, Any]:
+        """Drop one ref of a repository (a branch or an overlay), fenced: no replay of an
+        older event brings it back; a later write makes it again."""
+        try:
+            removed = overlays().drop_ref(tenant, repo, ref)
+        except RefInUseError as exc:
+            raise HTTPException(409, str(exc)) from exc
+        if removed is None:
+            raise HTTPException(404, f"{repo!r} has no ref {ref!r}")
+        log.info("event=ref_dropped tenant=%s repo=%s ref=%s", tenant, repo, ref)
+        return {"repo": repo, "dropped": ref, "symbols": removed}
+
+    @router.delete("/v1/repos")
+    def drop_repo(tenant: Tenant, repo: Repo) -> dict[str, Any]:
+        """Drop every ref of a repository, each fenced as ``/v1/refs`` does."""
+        dropped = overlays().drop_repo(tenant, repo)
+        if not dropped:
+            raise HTTPException(404, f"no repository {repo!r} is indexed")
+        log.info("event=repo_dropped tenant=%s repo=%s refs=%d", tenant, repo, len(dropped))
+        return {"repo": repo, "refs": dropped, "symbols": sum(dropped.values())}
 
     return router

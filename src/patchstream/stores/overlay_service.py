@@ -16,6 +16,10 @@ from patchstream.stores.vector.search_mirror import SearchMirror
 log = logging.getLogger("patchstream.overlays")
 
 
+class RefInUseError(ValueError):
+    """A ref other overlays read as their base: dropping it would leave them reading a gap."""
+
+
 class OverlayService:
     def __init__(
         self, graph: GraphStore, vectors: MilvusVectorStore, ttl_s: float, grace_s: float = 600.0,
@@ -52,10 +56,25 @@ class OverlayService:
             return 0 if scope_of(tenant, repo, ref) in self.graph.dropped_refs(tenant) else None
         return self._drop(tenant, repo, ref)
 
-    def drop_ref(self, tenant: str, repo: str, ref: str) -> int:
-        """Drop any ref's rows (overlay or not), fenced as an overlay's drop is: a rebuild
-        that was only compared, or a branch deleted upstream. The symbols removed."""
+    def drop_ref(self, tenant: str, repo: str, ref: str) -> int | None:
+        """Drop any ref of a repository (a branch deleted upstream, a rebuild that was only
+        compared), fenced as an overlay's drop is: the symbols removed, 0 if it was dropped
+        before, None if the repository never had it. ``RefInUseError`` while overlays read it."""
+        over = sorted(o.ref for o in self.graph.overlays(tenant, repo) if o.base == ref)
+        if over:
+            raise RefInUseError(f"{ref!r} is the base of {', '.join(over)}: drop those first")
+        if ref not in self.graph.refs(tenant, repo) and self.show(tenant, repo, ref) is None:
+            return 0 if scope_of(tenant, repo, ref) in self.graph.dropped_refs(tenant) else None
         return self._drop(tenant, repo, ref)
+
+    def drop_repo(self, tenant: str, repo: str) -> dict[str, int]:
+        """Every ref of a repository dropped (overlays first, each fenced): ref -> symbols
+        removed; empty when the repository holds nothing."""
+        overlays = [o.ref for o in self.graph.overlays(tenant, repo)]
+        branches = [r for r in self.graph.refs(tenant, repo) if r not in overlays]
+        # An overlay over an overlay goes before its base: longest chains first.
+        overlays.sort(key=lambda r: -len(self.graph.overlay_chain(tenant, repo, r)))
+        return {ref: self._drop(tenant, repo, ref) for ref in [*overlays, *branches]}
 
     def _drop(self, tenant: str, repo: str, ref: str) -> int:
         # Tombstones first: a delta still in flight (the topic, a sink's retry, the outbox's

@@ -135,6 +135,10 @@ class GraphStore(abc.ABC):
         """Remove an overlay's registration (its rows go with ``delete_ref``)."""
 
     @abc.abstractmethod
+    def refs(self, tenant: str, repo: str) -> list[str]:
+        """Every ref of a repository the store holds files of (overlays included), sorted."""
+
+    @abc.abstractmethod
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
         """Remove everything of one branch of a repository; returns symbols removed."""
 

@@ -98,6 +98,13 @@ class FenceReads(abc.ABC):
         )
         return {(r[0], r[1], r[2]): r[3] or "snapshot" for r in rows}
 
+    def refs(self, tenant: str, repo: str) -> list[str]:
+        if not tenant:
+            return []
+        rows = self._read(tenant, "MATCH (f:Fence) WHERE f.repo = $repo RETURN DISTINCT f.ref",
+                          {"repo": repo})  # fmt: skip
+        return sorted(str(row[0]) for row in rows if row[0])
+
     def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:
         if not tenant or not file_uids:
             return set()
