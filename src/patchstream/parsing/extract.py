@@ -28,8 +28,8 @@ from patchstream.parsing.node_text import (
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
-from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.source import Source
+from patchstream.parsing.value_flow import ValueFlow
 from patchstream.schemas.graph import (
     CallResolution,
     Edge,
@@ -76,7 +76,7 @@ def module_id(repo: str, path: str) -> str:
     return f"{repo}::{path}::{MODULE_MARKER}"
 
 
-class _Extractor(Resolution):
+class _Extractor(ValueFlow):
     def __init__(
         self,
         tree: ts.Tree,
@@ -119,6 +119,7 @@ class _Extractor(Resolution):
         self._collect_imports(captures)
         self._collect_type_facts()
         self._collect_references(captures)
+        self._collect_value_flow()
         self._collect_overrides()
         self._collect_returns()
         for owner, target in self._callback_parameter_targets():

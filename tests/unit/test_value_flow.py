@@ -1,0 +1,145 @@
+"""Calls through values (issue #34): dict, list and tuple literals called through a subscript
+or a loop, and functions passed as arguments and called through the parameter. Each case
+names what the call reaches; each edge is ``inferred``; nothing is invented where the value
+is not a callable this file can name."""
+
+from __future__ import annotations
+
+from patchstream.parsing.filestate import FileStateBuilder
+from tests.conftest import build_state
+
+SOURCE = b"""
+from .views import detail_view, list_view
+
+
+def on_get(request):
+    return request
+
+
+def on_post(request):
+    return request
+
+
+class Job:
+    def run(self):
+        return 1
+
+
+HANDLERS = {"get": on_get, "post": on_post, "detail": detail_view}
+STEPS = [on_get, Job]
+
+
+def dispatch(method, request):
+    return HANDLERS[method](request)
+
+
+def get_only(request):
+    return HANDLERS["get"](request)
+
+
+def first_step():
+    return STEPS[1]()
+
+
+def hooks():
+    for hook in (on_get, list_view):
+        hook(None)
+
+
+def named_loop():
+    for step in STEPS:
+        step()
+
+
+def local_table(request):
+    table = {"x": on_post}
+    return table["x"](request)
+
+
+def apply(callback, value, *, then=None):
+    result = callback(value)
+    if then is not None:
+        then(result)
+    return result
+
+
+def positional():
+    return apply(on_get, 1)
+
+
+def by_keyword():
+    return apply(callback=on_post, value=2, then=detail_view)
+
+
+class Runner:
+    def submit(self, fn):
+        return fn()
+
+    def go(self):
+        return self.submit(Job)
+
+
+def closure(cb):
+    def inner():
+        return cb()
+    return inner
+
+
+def uses_closure():
+    return closure(on_get)
+
+
+def not_callables():
+    apply(42, 1)
+    apply("text", 1)
+    return {"k": 1}["k"]
+"""
+
+PREFIX = "r::pkg/app.py::"
+
+
+def _edges() -> dict[str, dict[str, str | None]]:
+    """Caller -> {callee: resolution} for CALLS and INSTANTIATES edges."""
+    state = build_state(FileStateBuilder(), "pkg/app.py", SOURCE)
+    found: dict[str, dict[str, str | None]] = {}
+    for e in state.edges:
+        if e.type.value in ("CALLS", "INSTANTIATES"):
+            resolution = e.resolution.value if e.resolution else None
+            found.setdefault(e.src.removeprefix(PREFIX), {})[e.dst.removeprefix(PREFIX)] = (
+                resolution
+            )
+    return found
+
+
+def _reached(caller: str) -> set[str]:
+    return {dst for dst in _edges().get(caller, {}) if not dst.startswith("ref:") or "@" in dst}
+
+
+def test_a_dict_called_through_a_constant_key_reaches_that_value_only() -> None:
+    assert _reached("get_only") == {"on_get"}
+    assert _edges()["get_only"]["on_get"] == "inferred"
+
+
+def test_a_dict_called_through_a_variable_key_reaches_every_value() -> None:
+    assert _reached("dispatch") == {"on_get", "on_post", "ref:detail_view@pkg.views"}
+
+
+def test_lists_tuples_and_loops_over_them() -> None:
+    assert _reached("first_step") == {"Job"}
+    assert _reached("hooks") == {"on_get", "ref:list_view@pkg.views"}
+    assert _reached("named_loop") == {"on_get", "Job"}
+    assert _reached("local_table") == {"on_post"}
+
+
+def test_a_function_passed_as_an_argument_is_called_through_the_parameter() -> None:
+    # apply(on_get, 1), apply(callback=on_post, ..., then=detail_view)
+    assert {"on_get", "on_post", "ref:detail_view@pkg.views"} <= _reached("apply")
+    assert _edges()["apply"]["on_get"] == "inferred"
+    assert _reached("Runner.submit") == {"Job"}  # self.submit(Job): self is not a position
+    assert _reached("closure.inner") == {"on_get"}  # through the enclosing function's parameter
+
+
+def test_values_that_are_not_callables_reach_nothing() -> None:
+    # apply(42, 1) and apply("text", 1) add nothing to apply's callees beyond the three above
+    assert _reached("apply") == {"on_get", "on_post", "ref:detail_view@pkg.views"}
+    assert _reached("not_callables") == {"apply"}
