@@ -119,7 +119,7 @@ class _Extractor(ValueFlow):
         self._collect_imports(captures)
         self._collect_type_facts()
         self._collect_references(captures)
-        self._collect_value_flow()
+        self._collect_value_flow(captures)
         self._collect_overrides()
         self._collect_returns()
         for owner, target in self._callback_parameter_targets():

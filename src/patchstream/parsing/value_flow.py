@@ -22,34 +22,20 @@ from __future__ import annotations
 import abc
 from collections import defaultdict
 from collections.abc import Callable
-from functools import cache
 
 import tree_sitter as ts
 
-from patchstream.parsing.languages import get_language
 from patchstream.parsing.node_text import name_parts
 from patchstream.parsing.receiver_types import _Def, _scope_key
 from patchstream.parsing.resolution import Resolution
 from patchstream.schemas.graph import CallResolution, EdgeType, Reference
 
-_QUERY = """
-(assignment left: (identifier) @name right: [(dictionary) (list) (tuple)] @table) @bind
-(call function: (subscript value: (identifier) @held) @through) @subscript_call
-(for_statement left: (identifier) @name right: [(list) (tuple) (identifier)] @iter
-  body: (block) @body) @loop
-(call function: [(identifier) (attribute)] @callee arguments: (argument_list) @args) @call
-"""
 _VALUE_TYPES = frozenset({"identifier", "attribute"})
 _CALLABLE_KINDS = frozenset({"function", "method", "class"})
 _SELF_PARAMETERS = frozenset({"self", "cls"})
 Target = _Def | Reference
 Reader = Callable[[ts.Node], str]  # Source.text
 Tables = dict[tuple[str, str], dict[str, list[ts.Node]]]  # (scope, name) -> key -> values
-
-
-@cache
-def _flow_query() -> ts.Query:
-    return ts.Query(get_language("python"), _QUERY)
 
 
 class ValueFlow(Resolution):
@@ -65,32 +51,41 @@ class ValueFlow(Resolution):
 
     module_id: str
     defs: list[_Def]
+    _parameter_names: dict[int, list[str]]  # a function's node id -> its parameter names
 
-    def _collect_value_flow(self) -> None:
+    def _collect_value_flow(self, matches: list[dict[str, list[ts.Node]]]) -> None:
+        """``matches``: the extraction query's (``queries/python.scm``: its ``flow.*``
+        patterns and the calls), so the tree is walked once."""
         if self.language != "python":
             return
-        matches = [m for _, m in ts.QueryCursor(_flow_query()).matches(self.tree.root_node)]
         tables: Tables = defaultdict(dict)
         for match in matches:
-            if "bind" in match:
-                scope = _scope_key(self._enclosing_def(match["bind"][0]))
-                entries = _entries(match["table"][0], self.src.text)
-                held = tables[(scope, self.src.text(match["name"][0]))]
+            if "flow.bind" in match:
+                scope = _scope_key(self._enclosing_def(match["flow.bind"][0]))
+                entries = _entries(match["flow.table"][0], self.src.text)
+                held = tables[(scope, self.src.text(match["flow.name"][0]))]
                 for key, values in entries.items():
                     held.setdefault(key, []).extend(values)
         for match in matches:
             self._check()
-            if "subscript_call" in match:
+            if "flow.subscript_call" in match:
                 self._through_subscript(match, tables)
-            elif "loop" in match:
+            elif "flow.loop" in match:
                 self._through_loop(match, tables)
         # Calls of a parameter first: only the functions they are in need their call sites'
         # arguments resolved (resolving every call's arguments would double a file's cost).
         through: list[tuple[ts.Node, _Def | None, _Def, str]] = []
-        calls = [m for m in matches if "call" in m]
+        calls = [m for m in matches if "reference.call" in m]
+        self._parameter_names = {
+            d.node.id: _parameters(d.node, self.src.text)
+            for d in self.defs
+            if d.kind in ("function", "method")
+        }
+        any_parameter = {p for names in self._parameter_names.values() for p in names}
         for match in calls:
-            if match["callee"][0].type == "identifier":
-                call, name = match["call"][0], self.src.text(match["callee"][0])
+            callee = match["name"][0]
+            if callee.type == "identifier" and self.src.text(callee) in any_parameter:
+                call, name = match["reference.call"][0], self.src.text(callee)
                 around = self._enclosing_def(call)
                 holder = self._parameter_holder(around, name)
                 if holder is not None:
@@ -117,19 +112,19 @@ class ValueFlow(Resolution):
         return tables.get(("", name))
 
     def _through_subscript(self, match: dict[str, list[ts.Node]], tables: Tables) -> None:
-        call = match["subscript_call"][0]
+        call = match["flow.subscript_call"][0]
         around = self._enclosing_def(call)
-        table = self._table(self.src.text(match["held"][0]), around, tables)
+        table = self._table(self.src.text(match["flow.held"][0]), around, tables)
         if table is None:
             return
-        key_node = match["through"][0].child_by_field_name("subscript")
+        key_node = match["flow.through"][0].child_by_field_name("subscript")
         key = _constant(key_node, self.src.text) if key_node is not None else None
         values = table.get(key, []) if key is not None else [v for vs in table.values() for v in vs]
         self._reach(call, around, values)
 
     def _through_loop(self, match: dict[str, list[ts.Node]], tables: Tables) -> None:
-        iterated = match["iter"][0]
-        around = self._enclosing_def(match["loop"][0])
+        iterated = match["flow.iter"][0]
+        around = self._enclosing_def(match["flow.loop"][0])
         if iterated.type == "identifier":
             table = self._table(self.src.text(iterated), around, tables)
             values = [v for vs in (table or {}).values() for v in vs]
@@ -137,8 +132,8 @@ class ValueFlow(Resolution):
             values = [v for vs in _entries(iterated, self.src.text).values() for v in vs]
         if not values:
             return
-        name = self.src.text(match["name"][0])
-        for call in _calls_of(match["body"][0], name):
+        name = self.src.text(match["flow.name"][0])
+        for call in _calls_of(match["flow.body"][0], name):
             self._reach(call, self._enclosing_def(call), values)
 
     # -- parameters ---------------------------------------------------------------------
@@ -151,17 +146,18 @@ class ValueFlow(Resolution):
         passed: dict[tuple[str, str], list[Target]] = defaultdict(list)
         for match in calls:
             self._check()
-            callee_node, arguments = match["callee"][0], match["args"][0]
-            if name_parts(self.src.text(callee_node))[-1] not in names:
+            callee_node, call = match["name"][0], match["reference.call"][0]
+            arguments = call.child_by_field_name("arguments")
+            if arguments is None or name_parts(self.src.text(callee_node))[-1] not in names:
                 continue
             if not any(a.type in _VALUE_TYPES or a.type == "keyword_argument"
                        for a in arguments.named_children):  # fmt: skip
                 continue
-            around = self._enclosing_def(match["call"][0])
-            callee = self._value(callee_node, around, match["call"][0], receiver_ok=True)
+            around = self._enclosing_def(call)
+            callee = self._value(callee_node, around, call, receiver_ok=True)
             if not isinstance(callee, _Def) or callee.kind not in ("function", "method"):
                 continue
-            parameters = _parameters(callee.node, self.src.text)
+            parameters = self._parameter_names.get(callee.node.id, [])
             through_object = callee_node.type == "attribute" and parameters[:1]
             if through_object and parameters[0] in _SELF_PARAMETERS:
                 parameters = parameters[1:]  # obj.method(x): x is the second parameter
@@ -179,7 +175,7 @@ class ValueFlow(Resolution):
                     parameter = parameters[position] if position < len(parameters) else None
                 if parameter is None or value_node.type not in _VALUE_TYPES:
                     continue
-                value = self._value(value_node, around, match["call"][0])
+                value = self._value(value_node, around, call)
                 if value is not None:
                     passed[(callee.symbol_id, parameter)].append(value)
         return passed
@@ -189,8 +185,7 @@ class ValueFlow(Resolution):
         (a closure calls its enclosing function's)."""
         scope = around
         while scope is not None:
-            holds = scope.kind in ("function", "method")
-            if holds and name in _parameters(scope.node, self.src.text):
+            if name in self._parameter_names.get(scope.node.id, ()):
                 return scope
             scope = scope.parent
         return None

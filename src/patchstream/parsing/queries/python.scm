@@ -16,3 +16,11 @@
 
 (import_statement) @reference.import
 (import_from_statement) @reference.import
+
+; Values called later (parsing/value_flow.py): a literal of callables bound to a name, a call
+; through a subscript, and a loop over a literal or a name.
+(assignment left: (identifier) @flow.name right: [(dictionary) (list) (tuple)] @flow.table
+  ) @flow.bind
+(call function: (subscript value: (identifier) @flow.held) @flow.through) @flow.subscript_call
+(for_statement left: (identifier) @flow.name right: [(list) (tuple) (identifier)] @flow.iter
+  body: (block) @flow.body) @flow.loop
