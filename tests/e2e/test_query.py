@@ -433,7 +433,20 @@ def test_a_repository_or_one_of_its_refs_is_dropped_over_http_and_the_cli(
                           timeout=60)  # fmt: skip
     assert done.returncode == 0 and "dropped scratch: 1 refs (main)" in done.stdout, done.stderr
     with _client(indexed) as client:
+        # Issue #36: a read of a repository or ref that does not exist says so (404), naming
+        # what does, instead of an empty 200.
         hits = client.post("/v1/search", json={"query": "kiwi_marker_77", "repo": "scratch"})
+        assert hits.status_code == 404, hits.text
+        assert "no repository 'scratch'" in hits.json()["detail"]
+        assert "billing" in hits.json()["detail"]
+        context = client.post("/v1/context", json={"query": "kiwi", "repo": "scratch"})
+        assert context.status_code == 404
+        hits = client.post("/v1/search", json={"query": "zzqx_nothing", "repo": "billing",
+                                                "ref": "no-such-branch"})  # fmt: skip
+        assert hits.status_code == 404 and "refs: " in hits.json()["detail"], hits.text
+        # A path prefix nothing matches in a repository that exists: an empty 200.
+        hits = client.post("/v1/search", json={"query": "tax", "repo": "billing",
+                                                "path_prefix": "nowhere/"})  # fmt: skip
         assert hits.status_code == 200 and hits.json()["hits"] == []
         assert client.delete("/v1/repos", params={"repo": "scratch"}).status_code == 404
         assert (

@@ -249,7 +249,14 @@ def create_api(
         check_query(body.query)
         hits = await run(service().search, tenant, body.query, body.limit, body.repo, body.ref,
                          body.path_prefix, body.kind)  # fmt: skip
+        if not hits and body.repo:  # nothing found: say so when nothing could be
+            await refuse_unknown(tenant, body.repo, body.ref)
         return {"hits": [asdict(h) for h in hits]}
+
+    async def refuse_unknown(tenant: str, repo: str, ref: str | None) -> None:
+        why = await run(service().unknown, tenant, repo, ref)
+        if why is not None:
+            raise HTTPException(404, why)
 
     @app.get("/v1/symbols")
     async def symbols_by_name(
@@ -340,8 +347,11 @@ def create_api(
     @app.post("/v1/context", response_model=ContextResponse)
     async def context(body: ContextRequest, tenant: Tenant) -> ContextResponse:
         check_query(body.query)
-        return await context_for(tenant, body.query, body.budget_tokens, body.repo, body.ref,
-                                 body.session, body.run)  # fmt: skip
+        found = await context_for(tenant, body.query, body.budget_tokens, body.repo, body.ref,
+                                  body.session, body.run)  # fmt: skip
+        if not found.blocks and body.repo:
+            await refuse_unknown(tenant, body.repo, body.ref)
+        return found
 
     async def resume_context(tenant: str, query: str, budget: int, found: Run) -> dict[str, Any]:
         response = await context_for(tenant, query[:max_query], budget, found.repo, found.ref,

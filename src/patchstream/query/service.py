@@ -20,7 +20,7 @@ from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
-from patchstream.stores.overlays import merged_hashes
+from patchstream.stores.overlays import merged_hashes, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_mirror import SearchMirror
@@ -95,6 +95,20 @@ class QueryService:
             return self.graph.definers(tenant, names, repo, ref)
 
         return lambda paths: rank_named_files(named, definers, paths)
+
+    def unknown(self, tenant: str, repo: str, ref: str | None) -> str | None:
+        """Why a read of ``repo`` (at ``ref``) can find nothing, when the repository or the
+        ref does not exist for this tenant, naming what does; None when both exist."""
+        refs = self.graph.refs(tenant, repo)
+        overlays = [o.ref for o in self.graph.overlays(tenant, repo)]
+        if not refs and not overlays:
+            held = self.graph.repos(tenant)
+            listed = ", ".join(held[:20]) + (" ..." if len(held) > 20 else "")
+            return f"no repository {repo!r} is indexed (indexed: {listed or 'none'})"
+        known = {*refs, *overlays}
+        if ref is None or ref in known or split_workspace(ref)[0] in known:
+            return None
+        return f"{repo!r} has no ref {ref!r} (refs: {', '.join(sorted(known)[:20])})"
 
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         return self.graph.symbol(tenant, symbol_id, ref)

@@ -135,6 +135,10 @@ class GraphStore(abc.ABC):
         """Remove an overlay's registration (its rows go with ``delete_ref``)."""
 
     @abc.abstractmethod
+    def repos(self, tenant: str) -> list[str]:
+        """Every repository the tenant has files of, sorted."""
+
+    @abc.abstractmethod
     def refs(self, tenant: str, repo: str) -> list[str]:
         """Every ref of a repository the store holds files of (overlays included), sorted."""
 

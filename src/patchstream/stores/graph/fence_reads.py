@@ -98,6 +98,12 @@ class FenceReads(abc.ABC):
         )
         return {(r[0], r[1], r[2]): r[3] or "snapshot" for r in rows}
 
+    def repos(self, tenant: str) -> list[str]:
+        if not tenant:
+            return []
+        rows = self._read(tenant, "MATCH (f:Fence) RETURN DISTINCT f.repo", {})
+        return sorted(str(row[0]) for row in rows if row[0])
+
     def refs(self, tenant: str, repo: str) -> list[str]:
         if not tenant:
             return []
