@@ -220,6 +220,11 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
             callers = await client.call_tool("find_callers", {"symbol": "tax", "depth": 2})
             question = {"query": "invoice tax", "budget_tokens": 500}
             context = await client.call_tool("get_context", question)
+            # Issue #36: a refused call reaches the model with the service's reason.
+            refused = await client.call_tool("get_context", {**question, "repo": "nosuchrepo"})
+            assert refused.is_error
+            reason = refused.content[0].text  # type: ignore[union-attr]
+            assert "404" in reason and "no repository 'nosuchrepo'" in reason, reason
             state = [
                 await client.call_tool("session_note", {"session_id": "mcp-1", "text": "t"}),
                 await client.call_tool("run_checkpoint", {"run_id": run_id, "note": "n"}),

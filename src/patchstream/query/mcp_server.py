@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.settings import Settings
@@ -22,9 +23,20 @@ INSTRUCTIONS = (
 )
 
 
+class ToolClient(QueryClient):
+    """The query client whose failures reach the model with their reason: the MCP server
+    shows any other exception as a bare "Error executing tool X"."""
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return super().call(method, path, **kwargs)
+        except QueryServiceError as exc:
+            raise ToolError(str(exc)) from exc
+
+
 def create_mcp_server(settings: Settings) -> MCPServer:
     server: MCPServer = MCPServer(name="patchstream", instructions=INSTRUCTIONS)
-    client = QueryClient(settings.query)
+    client = ToolClient(settings.query)
 
     @server.tool()
     def search_code(
@@ -163,7 +175,7 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         }
         response = client.http.post("/v1/memory/proposals", json=body)
         if response.status_code not in (201, 422):
-            raise QueryServiceError(f"{response.status_code}: {response.text}")
+            raise ToolError(f"{response.status_code}: {response.text}")
         return dict(response.json())
 
     @server.tool()
