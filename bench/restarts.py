@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--restart-time", type=int, default=0, metavar="N")
     parser.add_argument("--corpus", default="medium", help="for --restart-time")
+    parser.add_argument("--keep-logs", type=Path, default=Path("restart-soak-failures"),
+                        help="where the stack's logs are copied when a round fails")  # fmt: skip
     args = parser.parse_args()
     if args.restart_time:
         restart_time(args)
@@ -64,6 +66,8 @@ def main() -> None:
                     result = soak.restart_round()
                 except RuntimeError as exc:  # the stack did not come back: that is the finding
                     print(f"round {soak.rounds}: {exc}", flush=True)
+                    kept = _keep_logs(work / "soak", args.keep_logs / f"round-{soak.rounds}")
+                    print(f"the stack's logs are kept in {kept}", flush=True)
                     failed = True
                     break
                 results.append(result)
@@ -96,6 +100,17 @@ def main() -> None:
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
     if failed or good < len(results):
         sys.exit(1)
+
+
+def _keep_logs(soak: Path, into: Path) -> Path:
+    """``up``'s log and every service's and worker's (the temporary data dir goes)."""
+    import shutil
+
+    into.mkdir(parents=True, exist_ok=True)
+    for log in [soak / "up.log", *soak.glob("data/logs/*.log"), *soak.glob("data/*/*.log")]:
+        if log.is_file():
+            shutil.copy2(log, into / f"{log.parent.name}-{log.name}")
+    return into.resolve()
 
 
 def restart_time(args: argparse.Namespace) -> None:
