@@ -104,3 +104,17 @@ def test_a_store_that_accepts_but_is_slow_to_answer_is_given_patience_not_a_rest
     with pytest.raises(ServiceError):
         wait_until_ready(deaf, timeout=0.5, patience_s=30.0)  # type: ignore[arg-type]
     assert time.monotonic() - started < 5
+
+
+def test_a_slow_milvus_is_not_called_hung_after_three_probes() -> None:
+    """The restart soak: a Milvus loading its collections on a busy machine failed three
+    probes, was killed as hung, and its new start took 137 s more. Others keep the rule of
+    three probes in a row."""
+    from patchstream.embedded.services import hung
+
+    assert not hung("milvus", failed_probes=3, failing_for_s=20.0)
+    assert not hung("milvus", failed_probes=40, failing_for_s=179.0)
+    assert hung("milvus", failed_probes=40, failing_for_s=181.0)
+    assert not hung("milvus", failed_probes=2, failing_for_s=500.0)
+    assert hung("falkordb", failed_probes=3, failing_for_s=0.5)
+    assert not hung("falkordb", failed_probes=2, failing_for_s=60.0)

@@ -62,6 +62,18 @@ def ensure_port_free(name: str, host: str, port: int, wait_s: float = 0.0) -> No
         )
 
 
+# Milvus Lite answers nothing while it loads its collections, which takes minutes on a busy
+# machine after a kill; restarting it then starts the load over (the restart soak saw a
+# Milvus killed as hung after three probes come back only 137 s later). It gets this long.
+HUNG_AFTER_S = {"milvus": 180.0}
+
+
+def hung(name: str, failed_probes: int, failing_for_s: float) -> bool:
+    """Whether a service whose probes failed ``failed_probes`` times in a row, for
+    ``failing_for_s`` seconds, is hung (to be restarted) rather than slow."""
+    return failed_probes >= 3 and failing_for_s >= HUNG_AFTER_S.get(name, 0.0)
+
+
 @dataclass
 class Service:
     """A running child process and where it listens."""
@@ -74,6 +86,7 @@ class Service:
     _log: IO[bytes] | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
     failed_probes: int = 0
+    failing_since: float | None = None  # monotonic time of the first failed probe in a row
 
     def answers(self) -> bool:
         """A real request, not only a live process: FalkorDB must answer PING (a deadlocked

@@ -31,6 +31,7 @@ from patchstream.embedded.services import (
     ensure_port_free,
     falkordb_password,
     free_port,
+    hung,
     port_is_open,
     start_falkordb,
     start_milvus_lite,
@@ -405,14 +406,18 @@ class Supervisor:
             )  # fmt: skip
 
     def _answers(self, service: Service) -> bool:
-        """Three failed probes in a row mean the service is hung."""
+        """Three failed probes in a row mean the service is hung (Milvus: for minutes)."""
         if service.answers():
-            service.failed_probes = 0
+            service.failed_probes, service.failing_since = 0, None
             return True
+        now = time.monotonic()
         service.failed_probes += 1
-        log.warning("event=probe_failed service=%s failures=%d", service.name,
-                    service.failed_probes)  # fmt: skip
-        return service.failed_probes < 3
+        if service.failing_since is None:
+            service.failing_since = now
+        failing_for = now - service.failing_since
+        log.warning("event=probe_failed service=%s failures=%d failing_s=%.0f", service.name,
+                    service.failed_probes, failing_for)  # fmt: skip
+        return not hung(service.name, service.failed_probes, failing_for)
 
     def tend_outbox(self, now: float) -> None:
         self.outbox.settings = self.settings  # start() resolves the embedded addresses
