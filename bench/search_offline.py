@@ -32,7 +32,6 @@ from patchstream.query.question import named_in, rank_named_files
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
-    FILE_CANDIDATES,
     FILE_WEIGHT,
     NAMED_WEIGHT,
     IndexedRow,
@@ -66,12 +65,11 @@ def build_index(
 def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
     auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
-    file_candidates: int = FILE_CANDIDATES,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
                          named_weight=weight, auxiliary_weight=auxiliary_weight,
-                         file_weight=file_weight, file_candidates=file_candidates)  # fmt: skip
+                         file_weight=file_weight)  # fmt: skip
     for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:

@@ -55,7 +55,6 @@ from patchstream.query.question import named_in, rank_named_files
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
-    FILE_CANDIDATES,
     FILE_WEIGHT,
     NAMED_WEIGHT,
     IndexedRow,
@@ -310,7 +309,7 @@ def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Ite
         yield inst.base_commit[:12], [inst], git_snapshot(git_dir, inst.base_commit)
 
 
-Config = tuple[float, float, float, int]  # named, auxiliary and file weights; file candidates
+Config = tuple[float, float, float]  # (named weight, auxiliary weight, file weight)
 
 
 def run_repo(
@@ -338,10 +337,10 @@ def run_repo(
             asked_ms = (time.perf_counter() - began) * 1000
             theirs = baseline.rank(inst.question)
             code_ranked = code_only.rank(inst.question)
-            for (named_weight, auxiliary_weight, file_weight, candidates), tally in tallies.items():
+            for (named_weight, auxiliary_weight, file_weight), tally in tallies.items():
                 began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
-                                    auxiliary_weight, file_weight, candidates)  # fmt: skip
+                                    auxiliary_weight, file_weight)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
@@ -369,16 +368,14 @@ def main() -> None:
     parser.add_argument("--auxiliary-weights", type=float, nargs="+",
                         default=[AUXILIARY_WEIGHT])  # fmt: skip
     parser.add_argument("--file-weights", type=float, nargs="+", default=[FILE_WEIGHT])
-    parser.add_argument("--file-candidates", type=int, nargs="+", default=[FILE_CANDIDATES])
     args = parser.parse_args()
     if args.make_set:
         make_set(args.make_set)
         return
-    configs = [(n, a, f, c) for n in args.named_weights for a in args.auxiliary_weights
-               for f in args.file_weights for c in args.file_candidates]  # fmt: skip
+    configs = [(n, a, f) for n in args.named_weights for a in args.auxiliary_weights
+               for f in args.file_weights]  # fmt: skip
     print(f"SWE-bench Lite ({', '.join(args.repos)}); embedder {args.embedder}; (named "
-          f"weight, auxiliary weight, file weight, file candidates) {configs}; machine "
-          f"{machine()}",
+          f"weight, auxiliary weight, file weight) {configs}; machine {machine()}",
           flush=True)  # fmt: skip
     instances = load_instances()
     totals = {config: Tally() for config in configs}
@@ -393,10 +390,7 @@ def main() -> None:
             totals[config].add(tally)
             print(f"  {list(config)} {lines[config][-1]}", flush=True)
     for config in configs:
-        print(
-            f"named weight {config[0]}, auxiliary weight {config[1]}, file weight {config[2]},"
-            f" file candidates {config[3]}:"
-        )
+        print(f"named weight {config[0]}, auxiliary weight {config[1]}, file weight {config[2]}:")
         for line in [*lines[config], totals[config].line("all")]:
             print("  " + line)
     if args.update_results:

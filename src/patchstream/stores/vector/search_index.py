@@ -46,7 +46,6 @@ FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the othe
 NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
 AUXILIARY_WEIGHT = 0.5  # a test, doc or example row's fused score is scaled by this (file_roles)
-FILE_CANDIDATES = 0  # the best files by file BM25 whose best row joins the candidates
 
 
 def tokens(text: str) -> list[str]:
@@ -369,7 +368,6 @@ class TenantIndex:
         named_files: Sequence[str] = (),
         named_weight: float = NAMED_WEIGHT,
         auxiliary_weight: float = AUXILIARY_WEIGHT,
-        file_candidates: int = FILE_CANDIDATES,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
@@ -385,16 +383,10 @@ class TenantIndex:
         named = self._named_rows(named_files, keep, lexical) if named_weight > 0 else {}
         for _, top_row in named.values():
             fused.setdefault(top_row, 0.0)
-        by_file = self.file_scores(query, keep) if file_weight > 0 or file_candidates else None
-        if by_file is not None and file_candidates > 0:
-            # A file matching the question as a whole joins by its best row even when no
-            # single row of it made the dense or BM25 tops.
-            for top_row in self._best_rows(_positive_top(by_file, file_candidates), keep, lexical):
-                fused.setdefault(top_row, 0.0)
-        for weight, scored in ((file_weight, by_file), (name_weight, None)):
+        for weight, scored in ((file_weight, self.file_scores), (name_weight, self.name_scores)):
             if weight <= 0 or not fused:
                 continue
-            scores = scored if scored is not None else self.name_scores(query, keep)
+            scores = scored(query, keep)
             ranks = np.empty(len(scores), np.int64)
             ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
             for row in fused:
@@ -410,19 +402,6 @@ class TenantIndex:
                 fused[row] *= auxiliary_weight
         winners = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in winners]
-
-    def _best_rows(
-        self, codes: Sequence[int], keep: npt.NDArray[np.bool_], lexical: npt.NDArray[np.float32]
-    ) -> list[int]:
-        """For each path code of ``codes``, its kept row scoring best in ``lexical``."""
-        if not len(codes):
-            return []
-        paths = self.path[: self.size]
-        rows = np.flatnonzero(np.isin(paths, np.asarray(codes)) & keep[: self.size])
-        best: dict[int, int] = {}
-        for row in rows[np.argsort(-lexical[rows], kind="stable")]:
-            best.setdefault(int(paths[row]), int(row))
-        return list(best.values())
 
     def _named_rows(
         self, files: Sequence[str], keep: npt.NDArray[np.bool_], lexical: npt.NDArray[np.float32]
