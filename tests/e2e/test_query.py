@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from patchstream.embedded.supervisor import Supervisor
+from patchstream.errors import ContractError
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
@@ -415,6 +416,12 @@ def test_a_repository_or_one_of_its_refs_is_dropped_over_http_and_the_cli(
     root = tmp_path_factory.mktemp("scratch")
     main = {"scratch/kiwi.py": "def kiwi_marker_77():\n    return 1\n"}
     topic = {**main, "scratch/fig.py": "def fig_marker():\n    pass\n"}
+    # Issue #36: a branch over a base that is not indexed is refused, not an overlay of nothing.
+    with pytest.raises(ContractError, match="base 'nosuchbase' of 'scratch' is not indexed"):
+        asyncio.run(index_directory(indexed.settings, make_repo(root / "early" / "scratch", main),
+                                    repo="scratch", tenant="acme", ref="early",
+                                    base="nosuchbase", timeout_s=60, progress=False,
+                                    commits=0))  # fmt: skip
     for ref, base, files in (("main", None, main), ("topic", "main", topic)):
         done = asyncio.run(index_directory(
             indexed.settings, make_repo(root / ref / "scratch", files), repo="scratch",

@@ -159,6 +159,11 @@ async def index_directory(
                 raise ContractError(str(exc)) from exc
             if ref in graph.overlay_chain(tenant, repo, base):
                 raise ContractError(f"{ref!r} over {base!r} would be a cycle")
+            known = {*graph.refs(tenant, repo), *(o.ref for o in graph.overlays(tenant, repo))}
+            if base not in known:  # an overlay over nothing would store every file as its own
+                listed = ", ".join(sorted(known)) or "none"
+                raise ContractError(f"base {base!r} of {repo!r} is not indexed (refs: {listed});"
+                                    f" index it first")  # fmt: skip
             graph.declare_overlay(tenant, repo, ref, base, "branch")
         chain = graph.overlay_chain(tenant, repo, ref)
         graph_hashes = merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain)
