@@ -343,6 +343,12 @@ def run_repo(
                                     auxiliary_weight, file_weight)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
+                if args.dump is not None:
+                    with args.dump.open("a", encoding="utf-8") as dump:
+                        dump.write(json.dumps({"id": inst.id, "config": [named_weight,
+                            auxiliary_weight, file_weight], "files": sorted(inst.files),
+                            "ours": ours[:10], "bm25_code": code_ranked[:10],
+                            "named": named[:10]}) + "\n")  # fmt: skip
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
                 for k in tally.ours:
                     tally.ours[k] += bool(set(ours[:k]) & inst.files)
@@ -368,6 +374,8 @@ def main() -> None:
     parser.add_argument("--auxiliary-weights", type=float, nargs="+",
                         default=[AUXILIARY_WEIGHT])  # fmt: skip
     parser.add_argument("--file-weights", type=float, nargs="+", default=[FILE_WEIGHT])
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="append each issue's top files as JSON lines")  # fmt: skip
     args = parser.parse_args()
     if args.make_set:
         make_set(args.make_set)
