@@ -103,3 +103,14 @@ def test_a_zero_budget_is_refused_not_replaced() -> None:
     ):
         result = CliRunner().invoke(cli, argv)
         assert result.exit_code == 2 and "--budget" in result.output, result.output
+
+
+def test_repo_drop_asks_first_and_a_no_drops_nothing() -> None:
+    """Dropping a repository is destructive: without --yes the CLI asks, and "n" stops it
+    before any request (the query URL here points at nothing that listens)."""
+    env = {"PATCHSTREAM_QUERY": json.dumps({"url": "http://127.0.0.1:9", "api_key": "k"})}
+    result = CliRunner().invoke(cli, ["repo", "drop", "demo"], input="n\n", env=env)
+    assert result.exit_code == 1 and "Drop every ref of demo from both stores?" in result.output
+    assert "Aborted" in result.output and "unreachable" not in result.output
+    result = CliRunner().invoke(cli, ["repo", "drop", "demo", "--ref", "x", "--yes"], env=env)
+    assert result.exit_code != 0 and "unreachable" in result.output  # it did try, with --yes
