@@ -28,7 +28,7 @@ from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
-from patchstream.query.question import named_in, rank_named_files
+from patchstream.query.question import named_files, named_in
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
@@ -65,11 +65,12 @@ def build_index(
 def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
     auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
+    named_explicit: int | None = None,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
                          named_weight=weight, auxiliary_weight=auxiliary_weight,
-                         file_weight=file_weight)  # fmt: skip
+                         file_weight=file_weight, named_explicit=named_explicit)  # fmt: skip
     for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:
@@ -106,9 +107,10 @@ def main() -> None:
         theirs = {1: 0, 5: 0, 10: 0}
         aux = 0
         for q in chosen.questions:
-            named = rank_named_files(named_in(q.question), definers_of(definers), chosen.sources)
-            files = ranked_files(index, embedder.embed([q.question])[0], q.question, named,
-                                 args.named_weight)  # fmt: skip
+            pointed = named_files(named_in(q.question), definers_of(definers), chosen.sources)
+            files = ranked_files(index, embedder.embed([q.question])[0], q.question,
+                                 pointed.files, args.named_weight,
+                                 named_explicit=pointed.explicit)  # fmt: skip
             base = baseline.rank(q.question)
             aux += sum(is_auxiliary(f) for f in files[:10])
             for k in ours:

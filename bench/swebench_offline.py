@@ -51,7 +51,7 @@ from patchstream.embedders.factory import create_embedder
 from patchstream.indexing.scan import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
-from patchstream.query.question import named_in, rank_named_files
+from patchstream.query.question import named_files, named_in
 from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
@@ -331,8 +331,10 @@ def run_repo(
                     tally.left_out += 1
                 continue
             began = time.perf_counter()
-            named = rank_named_files(named_in(inst.question), definers_of(live.definers),
-                                     live.sources)  # fmt: skip
+            pointed = named_files(named_in(inst.question), definers_of(live.definers),
+                                  live.sources)  # fmt: skip
+            named = pointed.files
+            explicit = None if args.exempt_all_named else pointed.explicit
             vector = embedder.embed([inst.question])[0]
             asked_ms = (time.perf_counter() - began) * 1000
             theirs = baseline.rank(inst.question)
@@ -340,7 +342,7 @@ def run_repo(
             for (named_weight, auxiliary_weight, file_weight), tally in tallies.items():
                 began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
-                                    auxiliary_weight, file_weight)  # fmt: skip
+                                    auxiliary_weight, file_weight, explicit)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 if args.dump is not None:
@@ -374,6 +376,11 @@ def main() -> None:
     parser.add_argument("--auxiliary-weights", type=float, nargs="+",
                         default=[AUXILIARY_WEIGHT])  # fmt: skip
     parser.add_argument("--file-weights", type=float, nargs="+", default=[FILE_WEIGHT])
+    parser.add_argument(
+        "--exempt-all-named",
+        action="store_true",
+        help="no demotion for a test any named name leads to (before 12-02)",
+    )
     parser.add_argument("--dump", type=Path, default=None,
                         help="append each issue's top files as JSON lines")  # fmt: skip
     args = parser.parse_args()

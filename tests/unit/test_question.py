@@ -58,3 +58,12 @@ def test_hostile_issue_text_cannot_make_the_patterns_backtrack() -> None:
     found = [named_in(text) for text in runs]
     assert [len(f.names) for f in found] == [0, 0, 0, 0, 0, 0]
     assert [bool(f.paths) for f in found] == [False, False, False, False, False, True]
+
+
+def test_files_a_question_names_itself_come_first_and_are_counted() -> None:
+    from patchstream.query.question import named_files
+
+    question = 'Traceback:\n  File "pkg/a.py", line 3, in run\nwhen HelperThing is used'
+    found = named_files(named_in(question), lambda ns: {n: ["tests/t.py"] for n in ns},
+                        ["pkg/a.py", "tests/t.py"])  # fmt: skip
+    assert (found.files, found.explicit) == (["pkg/a.py", "tests/t.py"], 1)

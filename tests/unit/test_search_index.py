@@ -307,6 +307,13 @@ def test_tests_and_docs_are_demoted_unless_the_question_names_them() -> None:
     named = [pk for pk, _ in index.search(query, vector, keep, 3, auxiliary_weight=0.5,
                                           named_files=["tests/test_retry.py"])]  # fmt: skip
     assert named[0] == "test"
+    # A test that merely defines a name the question uses (the graph's definers, after the
+    # explicit files) is demoted like any other: on django, tests defining the models an
+    # issue names outranked the fixed file.
+    defines = [pk for pk, _ in index.search(query, vector, keep, 3, auxiliary_weight=0.5,
+                                            named_files=["tests/test_retry.py"],
+                                            named_explicit=0)]  # fmt: skip
+    assert defines[0] == "code"
     assert is_auxiliary("tests/test_retry.py") and is_auxiliary("docs/retry.rst")
     assert is_auxiliary("sympy/core/tests/test_basic.py") and is_auxiliary("conftest.py")
     assert not is_auxiliary("pkg/retry.py") and not is_auxiliary("src/attestation/latest.py")

@@ -68,10 +68,27 @@ def named_in(question: str) -> Named:
     return found
 
 
+@dataclass
+class NamedFiles:
+    """The files a question points at, best first; the first ``explicit`` of them it names
+    itself (a traceback frame, a path), the rest define names it uses."""
+
+    files: list[str]
+    explicit: int
+
+
 def rank_named_files(
     named: Named, definers: Callable[[Sequence[str]], Mapping[str, Iterable[str]]],
     paths: Iterable[str],
 ) -> list[str]:  # fmt: skip
+    """``named_files(...).files``."""
+    return named_files(named, definers, paths).files
+
+
+def named_files(
+    named: Named, definers: Callable[[Sequence[str]], Mapping[str, Iterable[str]]],
+    paths: Iterable[str],
+) -> NamedFiles:  # fmt: skip
     """Files of the view the question points at, best first: traceback frames (the
     innermost first), files its paths name (by path suffix), then files defining the most of
     its names (a name defined in many files counts less in each)."""
@@ -81,12 +98,13 @@ def rank_named_files(
         ranked += _by_suffix(path, known)
     for path in named.paths:
         ranked += _by_suffix(path, known)
+    explicit = len(_unique(ranked))
     weights: defaultdict[str, float] = defaultdict(float)
     for files in map(set, definers(named.names).values()):
         for path in files:
             weights[path] += 1.0 / len(files)
     ranked += [path for path, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return _unique(ranked)
+    return NamedFiles(_unique(ranked), explicit)
 
 
 def _by_suffix(path: str, known: list[str]) -> list[str]:

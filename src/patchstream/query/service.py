@@ -14,7 +14,7 @@ from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import file_map_candidates
-from patchstream.query.question import named_in, rank_named_files
+from patchstream.query.question import named_files, named_in
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
@@ -84,7 +84,7 @@ class QueryService:
 
     def _named_files(
         self, tenant: str, query: str, repo: str | None, ref: str | None
-    ) -> Callable[[Iterable[str]], list[str]] | None:
+    ) -> Callable[[Iterable[str]], tuple[Sequence[str], int]] | None:
         """The files defining what the question names in code, found in the graph (a
         traceback's frames, paths, identifiers): a ranked list search fuses."""
         named = named_in(query)
@@ -94,7 +94,11 @@ class QueryService:
         def definers(names: Sequence[str]) -> dict[str, set[str]]:
             return self.graph.definers(tenant, names, repo, ref)
 
-        return lambda paths: rank_named_files(named, definers, paths)
+        def pointed(paths: Iterable[str]) -> tuple[Sequence[str], int]:
+            found = named_files(named, definers, paths)
+            return found.files, found.explicit
+
+        return pointed
 
     def unknown(self, tenant: str, repo: str, ref: str | None) -> str | None:
         """Why a read of ``repo`` (at ``ref``) can find nothing, when the repository or the

@@ -368,13 +368,17 @@ class TenantIndex:
         named_files: Sequence[str] = (),
         named_weight: float = NAMED_WEIGHT,
         auxiliary_weight: float = AUXILIARY_WEIGHT,
+        named_explicit: int | None = None,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
         its file's name (``name_weight``) and of the files the question names in code
         (``named_files``, best first, from the graph: ``named_weight``; each such file's best
         BM25 row joins the candidates), cut to ``limit``. Rows of tests, docs and examples
-        the question does not name are scaled by ``auxiliary_weight`` (``file_roles``)."""
+        are scaled by ``auxiliary_weight`` (``file_roles``) unless the question names the
+        file itself: the first ``named_explicit`` of ``named_files`` (all when None), those
+        a traceback frame or a path names; a test that merely defines a name the question
+        uses is still demoted."""
         fused: dict[int, float] = {}
         lexical = self.bm25_scores(query, keep)  # kept: the named files' best rows read it
         for ranked in (self.dense_top(vector, keep, 3 * limit), _positive_top(lexical, 3 * limit)):
@@ -393,12 +397,14 @@ class TenantIndex:
                 code = self.path[row]
                 if scores[code] > 0:
                     fused[row] += weight / (RRF_K + int(ranks[code]))
+        explicit = named_files if named_explicit is None else named_files[:named_explicit]
+        exempt = {self.paths.ids.get(path) for path in explicit}
         for row in fused:
             code = int(self.path[row])
             hit = named.get(code)
             if hit is not None:
                 fused[row] += named_weight / (RRF_K + hit[0])
-            elif self.auxiliary[code]:
+            if self.auxiliary[code] and code not in exempt:
                 fused[row] *= auxiliary_weight
         winners = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
         return [(self.pks[row], score) for row, score in winners]

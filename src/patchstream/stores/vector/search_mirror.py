@@ -202,10 +202,11 @@ class SearchMirror:
         path_prefix: str | None = None,
         kind: str | None = None,
         view: View | None = None,
-        named_files: Callable[[Iterable[str]], Sequence[str]] | None = None,
+        named_files: Callable[[Iterable[str]], tuple[Sequence[str], int]] | None = None,
     ) -> list[SearchHit] | None:
         """Like ``MilvusVectorStore.search``; None when the tenant is not served here yet.
-        ``named_files`` ranks the files the question names, given the paths held."""
+        ``named_files`` ranks the files the question names, given the paths held: (files,
+        how many of the first it names itself, by a traceback frame or a path)."""
         if not tenant or not query.strip():
             return []
         mirror = self._mirror(tenant)
@@ -220,8 +221,9 @@ class SearchMirror:
                 for i, layer in enumerate(view.layers)
             ]  # fmt: skip
             keep = index.mask(scopes, kind, path_prefix, hidden)
-            named = named_files(index.paths.names) if named_files is not None else ()
-            ranked = index.search(query, vector, keep, limit, named_files=named)
+            named, explicit = named_files(index.paths.names) if named_files else ((), 0)
+            ranked = index.search(query, vector, keep, limit, named_files=named,
+                                  named_explicit=explicit)  # fmt: skip
             return self._hits(index, ranked)
 
     @staticmethod
