@@ -175,8 +175,11 @@ def _query(
 
 
 def test_query_service_refuses_hostile_reads(sec_stack: Supervisor) -> None:
-    ok = _query(sec_stack, "POST", "/v1/search", json={"query": "main", "repo": "shop"})
+    ok = _query(sec_stack, "POST", "/v1/search", json={"query": "main"})
     assert ok.status_code == 200
+    # A repository nothing was indexed for is a 404 that says so (issue #36), never a 500.
+    unknown = _query(sec_stack, "POST", "/v1/search", json={"query": "main", "repo": "nope"})
+    assert unknown.status_code == 404 and "no repository 'nope'" in unknown.text, unknown.text
     assert _query(sec_stack, "POST", "/v1/search", key="dev-local-key",
                   json={"query": "main"}).status_code == 401  # fmt: skip
     hostile = [
