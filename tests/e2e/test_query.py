@@ -434,8 +434,12 @@ def test_a_repository_or_one_of_its_refs_is_dropped_over_http_and_the_cli(
         assert (
             client.delete("/v1/refs", params={"repo": "scratch", "ref": "nope"}).status_code == 404
         )
-        hostile = client.delete("/v1/refs", params={"repo": "scratch", "ref": "../main"})
-        assert hostile.status_code == 422
+        for route, params in (("/v1/refs", {"repo": "scratch", "ref": "../main"}),
+                              ("/v1/refs", {"repo": "scratch\n", "ref": "main"}),
+                              ("/v1/repos", {"repo": "a/../b"}),
+                              ("/v1/repos", {"repo": "x\x00"})):  # fmt: skip
+            hostile = client.delete(route, params=params)
+            assert hostile.status_code == 422, (route, params, hostile.text)
         found = client.delete("/v1/refs", params={"repo": "scratch", "ref": "topic"})
         assert found.status_code == 200 and found.json()["symbols"] > 0
     env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,

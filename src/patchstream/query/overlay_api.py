@@ -48,8 +48,16 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
                    ) -> APIRouter:  # fmt: skip
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
-    Repo = Annotated[str, Query(pattern=_NAME_PATTERN)]  # noqa: N806
     Ref = Annotated[str, Query(pattern=VIEW_REF_PATTERN)]  # noqa: N806
+
+    def checked_repo(repo: Annotated[str, Query(pattern=_NAME_PATTERN)]) -> str:
+        """The pattern, and no ``..`` or empty component (``a/../b`` would alias a name)."""
+        try:
+            return check_name(repo)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from exc
+
+    Repo = Annotated[str, Depends(checked_repo)]  # noqa: N806
 
     @router.get("/v1/overlays")
     def listing(tenant: Tenant, repo: Annotated[str | None, Query(pattern=_NAME_PATTERN)] = None
