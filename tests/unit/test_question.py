@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchstream.query.question import MAX_NAMES, named_in, rank_named_files
+from patchstream.query.question import MAX_NAMES, named_files, named_in
 
 ISSUE = """Session.send fails with a KeyError when the adapter is mounted twice
 
@@ -36,8 +36,8 @@ def test_files_rank_frames_first_then_paths_then_definers() -> None:
              "requests/models.py", "tests/test_requests.py"]  # fmt: skip
     definers = {"get_adapter": ["requests/sessions.py"], "MyAdapter": [],
                 "Session": ["requests/sessions.py", "requests/models.py"]}  # fmt: skip
-    ranked = rank_named_files(named_in(ISSUE), lambda ns: {n: definers.get(n, []) for n in ns},
-                              known)  # fmt: skip
+    ranked = named_files(named_in(ISSUE), lambda ns: {n: definers.get(n, []) for n in ns},
+                         known).files  # fmt: skip
     # innermost frame first (a traceback prints it last), then the other, the path, definers
     assert ranked == ["requests/adapters.py", "requests/sessions.py", "requests/utils.py",
                       "requests/models.py"]  # fmt: skip
@@ -47,7 +47,7 @@ def test_names_are_bounded_whatever_the_question_holds() -> None:
     flood = " ".join(f"call_number_{i}()" for i in range(5000))
     named = named_in(flood)
     assert len(named.names) == MAX_NAMES
-    assert rank_named_files(named_in('File "x.py", line 1'), lambda ns: {}, ["a.py"]) == []
+    assert named_files(named_in('File "x.py", line 1'), lambda ns: {}, ["a.py"]).files == []
 
 
 def test_hostile_issue_text_cannot_make_the_patterns_backtrack() -> None:

@@ -159,7 +159,7 @@ async def index_directory(
                 raise ContractError(str(exc)) from exc
             if ref in graph.overlay_chain(tenant, repo, base):
                 raise ContractError(f"{ref!r} over {base!r} would be a cycle")
-            known = {*graph.refs(tenant, repo), *(o.ref for o in graph.overlays(tenant, repo))}
+            known = graph.known_refs(tenant, repo)
             if base not in known:  # an overlay over nothing would store every file as its own
                 listed = ", ".join(sorted(known)) or "none"
                 raise ContractError(f"base {base!r} of {repo!r} is not indexed (refs: {listed});"

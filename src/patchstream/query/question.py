@@ -4,7 +4,7 @@ adds to search (a code-blind BM25 has nothing like it).
 An issue pasted as it is names code in a few recognisable shapes: traceback frames (``File
 "x/y.py", line 3, in parse``), file paths (``src/app/config.py``), dotted names
 (``requests.sessions.Session.send``), CamelCase and snake_case identifiers, and calls
-(``update()``). ``named_in`` pulls them out, bounded; ``rank_named_files`` turns them into
+(``update()``). ``named_in`` pulls them out, bounded; ``named_files`` turns them into
 files: a traceback's frames first (innermost last in Python's order, so read backwards), then
 files a path names, then the files that define the most named symbols. Nothing here does I/O:
 the caller passes how to find names' definers (the graph, in one query) and which paths
@@ -75,14 +75,6 @@ class NamedFiles:
 
     files: list[str]
     explicit: int
-
-
-def rank_named_files(
-    named: Named, definers: Callable[[Sequence[str]], Mapping[str, Iterable[str]]],
-    paths: Iterable[str],
-) -> list[str]:  # fmt: skip
-    """``named_files(...).files``."""
-    return named_files(named, definers, paths).files
 
 
 def named_files(

@@ -103,13 +103,11 @@ class QueryService:
     def unknown(self, tenant: str, repo: str, ref: str | None) -> str | None:
         """Why a read of ``repo`` (at ``ref``) can find nothing, when the repository or the
         ref does not exist for this tenant, naming what does; None when both exist."""
-        refs = self.graph.refs(tenant, repo)
-        overlays = [o.ref for o in self.graph.overlays(tenant, repo)]
-        if not refs and not overlays:
+        known = self.graph.known_refs(tenant, repo)
+        if not known:
             held = self.graph.repos(tenant)
             listed = ", ".join(held[:20]) + (" ..." if len(held) > 20 else "")
             return f"no repository {repo!r} is indexed (indexed: {listed or 'none'})"
-        known = {*refs, *overlays}
         if ref is None or ref in known or split_workspace(ref)[0] in known:
             return None
         return f"{repo!r} has no ref {ref!r} (refs: {', '.join(sorted(known)[:20])})"

@@ -142,6 +142,11 @@ class GraphStore(abc.ABC):
     def refs(self, tenant: str, repo: str) -> list[str]:
         """Every ref of a repository the store holds files of (overlays included), sorted."""
 
+    def known_refs(self, tenant: str, repo: str) -> set[str]:
+        """The refs a read or a new overlay may name: those holding files, and overlays
+        declared but still empty."""
+        return {*self.refs(tenant, repo), *(o.ref for o in self.overlays(tenant, repo))}
+
     @abc.abstractmethod
     def delete_ref(self, tenant: str, repo: str, ref: str) -> int:
         """Remove everything of one branch of a repository; returns symbols removed."""
