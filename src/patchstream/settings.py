@@ -57,6 +57,33 @@ class ParsingSettings(BaseModel):
         description="MiB of recent files' last states a worker keeps, stored encoded (~10x "
         "smaller than as objects); a miss reads the state from the graph.",
     )
+    sandbox: bool = Field(
+        default=True,
+        description="Parse and extract in jailed subprocesses (no network, no readable files, "
+        "an empty environment, rlimits, a wall-clock kill); off: in the worker's own process.",
+    )
+    sandbox_memory_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="Address space a jail may grow by beyond its warm start (RLIMIT_AS); a "
+        "file that needs more is retried once in a fresh jail, then flagged parse_failed.",
+    )
+    sandbox_wall_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Wall-clock seconds a jail may spend on one file before it is killed; "
+        "generous, since the CPU budget above already cancels slow parses on a loaded machine.",
+    )
+    sandbox_files_per_jail: int = Field(
+        default=5000,
+        ge=1,
+        description="Files a jail parses before a fresh one replaces it (also after any failure).",
+    )
+    sandbox_cpu_s: int = Field(
+        default=900,
+        ge=10,
+        description="CPU seconds a jail may use in its life (RLIMIT_CPU); replaced at half.",
+    )
 
 
 class GraphSettings(BaseModel):

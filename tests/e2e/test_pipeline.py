@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.streams.dlq import read_dead_letters
 from patchstream.streams.producer import EventPublisher
 from patchstream.streams.topics import Topics
 from tests.e2e.conftest import make_repo, wait_for
@@ -247,3 +250,70 @@ def test_the_vector_tier_runs_at_lower_priority_in_its_own_scheduling_group(
         assert autogroup_nice(pids["vector-sink"]) == nice
         assert autogroup_nice(pids["milvus"]) == nice
         assert autogroup_nice(pids["graph-sink"]) == 0
+
+
+def _busy_jails(cpu: dict[int, int]) -> list[int]:
+    """Pids of parse jails that used CPU since the last look (``cpu`` keeps the last look)."""
+    busy = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"patchstream.parsing.jail_child" not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used = int(fields[11]) + int(fields[12])  # utime + stime, in ticks
+        if cpu.get(int(entry.name), used) != used:
+            busy.append(int(entry.name))
+        cpu[int(entry.name)] = used
+    return busy
+
+
+def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
+    stack: Supervisor,
+) -> None:
+    """Parse jails are killed (SIGSEGV) while they work: the file's two tries fail, it keeps
+    its last good symbols flagged parse_failed, the DLQ says why, and the next file parses."""
+    good = "def keep(x):\n    return x\n"
+    _publish(stack, [_event("acme", "jail/big.py", 1, content=good)])
+    graph = open_graph_store(stack.settings)
+    try:
+        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", "jail/big.py")),
+                 what="the good version")  # fmt: skip
+        stop, cpu = threading.Event(), {}
+
+        def kill_busy_jails() -> None:
+            while not stop.is_set():
+                for pid in _busy_jails(cpu):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGSEGV)
+                time.sleep(0.05)
+
+        big = "".join(f"def f{i}(a):\n    return g(a, [x for x in a])\n\n" for i in range(3000))
+        _busy_jails(cpu)  # the idle jails' CPU so far
+        killer = threading.Thread(target=kill_busy_jails, daemon=True)
+        killer.start()
+        try:
+            _publish(stack, [_event("acme", "jail/big.py", 2, content=big)])
+
+            def flagged() -> bool:
+                state = graph.file_state("acme", "shop", "main", "jail/big.py")
+                return state is not None and state.version == 2 and state.flags.parse_failed
+
+            wait_for(flagged, what="the file flagged parse_failed")
+        finally:
+            stop.set()
+            killer.join()
+        names = {s.name for s in graph.file_symbols("acme", "shop", "main", "jail/big.py")}
+        assert "keep" in names and "f1" not in names  # the last good structure stands
+        _publish(stack, [_event("acme", "jail/next.py", 1, content=good)])
+        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", "jail/next.py")),
+                 what="the next file, parsed by a fresh jail")  # fmt: skip
+    finally:
+        graph.close()
+    letters = [letter for letter in asyncio.run(read_dead_letters(stack.settings.kafka))
+               if letter.code == "parse_failed"]  # fmt: skip
+    assert len(letters) == 1 and "SIGSEGV" in letters[0].reason, letters
+    assert "then in a fresh jail" in letters[0].reason

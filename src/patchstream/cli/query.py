@@ -62,8 +62,8 @@ def search(
         return
     for hit in result["hits"]:
         first = hit["text"].strip().splitlines()[0] if hit["text"].strip() else ""
-        click.echo(f"{hit['score']:.4f}  {hit['path']}:{hit['start_line']}-{hit['end_line']}  "
-                   f"{first[:80]}")  # fmt: skip
+        click.echo(f"{hit['score']:.4f}  {hit['ref']:<12}  {hit['path']}:{hit['start_line']}-"
+                   f"{hit['end_line']}  {first[:80]}")  # fmt: skip
 
 
 def _walk(kind: str) -> None:

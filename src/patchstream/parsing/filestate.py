@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import tree_sitter as ts
 
@@ -25,6 +26,20 @@ from patchstream.schemas.events import EditHint, file_key
 from patchstream.schemas.graph import Edge, EdgeType, Symbol, SymbolKind
 from patchstream.schemas.state import FileFlags, FileState
 from patchstream.settings import ParsingSettings
+
+
+class StateBuilder(Protocol):
+    """What the parse stage needs: a file's new state, and forgetting a file that is gone."""
+
+    def build(
+        self,
+        target: FileRef,
+        data: bytes,
+        previous: FileState | None = None,
+        hint: EditHint | None = None,
+    ) -> FileState: ...
+
+    def forget(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,10 @@ class FileStateBuilder:
         )
         self.counter = TokenCounter(self.settings.token_encoding)
 
+    def forget(self, key: str) -> None:
+        """The file is gone: its cached tree goes too."""
+        self.parser.forget(key)
+
     def build(
         self,
         target: FileRef,
@@ -62,26 +81,20 @@ class FileStateBuilder:
         previous: FileState | None = None,
         hint: EditHint | None = None,
     ) -> FileState:
+        return settle(self.build_fresh(target, data, hint), previous)
+
+    def build_fresh(self, target: FileRef, data: bytes, hint: EditHint | None = None) -> Fresh:
+        """The state of ``data`` alone (the part that parses, run in the jail when sandboxed);
+        :func:`settle` then merges what a budget overrun or a syntax error lost from the
+        previous state."""
         language = language_for_path(target.path)
-        # The File-node-only state; every outcome below refines it.
-        shell = FileState(
-            tenant=target.tenant,
-            repo=target.repo,
-            ref=target.ref,
-            workspace=target.workspace,
-            path=target.path,
-            version=target.version,
-            language=language,
-            content_hash=hash_bytes(data),
-            size_bytes=len(data),
-            symbols=(_file_symbol(target, language, data),),
-        )
+        shell = shell_state(target, data)  # every outcome below refines it
         if len(data) > self.settings.max_file_bytes:
             self.parser.forget(target.key)
-            return shell.model_copy(update={"flags": FileFlags(too_large=True)})
+            return Fresh(shell.model_copy(update={"flags": FileFlags(too_large=True)}))
         if b"\x00" in data:
             self.parser.forget(target.key)
-            return shell.model_copy(update={"flags": FileFlags(binary=True)})
+            return Fresh(shell.model_copy(update={"flags": FileFlags(binary=True)}))
         try:
             text = data.decode("utf-8")
             not_utf8 = False
@@ -92,15 +105,17 @@ class FileStateBuilder:
             chunks = prose_chunks(
                 target.path, text, shell.symbols[0], self.counter, self.settings.chunk_max_tokens
             )
-            return shell.model_copy(
-                update={
-                    "language": PROSE_LANGUAGE,
-                    "flags": FileFlags(not_utf8=not_utf8),
-                    "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
-                }
+            return Fresh(
+                shell.model_copy(
+                    update={
+                        "language": PROSE_LANGUAGE,
+                        "flags": FileFlags(not_utf8=not_utf8),
+                        "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
+                    }
+                )
             )
         if language is None:
-            return shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)})
+            return Fresh(shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)}))
         source = text.encode("utf-8") if not_utf8 else data
         try:
             tree = self.parser.parse(target.key, language, source, hint)
@@ -112,26 +127,12 @@ class FileStateBuilder:
             extraction = extract(tree, source, language, target.repo, target.path, deadline)
         except ParseTimeout:
             flags = FileFlags(parse_timeout=True, not_utf8=not_utf8)
-            if previous is None:
-                return shell.model_copy(update={"flags": flags})
-            # Over budget: the last structure we had stays until a version parses in time.
-            return shell.model_copy(
-                update={
-                    "flags": flags,
-                    "symbols": previous.symbols,
-                    "edges": previous.edges,
-                    "chunks": previous.chunks,
-                }
-            )
+            return Fresh(shell.model_copy(update={"flags": flags}))
         symbols, edges, chunks = self._assemble(
             target, language, text, shell.symbols[0], extraction
         )
         has_errors = tree.root_node.has_error
-        if has_errors and previous is not None:
-            symbols, edges, chunks = _keep_last_good(
-                symbols, edges, chunks, previous, _error_lines(tree)
-            )
-        return shell.model_copy(
+        state = shell.model_copy(
             update={
                 "flags": FileFlags(has_errors=has_errors, not_utf8=not_utf8),
                 "symbols": tuple(sorted(symbols, key=lambda s: s.id)),
@@ -139,6 +140,7 @@ class FileStateBuilder:
                 "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
             }
         )
+        return Fresh(state, tuple(_error_lines(tree)) if has_errors else ())
 
     def _assemble(
         self, target: FileRef, language: str, text: str, file_node: Symbol, extraction: Extraction
@@ -189,6 +191,56 @@ class FileStateBuilder:
             self.settings.chunk_max_tokens,
         )
         return symbols, edges, chunks
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """A file's state from its bytes alone, with the lines its syntax errors span."""
+
+    state: FileState
+    error_lines: tuple[tuple[int, int], ...] = ()
+
+
+def settle(fresh: Fresh, previous: FileState | None) -> FileState:
+    """Over budget, or jailed and failed: the last structure stays until a version parses.
+    Syntax errors: the symbols they touch keep their last good version."""
+    state = fresh.state
+    if previous is None:
+        return state
+    if state.flags.parse_timeout or state.flags.parse_failed:
+        kept = {"symbols": previous.symbols, "edges": previous.edges, "chunks": previous.chunks}
+        return state.model_copy(update=kept)
+    if not state.flags.has_errors:
+        return state
+    symbols, edges, chunks = _keep_last_good(
+        list(state.symbols), list(state.edges), list(state.chunks), previous,
+        list(fresh.error_lines),
+    )  # fmt: skip
+    return state.model_copy(
+        update={
+            "symbols": tuple(sorted(symbols, key=lambda s: s.id)),
+            "edges": tuple(sorted(edges, key=Edge.sort_key)),
+            "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
+        }
+    )
+
+
+def shell_state(target: FileRef, data: bytes, flags: FileFlags | None = None) -> FileState:
+    """The File-node-only state of ``data``: what a file keeps when nothing else can be said."""
+    language = language_for_path(target.path)
+    return FileState(
+        tenant=target.tenant,
+        repo=target.repo,
+        ref=target.ref,
+        workspace=target.workspace,
+        path=target.path,
+        version=target.version,
+        language=language,
+        content_hash=hash_bytes(data),
+        size_bytes=len(data),
+        symbols=(_file_symbol(target, language, data),),
+        flags=flags or FileFlags(),
+    )
 
 
 def _owns_chunk(symbol: Symbol, kinds: dict[str, SymbolKind]) -> bool:

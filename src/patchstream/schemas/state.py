@@ -24,6 +24,11 @@ class FileFlags(BaseModel):
     binary: bool = Field(default=False, description="NUL bytes; File node only")
     not_utf8: bool = Field(default=False, description="decoded with replacement characters")
     parse_timeout: bool = Field(default=False, description="parse budget exceeded; previous kept")
+    parse_failed: bool = Field(
+        default=False,
+        description="the sandboxed parser crashed, hung or ran out of memory on this content "
+        "twice; previous kept, the reason in the dead-letter queue",
+    )
 
     def raised(self) -> list[str]:
         return [name for name, value in self.model_dump().items() if value]

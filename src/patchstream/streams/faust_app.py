@@ -21,7 +21,7 @@ import faust
 
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics, dlq_reason_code
-from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.parsing.jail import state_builder
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store
@@ -90,7 +90,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
     patch_topic = app.topic(topics.patch_events, **raw, **raw_serializers)
     delta_topic = app.topic(topics.file_deltas, **raw, **raw_serializers)
     dlq_topic = app.topic(topics.dlq, **raw, **raw_serializers)
-    stage = ParseStage(FileStateBuilder(settings.parsing), BlobReader(settings.pipeline.repos_dir))
+    stage = ParseStage(state_builder(settings.parsing), BlobReader(settings.pipeline.repos_dir))
     states = PreviousStates(
         open_graph_store(settings),
         settings.parsing.tree_cache_size,
@@ -99,10 +99,19 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
     allowed = settings.pipeline.allowed_tenants
 
     async def reject(
-        reason: str, code: str, value: bytes | None, key: bytes | None, message: Any
+        reason: str,
+        code: str,
+        value: bytes | None,
+        key: bytes | None,
+        message: Any,
+        applied: bool = False,  # a flagged file: parsed (last good state kept) and reported
     ) -> Any:
-        metrics.dead_lettered("parse", code)
-        log.warning("event=rejected stage=parse reason=%r offset=%s", reason[:300], message.offset)
+        if applied:
+            metrics.dlq.labels("parse", code).inc()
+        else:
+            metrics.dead_lettered("parse", code)
+        log.warning("event=%s stage=parse reason=%r offset=%s", "flagged" if applied else
+                    "rejected", reason[:300], message.offset)  # fmt: skip
         return await dlq_topic.send(
             key=key,
             value=dead_letter(
@@ -159,6 +168,10 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                     acks.append(await reject(reason, code, event.value, event.key, event.message))
                     continue
                 output = outcome.output
+                if output.flagged is not None:  # applied (last good kept), and said in the DLQ
+                    acks.append(await reject(f"file skipped, its last good state kept: "
+                                             f"{output.flagged}", "parse_failed", event.value,
+                                             event.key, event.message, applied=True))  # fmt: skip
                 language = (output.state.language if output.state else None) or "none"
                 metrics.parse_seconds.labels(language).observe(outcome.seconds)
                 metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from patchstream.errors import ContractError
 from patchstream.parsing.delta import delete_delta, diff_states
-from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.parsing.filestate import FileRef, StateBuilder
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.schemas.events import PatchEvent
+from patchstream.parsing.jail import FileFlagged
+from patchstream.schemas.events import EditHint, PatchEvent
 from patchstream.schemas.state import FileDelta, FileState
 from patchstream.streams.blobs import BlobReader
 
@@ -22,10 +23,11 @@ class ParseOutput:
     events: list[PatchEvent] = field(default_factory=list)
     state: FileState | None = None
     stale: bool = False
+    flagged: str | None = None  # why the file was skipped (kept its last good state)
 
 
 class ParseStage:
-    def __init__(self, builder: FileStateBuilder, blobs: BlobReader) -> None:
+    def __init__(self, builder: StateBuilder, blobs: BlobReader) -> None:
         self.builder = builder
         self.blobs = blobs
 
@@ -48,7 +50,7 @@ class ParseStage:
         if previous is not None and event.version <= previous.version:
             return ParseOutput(state=previous, stale=True)
         if event.op == "delete":
-            self.builder.parser.forget(event.key)
+            self.builder.forget(event.key)
             delta = delete_delta(
                 previous,
                 tenant=event.tenant,
@@ -60,10 +62,19 @@ class ParseStage:
                 event=event,
             )
             return ParseOutput(deltas=[delta], state=None)
-        state = self.builder.build(_target(event), self.content_of(event), previous, event.edit)
-        output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state)
+        state, flagged = self._build(event, self.content_of(event), previous, event.edit)
+        output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state,
+                             flagged=flagged)  # fmt: skip
         self._follow_ups(event, output)
         return output
+
+    def _build(
+        self, event: PatchEvent, data: bytes, previous: FileState | None, hint: EditHint | None
+    ) -> tuple[FileState, str | None]:
+        try:
+            return self.builder.build(_target(event), data, previous, hint), None
+        except FileFlagged as flagged:  # skipped with its reason; the stage moves on
+            return flagged.state, flagged.reason
 
     def resend(self, event: PatchEvent, previous: FileState) -> ParseOutput:
         """A redelivery at the version already parsed: the complete state again (base:
@@ -72,10 +83,11 @@ class ParseStage:
         if event.op == "delete":
             return self.handle(event, None)
         data = self.content_of(event)
-        state = previous
+        state, flagged = previous, None
         if not previous.chunks or hash_bytes(data) != previous.content_hash:
-            state = self.builder.build(_target(event), data, previous, None)
-        output = ParseOutput(deltas=[diff_states(None, state, event)], state=state)
+            state, flagged = self._build(event, data, previous, None)
+        output = ParseOutput(deltas=[diff_states(None, state, event)], state=state,
+                             flagged=flagged)  # fmt: skip
         self._follow_ups(event, output)
         return output
 
