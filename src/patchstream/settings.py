@@ -69,10 +69,11 @@ class ParsingSettings(BaseModel):
         "file that needs more is retried once in a fresh jail, then flagged parse_failed.",
     )
     sandbox_wall_s: float = Field(
-        default=20.0,
+        default=120.0,
         gt=0,
-        description="Wall-clock seconds a jail may spend on one file before it is killed; "
-        "generous, since the CPU budget above already cancels slow parses on a loaded machine.",
+        description="Wall-clock seconds a jail may take over one file before it is killed. A "
+        "jail spinning past twice the CPU budgets above (+2 s) is killed sooner; the wall clock "
+        "is for one that neither answers nor works, so a loaded machine flags nothing.",
     )
     sandbox_files_per_jail: int = Field(
         default=5000,

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 _BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
          "from patchstream.parsing.jail_child import main; main()")  # fmt: skip
 _START_S = 120.0  # a cold interpreter loading every grammar on a loaded 2-core machine
+_LOOK_S = 0.5  # how often a silent jail's CPU time is looked at
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class JailFailure(ParseError):  # noqa: N818 - a condition, named as the runtime reads it
@@ -91,6 +93,7 @@ class ParseJail:
         self.process = spawn(settings, _BOOT)
         self.files = 0
         self.cpu_s = 0.0
+        self.cpu_at_send = 0
         ready = self._reply(time.monotonic() + _START_S, "start")
         self.layers: list[str] = ready.get("layers", [])
 
@@ -102,6 +105,7 @@ class ParseJail:
         self, target: FileRef, data: bytes, hint: EditHint | None, forget: list[str]
     ) -> Fresh:
         deadline = time.monotonic() + self.settings.sandbox_wall_s
+        self.cpu_at_send = self._cpu_ticks()
         header = {"target": asdict(target), "forget": forget,
                   "hint": hint.model_dump() if hint else None}  # fmt: skip
         self._send(frame(json.dumps(header).encode()) + frame(data), deadline)
@@ -156,8 +160,12 @@ class ParseJail:
         fd, chunks, got = self.process.stdout.fileno(), [], 0
         while got < size:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            if remaining <= 0:
                 raise self._failure(during, hung=True)
+            if not select.select([fd], [], [], min(remaining, _LOOK_S))[0]:
+                if during == "parse" and self._over_cpu():
+                    raise self._failure(during, spinning=True)
+                continue
             chunk = os.read(fd, min(size - got, 1 << 20))
             if not chunk:
                 raise self._failure(during)
@@ -165,8 +173,28 @@ class ParseJail:
             got += len(chunk)
         return b"".join(chunks)
 
-    def _failure(self, during: str, hung: bool = False, memory: bool = False) -> JailFailure:
+    def _cpu_ticks(self) -> int:
+        """The jail's CPU time so far, in clock ticks (0 once it is gone)."""
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return 0
+        fields = stat.rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    def _over_cpu(self) -> bool:
+        """Spinning past what a file may cost: the parse and extraction budgets (which cancel
+        cooperatively first), twice over, and two seconds more."""
+        allowed_s = 4 * self.settings.timeout_micros / 1_000_000 + 2
+        return self._cpu_ticks() - self.cpu_at_send > allowed_s * _TICKS
+
+    def _failure(
+        self, during: str, hung: bool = False, memory: bool = False, spinning: bool = False
+    ) -> JailFailure:
         """What became of the jail, in words; the jail is killed either way."""
+        if spinning:
+            self.close()
+            return JailFailure(f"{during}: over its CPU budget without answering (killed)")
         if hung:
             self.close()
             budget = _START_S if during == "start" else self.settings.sandbox_wall_s
