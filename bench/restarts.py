@@ -64,7 +64,7 @@ def main() -> None:
                     break
                 try:
                     result = soak.restart_round()
-                except RuntimeError as exc:  # the stack did not come back: that is the finding
+                except Exception as exc:  # the stack did not come back: that is the finding
                     print(f"round {soak.rounds}: {exc}", flush=True)
                     kept = _keep_logs(work / "soak", args.keep_logs / f"round-{soak.rounds}")
                     print(f"the stack's logs are kept in {kept}", flush=True)

@@ -29,6 +29,7 @@ from types import TracebackType
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.services import free_port, port_is_open
 from patchstream.embedded.supervisor import settings_environment, with_embedded_addresses
+from patchstream.errors import StoreUnavailable
 from patchstream.indexing.run import IndexSummary, index_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.settings import (
@@ -41,6 +42,8 @@ from patchstream.settings import (
 )
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.graph.base import GraphSnapshot
+from patchstream.stores.graph.cypher import CypherGraphStore
+from patchstream.stores.vector.milvus import MilvusVectorStore
 
 VICTIMS = ("tansu", "parse", "graph-sink", "vector-sink", "up")
 # Words of each victim's command line (argv elements) that tell it apart.
@@ -272,13 +275,26 @@ class FaultSoak:
         except BaseException as exc:  # the fault may fail this run; the caller runs it again
             outcome["summary"] = exc
 
+    def _stores(self, wait_s: float = 600.0) -> tuple[CypherGraphStore, MilvusVectorStore]:
+        """Both stores, waited for as a user would while one is still loading."""
+        settings = self.client_settings()
+        deadline = time.monotonic() + wait_s
+        while True:
+            graph = open_graph_store(settings)
+            try:
+                return graph, open_vector_store(settings)
+            except StoreUnavailable:
+                graph.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+
     def compare(self, clean: str) -> RoundResult:
         expected = {
             str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
             for p in self.source.rglob("*.py")
         }
-        settings = self.client_settings()
-        graph, vectors = open_graph_store(settings), open_vector_store(settings)
+        graph, vectors = self._stores()
         try:
             held = [graph.file_hashes(FAULT_TENANT, REPO, "main"),
                     vectors.file_hashes(FAULT_TENANT, REPO, "main")]  # fmt: skip

@@ -24,10 +24,7 @@ from pathlib import Path
 
 from patchstream.embedded.services import falkordb_password
 from patchstream.indexing.run import index_directory
-from patchstream.stores.factory import open_graph_store, open_vector_store
-from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.overlay_service import OverlayService
-from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
 
 
@@ -212,7 +209,3 @@ class RestartSoak(FaultSoak):
         finally:
             graph.close()
             vectors.close()
-
-    def _stores(self) -> tuple[GraphStore, MilvusVectorStore]:
-        settings = self.client_settings()
-        return open_graph_store(settings), open_vector_store(settings)

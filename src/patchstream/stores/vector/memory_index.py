@@ -55,7 +55,7 @@ class MilvusMemoryIndex:
                 field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
             )
             self.client.create_collection(self.collection, schema=schema, index_params=index)
-        self.client.load_collection(self.collection)
+        self.client.load(self.collection)
         self._ready = True
 
     def upsert(self, tenant: str, memory_id: str, owner: str, visibility: str, text: str) -> None:

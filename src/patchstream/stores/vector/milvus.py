@@ -105,7 +105,7 @@ class MilvusVectorStore:
             ):
                 self._create_once(name, create)
             for name in (self.chunks, self.files, self.vectors):
-                self.client.load_collection(name)
+                self.client.load(name)
         except (MilvusException, grpc.RpcError) as exc:
             raise milvus_error("could not prepare collections", exc) from exc
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 from pymilvus import MilvusClient, MilvusException, MilvusUnavailableException
-from pymilvus.client.types import Status
+from pymilvus.client.types import LoadState, Status
 
 from patchstream.errors import ContractError, StoreError, StoreRefused, StoreUnavailable
 
@@ -72,12 +72,28 @@ class DeadlinedClient:
                     collection = kwargs.get("collection_name", args[0] if args else None)
                     if exc.code != _NOT_LOADED or not isinstance(collection, str):
                         raise
-                    self._client.load_collection(collection, timeout=self._timeout_s)
+                    self.load(collection)
                     return attribute(*args, **kwargs)
             except (MilvusException, grpc.RpcError) as exc:
                 raise milvus_error(f"{name} failed", exc) from exc
 
         return call
+
+    def load(self, collection: str) -> None:
+        """Loads ``collection``. A load still running when the client's wait for it ends (a
+        restarted Milvus Lite on a busy machine) is a store not answering yet, retried like an
+        outage, not a refusal: the load state says which, never the message."""
+        try:
+            self._client.load_collection(collection, timeout=self._timeout_s)
+        except (MilvusException, grpc.RpcError) as exc:
+            try:
+                state = self._client.get_load_state(collection, timeout=self._timeout_s)
+            except (MilvusException, grpc.RpcError):
+                state = {}
+            if state.get("state") == LoadState.Loading:
+                raise StoreUnavailable(f"Milvus is still loading {collection} ({exc})",
+                                       store="milvus") from exc  # fmt: skip
+            raise milvus_error(f"load_collection {collection} failed", exc) from exc
 
 
 _NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
