@@ -314,3 +314,36 @@ def test_mutated_real_files_never_kill_the_worker_and_any_failure_is_flagged(
         assert flagged.reason and flagged.state.flags.parse_failed
     else:
         assert state.content_hash and state.symbols[0].kind is SymbolKind.FILE
+
+
+_LYING_JAIL = """import sys; sys.path.insert(0, sys.argv.pop(1))
+from patchstream.parsing.jail_child import frame, read_frame
+out = sys.stdout.buffer
+out.write(frame(b'{"ready": true, "layers": []}')); out.flush()
+while read_frame(sys.stdin.buffer) is not None and read_frame(sys.stdin.buffer) is not None:
+    out.write(REPLY); out.flush()
+"""
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b'frame(b\'{"ok": true, "error_lines": [], "cpu_s": 0}\') + frame(b\'{"path": "x"}\')',
+        b"b'\\xff\\xff\\xff\\xff' + b'{'",  # a 4 GiB frame announced
+        b"frame(b'[1, 2]') + frame(b'')",
+    ],
+)
+def test_a_jail_that_answers_outside_its_contract_is_replaced_and_the_file_flagged(
+    monkeypatch: pytest.MonkeyPatch, reply: bytes
+) -> None:
+    """What a compromised jail says is untrusted: an invalid state, an absurd frame length or
+    a reply of the wrong shape kills it; in two jails, the file is flagged."""
+    monkeypatch.setattr("patchstream.parsing.jail._BOOT",
+                        _LYING_JAIL.replace("REPLY", reply.decode()))  # fmt: skip
+    builder = JailedStateBuilder(ParsingSettings(sandbox_wall_s=10))
+    builder.start()
+    with pytest.raises(FileFlagged) as flagged:
+        builder.build(_target("m.py"), GOOD)
+    assert flagged.value.reason.count("outside its contract") == 2, flagged.value.reason
+    assert builder.started == 2
+    builder.close()

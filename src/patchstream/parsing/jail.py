@@ -36,7 +36,7 @@ from patchstream.parsing.filestate import (
     settle,
     shell_state,
 )
-from patchstream.parsing.jail_child import MEMORY_EXIT, frame
+from patchstream.parsing.jail_child import MAX_FRAME, MEMORY_EXIT, frame
 from patchstream.schemas.events import EditHint
 from patchstream.schemas.state import FileFlags, FileState
 from patchstream.settings import ParsingSettings
@@ -115,8 +115,15 @@ class ParseJail:
         self.cpu_s = float(reply.get("cpu_s", 0.0))
         if not reply.get("ok"):
             raise JailedParseError(f"the parser failed on this content: {reply.get('error')}")
-        lines = tuple((int(a), int(b)) for a, b in reply.get("error_lines", ()))
-        return Fresh(FileState.model_validate_json(body), lines)
+        try:
+            lines = tuple((int(a), int(b)) for a, b in reply.get("error_lines", ()))
+            state = FileState.model_validate_json(body)
+        except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+            raise self._failure("parse", garbled=True) from None
+        if (state.path, state.version, state.tenant) != (target.path, target.version,
+                                                         target.tenant):  # fmt: skip
+            raise self._failure("parse", garbled=True)
+        return Fresh(state, lines)
 
     def worn(self) -> bool:
         limits = self.settings
@@ -144,16 +151,21 @@ class ParseJail:
                 raise self._failure("parse") from None
 
     def _reply(self, deadline: float, during: str) -> dict[str, Any]:
-        reply = json.loads(self._frame(deadline, during))
+        try:
+            reply = json.loads(self._frame(deadline, during))
+        except ValueError:
+            reply = None
         if not isinstance(reply, dict):
-            raise self._failure(during)
+            raise self._failure(during, garbled=True)
         if reply.get("memory"):
             raise self._failure(during, memory=True)
         return reply
 
     def _frame(self, deadline: float, during: str) -> bytes:
-        head = self._read(4, deadline, during)
-        return self._read(int.from_bytes(head, "big"), deadline, during)
+        length = int.from_bytes(self._read(4, deadline, during), "big")
+        if length > MAX_FRAME:  # what a jail says is untrusted too
+            raise self._failure(during, garbled=True)
+        return self._read(length, deadline, during)
 
     def _read(self, size: int, deadline: float, during: str) -> bytes:
         assert self.process.stdout is not None
@@ -189,9 +201,17 @@ class ParseJail:
         return self._cpu_ticks() - self.cpu_at_send > allowed_s * _TICKS
 
     def _failure(
-        self, during: str, hung: bool = False, memory: bool = False, spinning: bool = False
+        self,
+        during: str,
+        hung: bool = False,
+        memory: bool = False,
+        spinning: bool = False,
+        garbled: bool = False,
     ) -> JailFailure:
         """What became of the jail, in words; the jail is killed either way."""
+        if garbled:
+            self.close()
+            return JailFailure(f"{during}: the jail answered outside its contract (killed)")
         if spinning:
             self.close()
             return JailFailure(f"{during}: over its CPU budget without answering (killed)")
