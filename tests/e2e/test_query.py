@@ -303,6 +303,20 @@ def test_a_workspace_reads_as_its_base_plus_its_writes(indexed: Supervisor) -> N
         assert client.get(f"/v1/symbols/{rate}").json()["name"] == "rate"
         callees = client.get(f"/v1/symbols/{tax}/callees", params={"ref": view}).json()
         assert [c["name"] for c in callees["callees"]] == ["vat_rate"]
+        # Issue #36: a name only the workspace defines resolves in its view, with or without
+        # the repository; main does not have it.
+        for params in ({"ref": view}, {"ref": view, "repo": "billing"}):
+            named = client.get("/v1/symbols", params={"name": "ship_with_tax", **params})
+            assert [s["path"] for s in named.json()["symbols"]] == ["billing/shipping_ws.py"]
+        main_named = client.get("/v1/symbols", params={"name": "ship_with_tax", "ref": "main"})
+        assert main_named.json()["symbols"] == []
+        env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps(
+            {"url": indexed.settings.query.url, "api_key": "key-acme"})}  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "callees",
+                               "ship_with_tax", "--workspace", ws, "--json"], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert [c["name"] for c in json.loads(done.stdout)["callees"]] == ["tax"]
         # Search and context see the workspace's text; main's never does.
         body = {"query": "vat_rate ship_with_tax", "repo": "billing", "ref": view}
         hits = client.post("/v1/search", json=body).json()["hits"]

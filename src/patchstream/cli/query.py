@@ -29,10 +29,11 @@ def query() -> None:
     """Search the index, walk the code graph, assemble context."""
 
 
-def _resolve(name_or_id: str, repo: str | None) -> str:
+def _resolve(name_or_id: str, repo: str | None, ref: str | None = None) -> str:
+    """The symbol a name stands for, looked up in the ref's view (a workspace's own names)."""
     client = QueryClient(get_settings().query)
     try:
-        return client.resolve(name_or_id, repo)
+        return client.resolve(name_or_id, repo, ref)
     except QueryServiceError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -85,7 +86,7 @@ def _walk(kind: str) -> None:
         name_or_id: str, repo: str | None, ref: str, workspace: str | None, depth: int,
         resolution: str, as_json: bool,
     ) -> None:  # fmt: skip
-        symbol_id = _resolve(name_or_id, repo)
+        symbol_id = _resolve(name_or_id, repo, view_ref(ref, workspace))
         result = call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
                       params={"depth": depth, "ref": view_ref(ref, workspace),
                               "resolution": resolution})  # fmt: skip

@@ -265,7 +265,7 @@ def create_api(
         repo: NameParam | None = None,
         ref: RefParam | None = None,
     ) -> dict[str, Any]:
-        found = await run(service().graph.symbols_by_name, tenant, name, repo, ref)
+        found = await run(service().symbols_named, tenant, name, repo, ref)
         return {"symbols": [asdict(s) for s in found]}
 
     def walk_route(kind: str, default_depth: int, max_depth: int) -> None:

@@ -40,7 +40,7 @@ class QueryClient:
         if "::" in name_or_id:
             return name_or_id
         params = {"name": name_or_id, **({"repo": repo} if repo else {}),
-                  **({"ref": ref} if repo and ref else {})}  # fmt: skip
+                  **({"ref": ref} if ref else {})}  # fmt: skip
         symbols = self.call("GET", "/v1/symbols", params=params)["symbols"]
         if not symbols:
             raise QueryServiceError(f"no symbol named {name_or_id!r}")

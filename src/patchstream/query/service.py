@@ -112,6 +112,16 @@ class QueryService:
             return None
         return f"{repo!r} has no ref {ref!r} (refs: {', '.join(sorted(known)[:20])})"
 
+    def symbols_named(
+        self, tenant: str, name: str, repo: str | None, ref: str | None
+    ) -> list[StoredSymbol]:
+        """Symbols called ``name``, in the ref's view: a workspace or branch overlay's own
+        names too. A ref without a repository is looked up in every repository's view."""
+        if repo is not None or ref is None:
+            return self.graph.symbols_by_name(tenant, name, repo, ref)
+        return [s for held in self.graph.repos(tenant)
+                for s in self.graph.symbols_by_name(tenant, name, held, ref)]  # fmt: skip
+
     def symbol(self, tenant: str, symbol_id: str, ref: str = "main") -> StoredSymbol | None:
         return self.graph.symbol(tenant, symbol_id, ref)
 
