@@ -21,7 +21,7 @@ from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.streams.producer import EventPublisher
-from tests.e2e.conftest import make_repo
+from tests.e2e.conftest import make_repo, wait_for
 
 FILES = {
     "billing/tax.py": (
@@ -385,6 +385,18 @@ def test_a_branch_indexed_over_main_stores_only_what_differs(
     with _client(indexed) as client:
         listed = client.get("/v1/overlays", params={"repo": "billing"}).json()["overlays"]
         branch_overlay = next(o for o in listed if o["ref"] == "feature-x")
+        # Issue #36: without a ref, a repository's search reads its default branch, never
+        # the branch declared over it (whose tax.py has vat_rate); each hit names its ref.
+        body = {"query": "vat_rate tax", "repo": "billing", "limit": 20}
+        default = client.post("/v1/search", json=body).json()["hits"]
+        assert default and {h["ref"] for h in default} == {"main"}
+        assert all("vat_rate" not in h["text"] for h in default)
+
+        def branch_text() -> bool:  # the search copy follows the store within a few seconds
+            found = client.post("/v1/search", json={**body, "ref": "feature-x"}).json()["hits"]
+            return any("vat_rate" in h["text"] for h in found)
+
+        wait_for(branch_text, timeout=60, what="the branch's own text in its search")
         assert (branch_overlay["kind"], branch_overlay["files"], branch_overlay["deleted"]) == (
             "branch",
             1,

@@ -20,12 +20,14 @@ from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
-from patchstream.stores.overlays import merged_hashes, split_workspace
+from patchstream.stores.overlays import WORKSPACE_MARK, merged_hashes, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_mirror import SearchMirror
 
 _CODE_KINDS = ("function", "class", "interface")
+DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
+_DEFAULT_REF_TTL_S = 5.0  # a repository's branches change rarely; a search asks each time
 _FRESHNESS_ENTRIES = 1024
 # Candidates whose trust is set where they are made, not from the file's last writer.
 _TRUSTED_AT_SOURCE = ("working-state", "memory")
@@ -59,6 +61,7 @@ class QueryService:
         self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
             OrderedDict()
         )
+        self._defaults: dict[tuple[str, str], tuple[float, str | None]] = {}
 
     def search(
         self,
@@ -70,6 +73,8 @@ class QueryService:
         path_prefix: str | None = None,
         kind: str | None = None,
     ) -> list[SearchHit]:
+        if repo and ref is None:
+            ref = self.default_ref(tenant, repo)
         # An overlay (``main~agent-42``, or a branch declared over a base) reads as a view.
         view = self.graph.view(tenant, repo, ref) if repo and ref else None
         if self.mirror is not None:
@@ -99,6 +104,26 @@ class QueryService:
             return found.files, found.explicit
 
         return pointed
+
+    def default_ref(self, tenant: str, repo: str) -> str | None:
+        """The branch a read of ``repo`` without a ref means: the first of ``main``,
+        ``master``, ``trunk``, ``develop`` it has, else its only branch; None (every branch)
+        when it has several and none of those. Overlays (other branches declared over a base,
+        agents' workspaces) are never a default."""
+        now = time.monotonic()
+        cached = self._defaults.get((tenant, repo))
+        if cached is not None and now - cached[0] < _DEFAULT_REF_TTL_S:
+            return cached[1]
+        overlays = {o.ref for o in self.graph.overlays(tenant, repo)}
+        branches = {r for r in self.graph.refs(tenant, repo)
+                    if r not in overlays and WORKSPACE_MARK not in r}  # fmt: skip
+        named = next((b for b in DEFAULT_BRANCHES if b in branches), None)
+        if named is None and len(branches) == 1:
+            named = next(iter(branches))
+        if len(self._defaults) > 4096:
+            self._defaults.clear()
+        self._defaults[(tenant, repo)] = (now, named)
+        return named
 
     def unknown(self, tenant: str, repo: str, ref: str | None) -> str | None:
         """Why a read of ``repo`` (at ``ref``) can find nothing, when the repository or the
