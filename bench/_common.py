@@ -196,8 +196,10 @@ def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:
                                      falkordb_port=free_port(), milvus_port=free_port(),
                                      metrics_port=0),
         "kafka": KafkaSettings(topic_prefix=topic_prefix),
-        "query": QuerySettings(port=free_port(), api_keys={"bench-key": "bench"}),
-        "gateway": GatewaySettings(port=free_port()),
+        # Benches measure the services, not the per-key limits: those are off.
+        "query": QuerySettings(port=free_port(), api_keys={"bench-key": "bench"},
+                               rate_per_key=0),
+        "gateway": GatewaySettings(port=free_port(), rate_per_key=0),
     }  # fmt: skip
     return Settings(**{**defaults, **sections})
 

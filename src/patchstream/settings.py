@@ -251,6 +251,13 @@ class QuerySettings(BaseModel):
     api_key: SecretStr = Field(
         default=SecretStr("dev-local-key"), description="the key the CLI and MCP server send"
     )
+    rate_per_key: float = Field(
+        default=200.0,
+        ge=0,
+        description="Requests a second each API key may make (a token bucket; 0: no limit); "
+        "over it, 429 with Retry-After.",
+    )
+    burst_per_key: int = Field(default=2000, ge=1, description="the bucket's size: a burst")
     default_budget_tokens: int = Field(default=8000, gt=0)
     entry_points: int = Field(default=5, gt=0, description="search hits expanded in the graph")
     tokens_per_entry: int = Field(
@@ -334,6 +341,13 @@ class GatewaySettings(BaseModel):
     url: str = Field(default="", description="set to send `emit` and hooks through the gateway")
     config: str = Field(default="", description="TOML file of repositories and API keys")
     api_key: SecretStr = Field(default=SecretStr("dev-local-key"), description="client key")
+    rate_per_key: float = Field(
+        default=200.0,
+        ge=0,
+        description="Requests a second each API key may make (a token bucket; 0: no limit); "
+        "over it, 429 with Retry-After.",
+    )
+    burst_per_key: int = Field(default=2000, ge=1, description="the bucket's size: a burst")
     max_body_bytes: int = Field(default=1024 * 1024, gt=0, description="webhook bodies")
     max_request_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="/v1/patches bodies (all writes together)"

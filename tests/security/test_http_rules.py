@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from patchstream.errors import ConfigError
 from patchstream.http_errors import install_error_handlers
+from patchstream.http_limits import TokenBuckets
 from patchstream.http_security import DEV_API_KEY, BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.producers.gateway import create_gateway
+from patchstream.producers.registry import Registry
 from patchstream.query.api import create_api
-from patchstream.settings import QuerySettings, Settings
+from patchstream.settings import EmbeddedSettings, GatewaySettings, QuerySettings, Settings
 
 
 def test_the_dev_key_works_only_on_loopback_with_no_keys_configured() -> None:
@@ -87,3 +92,42 @@ def test_services_refuse_to_start_off_loopback_without_keys(service: str) -> Non
     done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", service], env=env,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode != 0 and "dev key" in done.stderr
+
+
+def test_token_buckets_admit_a_burst_then_the_rate() -> None:
+    now = [0.0]
+    buckets = TokenBuckets(rate=2.0, burst=3, clock=lambda: now[0])
+    assert [buckets.take("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert buckets.take("a") == pytest.approx(0.5)  # one token every half second
+    assert buckets.take("b") == 0.0  # a bucket per key
+    now[0] = 0.5
+    assert buckets.take("a") == 0.0 and buckets.take("a") > 0
+
+
+@pytest.mark.parametrize("service", ["query", "gateway"])
+def test_a_key_over_its_rate_gets_429_with_retry_after_and_others_go_on(
+    service: str, tmp_path: Path
+) -> None:
+    """Per-key limits (issue #36): the third request of a key allowed a burst of two is a 429
+    before any route runs; another key and requests without a key are not held back; the
+    refusal and the metric name the key by tenant and fingerprint, never the key."""
+    keys = {"secret-key-ACME-0001": "acme", "secret-key-GLOBEX-02": "globex"}
+    limits = {"api_keys": keys, "rate_per_key": 0.01, "burst_per_key": 2}
+    if service == "query":
+        app = create_api(Settings(query=QuerySettings(**limits)))
+    else:
+        settings = Settings(gateway=GatewaySettings(**limits),
+                            embedded=EmbeddedSettings(data_dir=str(tmp_path)))  # fmt: skip
+        app = create_gateway(settings, Registry(), tmp_path)
+    client = TestClient(app)  # no lifespan: no store is opened, /healthz needs none
+    acme = {"Authorization": "Bearer secret-key-ACME-0001"}
+    assert [client.get("/healthz", headers=acme).status_code for _ in range(2)] == [200, 200]
+    refused = client.get("/healthz", headers=acme)
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert "secret-key" not in refused.text
+    globex = {"Authorization": "Bearer secret-key-GLOBEX-02"}
+    assert client.get("/healthz", headers=globex).status_code == 200
+    assert client.get("/healthz").status_code == 200  # no key: not this limit's business
+    exported = client.get("/metrics").text
+    assert 'patchstream_http_rate_limited_total{client="acme/k-' in exported
+    assert "secret-key" not in exported

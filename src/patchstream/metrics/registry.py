@@ -99,6 +99,10 @@ class Metrics:
             "patchstream_events_total", "Messages handled, by stage and outcome.",
             ["stage", "outcome"], registry=r,
         )  # fmt: skip
+        self.rate_limited = Counter(
+            "patchstream_http_rate_limited_total",
+            "Requests refused (429) for being over their API key's rate.", ["client"], registry=r,
+        )  # fmt: skip
         self.dlq = Counter(
             "patchstream_dlq_messages_total", "Messages sent to the dead letter topic.",
             ["stage", "reason"], registry=r,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from patchstream import __version__
 from patchstream.errors import ConfigError, ContractError
 from patchstream.http_errors import install_error_handlers
+from patchstream.http_limits import KeyRateLimit
 from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
@@ -167,6 +168,9 @@ def create_gateway(
         default=settings.gateway.max_request_bytes,
         limits=[("/webhooks/", settings.gateway.max_body_bytes)],
     )
+    app.add_middleware(KeyRateLimit, keys=api_keys, rate=settings.gateway.rate_per_key,
+                       burst=settings.gateway.burst_per_key, service="gateway",
+                       on_limited=lambda name: metrics.rate_limited.labels(name).inc())  # fmt: skip
     install_error_handlers(app)
 
     @app.exception_handler(BrokerUnavailable)

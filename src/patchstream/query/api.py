@@ -21,6 +21,7 @@ from patchstream.agent.runs import Run
 from patchstream.agent.service import AgentStateService
 from patchstream.errors import ContractError
 from patchstream.http_errors import install_error_handlers
+from patchstream.http_limits import KeyRateLimit
 from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
@@ -186,6 +187,10 @@ def create_api(
     app = FastAPI(title="patchstream query service", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
     app.add_middleware(BodyLimit, default=settings.query.max_body_bytes)
+    app.add_middleware(KeyRateLimit, keys=resolve_api_keys(settings.query.api_keys,
+                       settings.query.host, "query"), rate=settings.query.rate_per_key,
+                       burst=settings.query.burst_per_key, service="query",
+                       on_limited=lambda name: metrics.rate_limited.labels(name).inc())  # fmt: skip
     install_error_handlers(app)
     max_query = settings.query.max_query_chars
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from patchstream.http_limits import KeyRateLimit
 from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.query.mcp_server import create_mcp_server
 from patchstream.settings import Settings
@@ -58,7 +59,9 @@ def mcp_http_app(settings: Settings, host: str, max_body_bytes: int = 1024 * 102
 
         raise ConfigError("PATCHSTREAM_QUERY__API_KEY is not one of the query service's API keys")
     app = create_mcp_server(settings).streamable_http_app(host=host)
-    return BodyLimit(BearerAuth(app, keys, own), default=max_body_bytes)
+    limited = KeyRateLimit(BearerAuth(app, keys, own), keys, settings.query.rate_per_key,
+                           settings.query.burst_per_key, "mcp")  # fmt: skip
+    return BodyLimit(limited, default=max_body_bytes)
 
 
 def serve_mcp_http(settings: Settings, host: str, port: int) -> None:
