@@ -143,3 +143,109 @@ def test_values_that_are_not_callables_reach_nothing() -> None:
     # apply(42, 1) and apply("text", 1) add nothing to apply's callees beyond the three above
     assert _reached("apply") == {"on_get", "on_post", "ref:detail_view@pkg.views"}
     assert _reached("not_callables") == {"apply"}
+
+
+HELD = b"""
+from .views import detail_view
+
+
+def on_start():
+    return 1
+
+
+def on_stop():
+    return 2
+
+
+def pick():
+    return on_stop
+
+
+def pick_imported():
+    return detail_view
+
+
+def number():
+    return 42
+
+
+def hooks():
+    yield on_start
+    yield detail_view
+
+
+def call_of_call():
+    return pick()()
+
+
+def bound_to_a_call():
+    handler = pick_imported()
+    return handler()
+
+
+def not_a_callable():
+    value = number()
+    return value()
+
+
+def unpacked():
+    first, second = on_start, on_stop
+    first()
+    second()
+
+
+def unpacked_literals():
+    a, b = 1, on_start
+    a()
+
+
+def through_a_generator():
+    for hook in hooks():
+        hook()
+
+
+class Service:
+    def __init__(self, callback):
+        self.on_done = on_stop
+        self.given = callback
+
+    def finish(self):
+        return self.on_done()
+
+    def relay(self):
+        return self.given()
+
+
+class Other:
+    def finish(self):
+        return self.on_done()
+"""
+
+
+def _held(caller: str) -> set[str]:
+    state = build_state(FileStateBuilder(), "pkg/held.py", HELD)
+    prefix = "r::pkg/held.py::"
+    return {e.dst.removeprefix(prefix) for e in state.edges
+            if e.type.value in ("CALLS", "INSTANTIATES") and e.src == prefix + caller
+            and e.resolution is not None and e.resolution.value == "inferred"}  # fmt: skip
+
+
+def test_what_a_function_returns_is_reached_by_calling_its_result() -> None:
+    assert _held("call_of_call") == {"on_stop"}
+    assert _held("bound_to_a_call") == {"ref:detail_view@pkg.views"}
+    assert _held("not_a_callable") == set()  # it returns 42: nothing is invented
+
+
+def test_unpacking_binds_each_name_to_its_own_value() -> None:
+    assert _held("unpacked") == {"on_start", "on_stop"}
+    assert _held("unpacked_literals") == set()  # a() holds 1
+
+
+def test_a_loop_over_a_generator_reaches_what_it_yields() -> None:
+    assert _held("through_a_generator") == {"on_start", "ref:detail_view@pkg.views"}
+
+
+def test_an_attribute_of_self_reaches_what_the_class_assigns_it() -> None:
+    assert _held("Service.finish") == {"on_stop"}
+    assert _held("Service.relay") == set()  # a parameter's value: its callers decide
+    assert _held("Other.finish") == set()  # another class's attribute of the same name

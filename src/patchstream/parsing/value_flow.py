@@ -12,9 +12,9 @@ CALLS (or INSTANTIATES) edges, every one ``inferred``, for:
 
 Flow-insensitive on purpose (a name bound twice reaches both values), so precision rests on
 what a value is: only names that resolve to a definition of this file or to an import count,
-never literals or calls. What stays invisible: values stored into containers after they are
-built, ``getattr``, values returned by functions, and callables crossing files through
-parameters (each file is extracted alone).
+never literals or calls. Returned and yielded values, unpacking and attributes of ``self``
+are :mod:`value_holders`' part. What stays invisible: values stored into containers after
+they are built, ``getattr``, and callables crossing files (each file is extracted alone).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import tree_sitter as ts
 from patchstream.parsing.node_text import name_parts
 from patchstream.parsing.receiver_types import _Def, _scope_key
 from patchstream.parsing.resolution import Resolution
+from patchstream.parsing.value_holders import HeldValues, calls_of
 from patchstream.schemas.graph import CallResolution, EdgeType, Reference
 
 _VALUE_TYPES = frozenset({"identifier", "attribute"})
@@ -38,7 +39,7 @@ Reader = Callable[[ts.Node], str]  # Source.text
 Tables = dict[tuple[str, str], dict[str, list[ts.Node]]]  # (scope, name) -> key -> values
 
 
-class ValueFlow(Resolution):
+class ValueFlow(HeldValues, Resolution):
     @abc.abstractmethod
     def _check(self, force: bool = False) -> None: ...
 
@@ -72,6 +73,7 @@ class ValueFlow(Resolution):
                 self._through_subscript(match, tables)
             elif "flow.loop" in match:
                 self._through_loop(match, tables)
+        self._collect_held(matches)
         # Calls of a parameter first: only the functions they are in need their call sites'
         # arguments resolved (resolving every call's arguments would double a file's cost).
         through: list[tuple[ts.Node, _Def | None, _Def, str]] = []
@@ -133,7 +135,7 @@ class ValueFlow(Resolution):
         if not values:
             return
         name = self.src.text(match["flow.name"][0])
-        for call in _calls_of(match["flow.body"][0], name):
+        for call in calls_of(match["flow.body"][0], name):
             self._reach(call, self._enclosing_def(call), values)
 
     # -- parameters ---------------------------------------------------------------------
@@ -246,23 +248,6 @@ def _constant(node: ts.Node, read: Reader) -> str | None:
         quote = stripped[:3] if stripped[:3] in ('"""', "'''") else stripped[:1]
         return stripped[len(quote) : len(stripped) - len(quote)]
     return None
-
-
-def _calls_of(body: ts.Node, name: str) -> list[ts.Node]:
-    """Calls of the plain name ``name`` inside ``body`` (not inside nested definitions)."""
-    found: list[ts.Node] = []
-    wanted = name.encode()
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node.type in ("function_definition", "class_definition", "lambda"):
-            continue
-        if node.type == "call":
-            function = node.child_by_field_name("function")
-            if function is not None and function.type == "identifier" and function.text == wanted:
-                found.append(node)
-        stack.extend(node.named_children)
-    return found
 
 
 def _parameters(definition: ts.Node, read: Reader) -> list[str]:

@@ -24,3 +24,14 @@
 (call function: (subscript value: (identifier) @flow.held) @flow.through) @flow.subscript_call
 (for_statement left: (identifier) @flow.name right: [(list) (tuple) (identifier)] @flow.iter
   body: (block) @flow.body) @flow.loop
+; Held values (parsing/value_holders.py): what functions return or yield, unpacking, a name
+; bound to a call's result, attributes of self, a call of a call, a loop over a call.
+(return_statement [(identifier) (attribute)] @flow.returned) @flow.return
+(yield [(identifier) (attribute)] @flow.yielded) @flow.yield
+(assignment left: (pattern_list) @flow.targets right: (expression_list) @flow.sources) @flow.unpack
+(assignment left: (identifier) @flow.name right: (call) @flow.made) @flow.made_bind
+(assignment left: (attribute object: (identifier) @flow.owner attribute: (identifier) @flow.attr)
+  right: [(identifier) (attribute)] @flow.value) @flow.attr_bind
+(call function: (call) @flow.inner) @flow.call_of_call
+(for_statement left: (identifier) @flow.name right: (call) @flow.iter_call
+  body: (block) @flow.body) @flow.loop_call
