@@ -78,6 +78,9 @@ def main() -> None:
                       f"{equal.lost}  duplicated {equal.duplicated}  resurrected "
                       f"{result.resurrected}  equal {equal.equal} {equal.differences or ''}",
                       flush=True)  # fmt: skip
+                if not equal.equal or result.resurrected:  # the logs say why; the soak goes on
+                    kept = _keep_logs(work / "soak", args.keep_logs / f"round-{soak.rounds}")
+                    print(f"the stack's logs are kept in {kept}", flush=True)
     if not results:
         sys.exit(1)
     times = sorted(r.up_s for r in results)
