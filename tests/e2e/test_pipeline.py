@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from aiokafka import AIOKafkaConsumer
 
 from patchstream.embedded.priority import autogroup_nice
@@ -271,16 +272,19 @@ def _busy_jails(cpu: dict[int, int]) -> list[int]:
     return busy
 
 
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL])
 def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
-    stack: Supervisor,
+    stack: Supervisor, sig: signal.Signals
 ) -> None:
-    """Parse jails are killed (SIGSEGV) while they work: the file's two tries fail, it keeps
-    its last good symbols flagged parse_failed, the DLQ says why, and the next file parses."""
+    """Parse jails are killed (SIGSEGV, SIGKILL) while they work: the file's two tries fail,
+    it keeps its last good symbols flagged parse_failed, the DLQ says why, and the next file
+    parses."""
     good = "def keep(x):\n    return x\n"
-    _publish(stack, [_event("acme", "jail/big.py", 1, content=good)])
+    where = f"jail-{sig.name}"
+    _publish(stack, [_event("acme", f"{where}/big.py", 1, content=good)])
     graph = open_graph_store(stack.settings)
     try:
-        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", "jail/big.py")),
+        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", f"{where}/big.py")),
                  what="the good version")  # fmt: skip
         stop, cpu = threading.Event(), {}
 
@@ -288,7 +292,7 @@ def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
             while not stop.is_set():
                 for pid in _busy_jails(cpu):
                     with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGSEGV)
+                        os.kill(pid, sig)
                 time.sleep(0.05)
 
         big = "".join(f"def f{i}(a):\n    return g(a, [x for x in a])\n\n" for i in range(3000))
@@ -296,24 +300,27 @@ def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
         killer = threading.Thread(target=kill_busy_jails, daemon=True)
         killer.start()
         try:
-            _publish(stack, [_event("acme", "jail/big.py", 2, content=big)])
+            _publish(stack, [_event("acme", f"{where}/big.py", 2, content=big)])
 
             def flagged() -> bool:
-                state = graph.file_state("acme", "shop", "main", "jail/big.py")
+                state = graph.file_state("acme", "shop", "main", f"{where}/big.py")
                 return state is not None and state.version == 2 and state.flags.parse_failed
 
             wait_for(flagged, what="the file flagged parse_failed")
         finally:
             stop.set()
             killer.join()
-        names = {s.name for s in graph.file_symbols("acme", "shop", "main", "jail/big.py")}
+        names = {s.name for s in graph.file_symbols("acme", "shop", "main", f"{where}/big.py")}
         assert "keep" in names and "f1" not in names  # the last good structure stands
-        _publish(stack, [_event("acme", "jail/next.py", 1, content=good)])
-        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", "jail/next.py")),
+        _publish(stack, [_event("acme", f"{where}/next.py", 1, content=good)])
+        wait_for(lambda: bool(graph.file_symbols("acme", "shop", "main", f"{where}/next.py")),
                  what="the next file, parsed by a fresh jail")  # fmt: skip
     finally:
         graph.close()
-    letters = [letter for letter in asyncio.run(read_dead_letters(stack.settings.kafka))
-               if letter.code == "parse_failed"]  # fmt: skip
-    assert len(letters) == 1 and "SIGSEGV" in letters[0].reason, letters
+    letters = [
+        letter
+        for letter in asyncio.run(read_dead_letters(stack.settings.kafka))
+        if letter.code == "parse_failed" and letter.key and where.encode() in letter.key
+    ]
+    assert len(letters) == 1 and letters[0].reason.count(sig.name) == 2, letters
     assert "then in a fresh jail" in letters[0].reason
