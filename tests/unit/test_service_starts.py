@@ -118,3 +118,34 @@ def test_a_slow_milvus_is_not_called_hung_after_three_probes() -> None:
     assert not hung("milvus", failed_probes=2, failing_for_s=500.0)
     assert hung("falkordb", failed_probes=3, failing_for_s=0.5)
     assert not hung("falkordb", failed_probes=2, failing_for_s=60.0)
+
+
+def test_a_milvus_that_works_without_answering_is_loading_not_hung(tmp_path: Path) -> None:
+    """A Milvus building its segment indexes on a loaded machine answered nothing for 4 minutes
+    and was killed as hung at 180 s, losing what it had not flushed. Its CPU time says it is
+    working: then it has 900 s. A process that does nothing is hung at 180 s as before."""
+    import subprocess
+    import sys
+
+    from patchstream.embedded.services import Service, free_port, hung
+
+    assert not hung("milvus", failed_probes=40, failing_for_s=600.0, busy=True)
+    assert hung("milvus", failed_probes=40, failing_for_s=901.0, busy=True)
+    assert hung("falkordb", failed_probes=3, failing_for_s=0.5, busy=True)  # no patience there
+
+    def verdicts(code: str) -> list[bool]:
+        process = subprocess.Popen([sys.executable, "-c", code])
+        try:
+            service = Service("milvus", "127.0.0.1", free_port(), process, tmp_path / "m.log")
+            found = []
+            for _ in range(3):
+                found.append(service.alive_and_answering())
+                service.failing_since = time.monotonic() - 200  # past the idle patience
+                time.sleep(1.5)
+            return found
+        finally:
+            process.kill()
+            process.wait()
+
+    assert verdicts("while True: pass")[-1] is True  # busy: still given time
+    assert verdicts("import time; time.sleep(60)")[-1] is False  # idle: hung

@@ -25,6 +25,7 @@ from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers
 from patchstream.errors import ConfigError, PatchstreamError
+from patchstream.procfs import TICKS_PER_S, cpu_ticks
 
 log = logging.getLogger("patchstream.up")
 PORT_RELEASE_WAIT_S = 20.0
@@ -66,12 +67,21 @@ def ensure_port_free(name: str, host: str, port: int, wait_s: float = 0.0) -> No
 # machine after a kill; restarting it then starts the load over (the restart soak saw a
 # Milvus killed as hung after three probes come back only 137 s later). It gets this long.
 HUNG_AFTER_S = {"milvus": 180.0}
+# A Milvus that does not answer but works (its CPU time grows: loading, building segment
+# indexes on a loaded machine) is slow, not hung, for this long: killing it mid-load made its
+# next start begin again, and lost what it had not flushed.
+BUSY_HUNG_AFTER_S = 900.0
+BUSY_CPU_S = 1.0  # CPU seconds between two failed probes that count as working
 
 
-def hung(name: str, failed_probes: int, failing_for_s: float) -> bool:
+def hung(name: str, failed_probes: int, failing_for_s: float, busy: bool = False) -> bool:
     """Whether a service whose probes failed ``failed_probes`` times in a row, for
-    ``failing_for_s`` seconds, is hung (to be restarted) rather than slow."""
-    return failed_probes >= 3 and failing_for_s >= HUNG_AFTER_S.get(name, 0.0)
+    ``failing_for_s`` seconds, is hung (to be restarted) rather than slow; ``busy``: it used
+    CPU since the last probe."""
+    patience = HUNG_AFTER_S.get(name, 0.0)
+    if busy and name in HUNG_AFTER_S:
+        patience = max(patience, BUSY_HUNG_AFTER_S)
+    return failed_probes >= 3 and failing_for_s >= patience
 
 
 @dataclass
@@ -87,6 +97,26 @@ class Service:
     password: str | None = field(default=None, repr=False)
     failed_probes: int = 0
     failing_since: float | None = None  # monotonic time of the first failed probe in a row
+    cpu_at_probe: int | None = None  # its CPU ticks at the last failed probe
+
+    def alive_and_answering(self) -> bool:
+        """Three failed probes in a row mean the service is hung (Milvus: for minutes, and
+        longer while its CPU time grows: it is loading, not stuck)."""
+        if self.answers():
+            self.failed_probes, self.failing_since, self.cpu_at_probe = 0, None, None
+            return True
+        now = time.monotonic()
+        self.failed_probes += 1
+        if self.failing_since is None:
+            self.failing_since = now
+        failing_for = now - self.failing_since
+        ticks, before = cpu_ticks(self.process.pid), self.cpu_at_probe
+        working = BUSY_CPU_S * TICKS_PER_S
+        busy = ticks is not None and before is not None and ticks - before >= working
+        self.cpu_at_probe = ticks
+        log.warning("event=probe_failed service=%s failures=%d failing_s=%.0f busy=%s",
+                    self.name, self.failed_probes, failing_for, busy)  # fmt: skip
+        return not hung(self.name, self.failed_probes, failing_for, busy)
 
     def answers(self) -> bool:
         """A real request, not only a live process: FalkorDB must answer PING (a deadlocked

@@ -31,7 +31,6 @@ from patchstream.embedded.services import (
     ensure_port_free,
     falkordb_password,
     free_port,
-    hung,
     port_is_open,
     start_falkordb,
     start_milvus_lite,
@@ -331,7 +330,7 @@ class Supervisor:
         """Restart whatever died, with exponential backoff per child."""
         now = time.monotonic()
         for index, service in enumerate(self.services):
-            if service.alive() and not self._answers(service):
+            if service.alive() and not service.alive_and_answering():
                 service.stop(timeout=5)  # alive but not answering: restart it below
             if not service.alive():
                 log.warning(
@@ -404,20 +403,6 @@ class Supervisor:
                                       "--all"]),
                 env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-
-    def _answers(self, service: Service) -> bool:
-        """Three failed probes in a row mean the service is hung (Milvus: for minutes)."""
-        if service.answers():
-            service.failed_probes, service.failing_since = 0, None
-            return True
-        now = time.monotonic()
-        service.failed_probes += 1
-        if service.failing_since is None:
-            service.failing_since = now
-        failing_for = now - service.failing_since
-        log.warning("event=probe_failed service=%s failures=%d failing_s=%.0f", service.name,
-                    service.failed_probes, failing_for)  # fmt: skip
-        return not hung(service.name, service.failed_probes, failing_for)
 
     def tend_outbox(self, now: float) -> None:
         self.outbox.settings = self.settings  # start() resolves the embedded addresses

@@ -37,6 +37,7 @@ from patchstream.parsing.filestate import (
     shell_state,
 )
 from patchstream.parsing.jail_child import MAX_FRAME, MEMORY_EXIT, frame
+from patchstream.procfs import TICKS_PER_S, cpu_ticks
 from patchstream.schemas.events import EditHint
 from patchstream.schemas.state import FileFlags, FileState
 from patchstream.settings import ParsingSettings
@@ -47,7 +48,6 @@ _BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
          "from patchstream.parsing.jail_child import main; main()")  # fmt: skip
 _START_S = 120.0  # a cold interpreter loading every grammar on a loaded 2-core machine
 _LOOK_S = 0.5  # how often a silent jail's CPU time is looked at
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class JailFailure(ParseError):  # noqa: N818 - a condition, named as the runtime reads it
@@ -187,18 +187,13 @@ class ParseJail:
 
     def _cpu_ticks(self) -> int:
         """The jail's CPU time so far, in clock ticks (0 once it is gone)."""
-        try:
-            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
-        except OSError:
-            return 0
-        fields = stat.rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
+        return cpu_ticks(self.process.pid) or 0
 
     def _over_cpu(self) -> bool:
         """Spinning past what a file may cost: the parse and extraction budgets (which cancel
         cooperatively first), twice over, and two seconds more."""
         allowed_s = 4 * self.settings.timeout_micros / 1_000_000 + 2
-        return self._cpu_ticks() - self.cpu_at_send > allowed_s * _TICKS
+        return self._cpu_ticks() - self.cpu_at_send > allowed_s * TICKS_PER_S
 
     def _failure(
         self,
