@@ -204,17 +204,14 @@ class ParseJail:
         garbled: bool = False,
     ) -> JailFailure:
         """What became of the jail, in words; the jail is killed either way."""
+        self.close()  # killed and reaped: its exit status is read below
         if garbled:
-            self.close()
             return JailFailure(f"{during}: the jail answered outside its contract (killed)")
         if spinning:
-            self.close()
             return JailFailure(f"{during}: over its CPU budget without answering (killed)")
         if hung:
-            self.close()
             budget = _START_S if during == "start" else self.settings.sandbox_wall_s
             return JailFailure(f"{during}: no answer within {budget:.0f}s (killed)")
-        self.close()
         code = self.process.returncode
         if memory or code == MEMORY_EXIT:
             return JailFailure(f"{during}: out of memory (over "
