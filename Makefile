@@ -64,7 +64,7 @@ typecheck: install
 
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
 unit: install
-	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	$(PY) -m pytest -q --durations=20; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
 ## dashboards: regenerate the Grafana dashboard JSON from dashboards/build.py
 dashboards: install

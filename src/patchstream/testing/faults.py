@@ -32,6 +32,7 @@ from patchstream.embedded.supervisor import settings_environment, with_embedded_
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.run import IndexSummary, index_directory
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.settings import (
     EmbeddedSettings,
     GatewaySettings,
@@ -44,6 +45,7 @@ from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.graph.base import GraphSnapshot
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.streams.topics import Topics
 
 VICTIMS = ("tansu", "parse", "graph-sink", "vector-sink", "up")
 # Words of each victim's command line (argv elements) that tell it apart.
@@ -226,8 +228,10 @@ class FaultSoak:
         attempts = 1
         while not _complete(outcome.get("summary")):
             if attempts >= 3 or time.monotonic() - started > timeout_s:
+                # What tells the cause first (CI shows a failure's head and tail).
                 raise RuntimeError(f"the index did not complete after {victim}: {outcome}\n"
-                                   f"{self.bus_state()}\n{self.log_tails()}")  # fmt: skip
+                                   f"{self.behind()}\n{self.bus_state()}\n"
+                                   f"{self.log_tails()}")  # fmt: skip
             attempts += 1  # the fault failed this run (say, the broker went mid-publish)
             self._index(FAULT_TENANT, attempt_s, outcome)
         recovery = time.monotonic() - started
@@ -266,6 +270,41 @@ class FaultSoak:
             return asyncio.run(asyncio.wait_for(_bus_state(self.client_settings()), 30))
         except Exception as exc:  # the broker itself may be what failed
             return f"--- bus state unavailable: {type(exc).__name__}: {exc}"
+
+    def behind(self, shown: int = 6) -> str:
+        """The files a tier lacks: what each tier and the outbox hold of them, and what the
+        dead-letter topic holds (the last lines of a failed round's message in CI)."""
+        expected = {str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
+                    for p in self.source.rglob("*.py")}  # fmt: skip
+        try:
+            graph, vectors = self._stores(wait_s=30)
+        except Exception as exc:
+            return f"--- behind: stores unavailable: {type(exc).__name__}: {exc}"
+        try:
+            hashes = [graph.file_hashes(FAULT_TENANT, REPO, "main"),
+                      vectors.file_hashes(FAULT_TENANT, REPO, "main")]  # fmt: skip
+            versions = [graph.file_versions(FAULT_TENANT, REPO, "main"),
+                        vectors.file_versions(FAULT_TENANT, REPO, "main")]  # fmt: skip
+        finally:
+            graph.close()
+            vectors.close()
+        behind = sorted(path for path, digest in expected.items()
+                        if any(tier.get(path) != digest for tier in hashes))  # fmt: skip
+        outbox = Outbox(outbox_path(self.client_settings()))
+        try:
+            entries = outbox.pending(retained=True)
+        finally:
+            outbox.close()
+        lines = [f"--- behind: {len(behind)} files; outbox {len(entries)} entries, "
+                 f"{sum(not e.applied for e in entries)} pending"]  # fmt: skip
+        for path in behind[:shown]:
+            tiers = [f"{name} {(h.get(path) or '-')[:8]}@{v.get(path)}" for name, h, v
+                     in zip(("graph", "vectors"), hashes, versions, strict=True)]  # fmt: skip
+            held = [f"{e.version}{'' if e.applied else '*'}" for e in entries
+                    if e.tenant == FAULT_TENANT and e.path == path]  # fmt: skip
+            lines.append(f"{path}: source {expected[path][:8]}; {'; '.join(tiers)}; "
+                         f"outbox {', '.join(held) or '-'}")  # fmt: skip
+        return "\n".join(lines)
 
     def _index(self, tenant: str, timeout_s: float, outcome: dict[str, object]) -> None:
         try:
@@ -322,6 +361,7 @@ class FaultSoak:
 
 
 async def _bus_state(settings: Settings) -> str:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
     from patchstream.query.lag import LagProbe
@@ -329,7 +369,10 @@ async def _bus_state(settings: Settings) -> str:
     probe = LagProbe(settings.kafka)
     lines = ["--- bus state"]
     for tier, lag in (await probe.lags()).items():
-        lines.append(f"{tier} ({lag.group}): pending {lag.pending} by partition {lag.by_partition}")
+        lines.append(
+            f"{tier} ({lag.group}): pending {lag.pending} by partition {lag.by_partition}, "
+            f"committed {lag.committed}"
+        )
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap)
     await admin.start()
     try:  # Tansu describes a group's state and members, not their assignments
@@ -339,6 +382,16 @@ async def _bus_state(settings: Settings) -> str:
                     lines.append(f"{group}: state {described[2]}, {len(described[5])} members")
     finally:
         await admin.close()
+    dlq = Topics.from_settings(settings.kafka).dlq
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets(
+            [TopicPartition(dlq, p) for p in sorted(consumer.partitions_for_topic(dlq) or ())]
+        )
+        lines.append(f"{dlq}: {sum(ends.values())} records")
+    finally:
+        await consumer.stop()
     return "\n".join(lines)
 
 
