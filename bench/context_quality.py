@@ -37,7 +37,7 @@ from _common import machine, print_rows, stack_settings, update_results_row
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.parsing.tokens import TokenCounter
-from patchstream.stores.vector.search_index import tokens
+from patchstream.stores.vector.search_text import tokens
 
 SETS_DIR = Path(__file__).resolve().parent / "localization"
 BUDGETS = (2000, 4000, 8000)

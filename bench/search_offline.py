@@ -34,6 +34,7 @@ from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
     NAMED_WEIGHT,
+    ROWS_PER_FILE,
     IndexedRow,
     TenantIndex,
 )
@@ -65,12 +66,13 @@ def build_index(
 def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
     auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
-    named_explicit: int | None = None,
+    named_explicit: int | None = None, rows_per_file: int = ROWS_PER_FILE,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
                          named_weight=weight, auxiliary_weight=auxiliary_weight,
-                         file_weight=file_weight, named_explicit=named_explicit)  # fmt: skip
+                         file_weight=file_weight, named_explicit=named_explicit,
+                         rows_per_file=rows_per_file)  # fmt: skip
     for pk, _ in found:
         path = str(index.payload(pk))
         if path not in files:

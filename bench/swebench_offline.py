@@ -51,16 +51,26 @@ from patchstream.embedders.factory import create_embedder
 from patchstream.indexing.scan import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.parsing.tokens import TokenCounter
+from patchstream.query.context import assemble
+from patchstream.query.file_map import (
+    entry_hits,
+    file_map_candidates,
+    hit_candidate,
+    remaining_candidates,
+)
 from patchstream.query.question import named_files, named_in
-from patchstream.settings import Settings
+from patchstream.settings import QuerySettings, Settings
+from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
     NAMED_WEIGHT,
+    ROWS_PER_FILE,
     IndexedRow,
     TenantIndex,
-    tokens,
 )
+from patchstream.stores.vector.search_text import tokens
 from search_offline import SCOPE, definers_of, ranked_files
 
 SET = Path(__file__).resolve().parent / "localization" / "swebench" / "instances.json"
@@ -194,6 +204,9 @@ def _download_sdist(cache: Path, package: str, version: str) -> Path:
     return target
 
 
+BUDGETS = (4000, 8000)  # context budgets whose answers are checked for the changed files' code
+
+
 class CachedBM25(FileBM25):
     """The baseline over files whose term counts were counted once (snapshots share most)."""
 
@@ -217,6 +230,7 @@ class LiveIndex:
     definers: dict[str, set[str]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     terms: dict[str, Counter[str]] = field(default_factory=dict)
+    hits: dict[str, SearchHit] = field(default_factory=dict)  # pk -> the row as a search hit
 
     def update(self, files: dict[str, bytes]) -> int:
         if self.index is None:
@@ -226,6 +240,7 @@ class LiveIndex:
             _, pks, names = self.held.pop(path)
             for pk in pks:
                 self.index.remove(pk)
+                self.hits.pop(pk, None)
             for name in names:
                 self.definers.get(name, set()).discard(path)
             self.sources.pop(path, None)
@@ -236,6 +251,22 @@ class LiveIndex:
             changed += 1
             state = self.builder.build(FileRef("t", "set", "main", path, 1), data)
             rows = [(f"{path}#{c.id}", c.kind, c.text) for c in state.chunks]
+            for chunk in state.chunks:
+                self.hits[f"{path}#{chunk.id}"] = SearchHit(
+                    0.0,
+                    chunk.id,
+                    chunk.symbol_id,
+                    "set",
+                    "main",
+                    path,
+                    chunk.kind.value,
+                    "code",
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.content_hash,
+                    1,
+                    chunk.text,
+                )
             vectors = self.embedder.embed([text for _, _, text in rows]) if rows else []
             for (pk, kind, text), dense in zip(rows, vectors, strict=True):
                 self.index.add(IndexedRow(pk, SCOPE, kind, path, text,
@@ -259,9 +290,15 @@ class Tally:
     aux: int = 0
     left_out: int = 0
     search_ms: list[float] = field(default_factory=list)  # question in -> ranked files out
+    # budget -> issues whose context held a changed file's code, and the tokens used
+    context: dict[int, int] = field(default_factory=lambda: dict.fromkeys(BUDGETS, 0))
+    used: dict[int, list[int]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
 
     def add(self, other: Tally) -> None:
         self.n += other.n
+        for budget in BUDGETS:
+            self.context[budget] += other.context[budget]
+            self.used[budget] += other.used[budget]
         self.aux += other.aux
         self.left_out += other.left_out
         self.search_ms += other.search_ms
@@ -279,7 +316,35 @@ class Tally:
                 + " | BM25 code files "
                 + " ".join(f"@{k} {self.bm25_code[k] / n:.3f}" for k in self.bm25)
                 + f" | search ms p50/p99 {_percentile(self.search_ms, 50):.0f}/"
-                f"{_percentile(self.search_ms, 99):.0f}")  # fmt: skip
+                f"{_percentile(self.search_ms, 99):.0f} | context code "
+                + " ".join(f"{b // 1000}k {self.context[b] / n:.3f}" for b in BUDGETS)
+                + " (tokens used, mean: "
+                + ", ".join(f"{np.mean(self.used[b] or [0]):.0f}" for b in BUDGETS)
+                + ")")  # fmt: skip
+
+
+def context_code(
+    live: LiveIndex, vector: list[float], question: str, named: list[str],
+    explicit: int | None, budget: int, counter: TokenCounter, wanted: QuerySettings,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> tuple[set[str], int]:  # fmt: skip
+    """The files whose code (not a file-map line) a ``budget`` context holds, and the tokens
+    it used: the query service's candidate order (entry points' code, the file map, the rest
+    of the search's code) without the graph's caller and callee signatures, which the
+    service puts between the file map and the rest."""
+    assert live.index is not None
+    entry_points = max(wanted.entry_points, budget // wanted.tokens_per_entry)
+    found = live.index.search(question, vector, live.index.mask([SCOPE]),
+                              max(entry_points * 2, wanted.map_hits), named_files=named,
+                              named_explicit=explicit, rows_per_file=rows_per_file)  # fmt: skip
+    hits = [live.hits[pk] for pk, _ in found]
+    entries = entry_hits(hits, entry_points)
+    candidates = [hit_candidate("entry-code", hit) for hit in entries]
+    candidates += file_map_candidates(hits, wanted.map_files,
+                                      skip={(h.repo, h.ref, h.path) for h in entries})  # fmt: skip
+    candidates += remaining_candidates(hits, entries)
+    blocks, used = assemble(candidates[: wanted.max_context_candidates], budget, counter)
+    return {b.path for b in blocks if b.source == "code"}, used
 
 
 def _percentile(values: list[float], q: int) -> float:
@@ -319,6 +384,8 @@ def run_repo(
     embedder = create_embedder(Settings().embedding.model_copy(update={"kind": args.embedder}))
     live = LiveIndex(embedder)
     tallies = {config: Tally() for config in configs}
+    settings = Settings()
+    counter, wanted = TokenCounter(settings.parsing.token_encoding), settings.query
     for label, asked, files in snapshots(repo, group, args):
         started = time.monotonic()
         changed = live.update(files)
@@ -342,7 +409,8 @@ def run_repo(
             for (named_weight, auxiliary_weight, file_weight), tally in tallies.items():
                 began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
-                                    auxiliary_weight, file_weight, explicit)  # fmt: skip
+                                    auxiliary_weight, file_weight, explicit,
+                                    args.rows_per_file)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 if args.dump is not None:
@@ -352,6 +420,13 @@ def run_repo(
                             "ours": ours[:10], "bm25_code": code_ranked[:10],
                             "named": named[:10]}) + "\n")  # fmt: skip
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
+                if (named_weight, auxiliary_weight, file_weight) == configs[0]:
+                    for budget in BUDGETS:
+                        held, used = context_code(live, vector, inst.question, named, explicit,
+                                                  budget, counter, wanted,
+                                                  args.rows_per_file)  # fmt: skip
+                        tally.context[budget] += bool(held & inst.files)
+                        tally.used[budget].append(used)
                 for k in tally.ours:
                     tally.ours[k] += bool(set(ours[:k]) & inst.files)
                     tally.bm25[k] += bool(set(theirs[:k]) & inst.files)
@@ -381,6 +456,8 @@ def main() -> None:
         action="store_true",
         help="no demotion for a test any named name leads to (before 12-02)",
     )
+    parser.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE,
+                        help="rows of one file before the next files' (0: no cap)")  # fmt: skip
     parser.add_argument("--dump", type=Path, default=None,
                         help="append each issue's top files as JSON lines")  # fmt: skip
     args = parser.parse_args()

@@ -6,13 +6,8 @@ import math
 
 import numpy as np
 
-from patchstream.stores.vector.search_index import (
-    RRF_K,
-    IndexedRow,
-    TenantIndex,
-    code_tokens,
-    tokens,
-)
+from patchstream.stores.vector.search_index import RRF_K, IndexedRow, TenantIndex
+from patchstream.stores.vector.search_text import code_tokens, tokens
 
 
 def _row(pk: str, text: str, dense: list[float], scope: str = "t|r|main", kind: str = "function",
@@ -317,3 +312,21 @@ def test_tests_and_docs_are_demoted_unless_the_question_names_them() -> None:
     assert is_auxiliary("tests/test_retry.py") and is_auxiliary("docs/retry.rst")
     assert is_auxiliary("sympy/core/tests/test_basic.py") and is_auxiliary("conftest.py")
     assert not is_auxiliary("pkg/retry.py") and not is_auxiliary("src/attestation/latest.py")
+
+
+def test_one_long_file_does_not_fill_the_answer_alone() -> None:
+    # Ten chunks of one file match better than anything else; two other files match too.
+    rows = [_row(f"big{i}", "parse config parse config", [1, 0, 0], path="big.py")
+            for i in range(10)]  # fmt: skip
+    rows += [_row("small", "parse config", [1, 0, 0], path="small.py"),
+             _row("other", "parse", [0, 1, 0], path="other.py")]  # fmt: skip
+    index = _index(*rows)
+    keep = index.mask()
+    spread = [pk for pk, _ in index.search("parse config", [1, 0, 0], keep, 6)]
+    # Three rows of big.py, then the other files, then big.py's next rows.
+    assert [pk[:3] for pk in spread] == ["big", "big", "big", "sma", "oth", "big"]
+    # Without the cap, the first six are all big.py's: the other files are gone.
+    flat = [pk for pk, _ in index.search("parse config", [1, 0, 0], keep, 6, rows_per_file=0)]
+    assert {pk[:3] for pk in flat} == {"big"}
+    # The files' order of first appearance is the same either way.
+    assert spread[:3] == flat[:3]

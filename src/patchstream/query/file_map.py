@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from patchstream.query.context import Candidate
 from patchstream.stores.vector.milvus_rows import SearchHit
 
+CODE_KINDS = ("function", "class", "interface")  # hits whose code can be an entry point
 _COMMENT_PREFIXES = ("@", "#", "//", "/*", "*", '"""', "'''")
 _MAX_LINE = 160
 
@@ -68,3 +69,35 @@ def file_map_candidates(
             )
         )
     return found
+
+
+def hit_candidate(kind: str, hit: SearchHit) -> Candidate:
+    """A search hit as a context candidate of ``kind`` (its chunk's code or prose)."""
+    return Candidate(
+        kind=kind,
+        repo=hit.repo,
+        ref=hit.ref,
+        path=hit.path,
+        start_line=hit.start_line,
+        end_line=hit.end_line,
+        text=hit.text,
+        symbol_id=hit.symbol_id,
+        version=hit.version,
+        source=hit.source,
+        key=hit.chunk_id,
+    )
+
+
+def entry_hits(hits: Sequence[SearchHit], count: int) -> list[SearchHit]:
+    """The first ``count`` hits whose code can stand as an entry point (functions, classes)."""
+    return [h for h in hits if h.kind in CODE_KINDS][:count]
+
+
+def remaining_candidates(
+    hits: Sequence[SearchHit], entries: Sequence[SearchHit]
+) -> list[Candidate]:
+    """The search's other hits, best first, code before prose (docs, ADRs): what fills the
+    budget once the entry points, the file map and their neighbours are in."""
+    rest = [h for h in hits if h not in entries]
+    return [hit_candidate("semantic" if h.source == "code" else "prose", h)
+            for h in sorted(rest, key=lambda h: h.source != "code")]  # fmt: skip

@@ -13,7 +13,12 @@ from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
-from patchstream.query.file_map import file_map_candidates
+from patchstream.query.file_map import (
+    entry_hits,
+    file_map_candidates,
+    hit_candidate,
+    remaining_candidates,
+)
 from patchstream.query.question import named_files, named_in
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.graph import CallResolution
@@ -25,7 +30,6 @@ from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_mirror import SearchMirror
 
-_CODE_KINDS = ("function", "class", "interface")
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 _DEFAULT_REF_TTL_S = 5.0  # a repository's branches change rarely; a search asks each time
 _FRESHNESS_ENTRIES = 1024
@@ -176,9 +180,8 @@ class QueryService:
         entry_points = max(wanted.entry_points, budget // wanted.tokens_per_entry)
         hits = self.search(tenant, query, limit=max(entry_points * 2, wanted.map_hits),
                            repo=repo, ref=ref)  # fmt: skip
-        entries = [h for h in hits if h.kind in _CODE_KINDS][:entry_points]
-        for hit in entries:
-            candidates.append(_from_hit("entry-code", hit))
+        entries = entry_hits(hits, entry_points)
+        candidates += [hit_candidate("entry-code", hit) for hit in entries]
         # Then the next best files, a short block each: breadth before depth.
         candidates += file_map_candidates(
             hits, wanted.map_files, skip={(h.repo, h.ref, h.path) for h in entries}
@@ -202,10 +205,7 @@ class QueryService:
         # Then the rest of the search's code, best first, while the budget lasts: an 8k
         # answer holds more relevant code instead of stopping near 4k when the entry points'
         # neighbourhood runs out.
-        rest = [h for h in hits if h not in entries]
-        # Prose (docs, ADRs) is the lowest tier, after the remaining code chunks.
-        for hit in sorted(rest, key=lambda h: h.source != "code"):
-            candidates.append(_from_hit("semantic" if hit.source == "code" else "prose", hit))
+        candidates += remaining_candidates(hits, entries)
         # Graph fan-out can bring thousands of signatures; only the first ones could fit anyway.
         candidates = self._with_trust(
             tenant, candidates[: self.settings.query.max_context_candidates]
@@ -242,7 +242,7 @@ class QueryService:
             if write.deleted or not write.changed:
                 continue
             for chunk in self.vectors.chunks_for_symbols(tenant, list(write.changed), write.ref):
-                candidates.append(_from_hit("session-change", chunk))
+                candidates.append(hit_candidate("session-change", chunk))
         return candidates
 
     def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
@@ -316,22 +316,6 @@ class QueryService:
             graph is not None and graph.version >= write.version,
             vector is not None and vector >= write.version,
         )
-
-
-def _from_hit(kind: str, hit: SearchHit) -> Candidate:
-    return Candidate(
-        kind=kind,
-        repo=hit.repo,
-        ref=hit.ref,
-        path=hit.path,
-        start_line=hit.start_line,
-        end_line=hit.end_line,
-        text=hit.text,
-        symbol_id=hit.symbol_id,
-        version=hit.version,
-        source=hit.source,
-        key=hit.chunk_id,
-    )
 
 
 def _signature(kind: str, neighbor: Neighbor) -> Candidate:

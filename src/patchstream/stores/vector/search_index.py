@@ -24,9 +24,7 @@ mask) and the arrays are compacted once the dead outnumber the live.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -36,50 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from patchstream.parsing.file_roles import is_auxiliary
+from patchstream.stores.vector.search_text import code_tokens
 
-_TOKEN = re.compile(r"\w+")
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_SUFFIXES = ("ing", "es", "ed", "s")
 _K1, _B = 1.5, 0.75
 RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
 NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
 AUXILIARY_WEIGHT = 0.5  # a test, doc or example row's fused score is scaled by this (file_roles)
-
-
-def tokens(text: str) -> list[str]:
-    """Milvus's standard analyzer: word characters, lowercased."""
-    return _TOKEN.findall(text.lower())
-
-
-def code_tokens(text: str) -> list[str]:
-    """The copy's analyzer: each word lowercased and stemmed, and, for an identifier made of
-    parts (``snake_case``, ``camelCase``, ``HTTPServer``), each part too."""
-    found: list[str] = []
-    for word in _TOKEN.findall(text):
-        found.extend(_word_tokens(word))
-    return found
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _word_tokens(word: str) -> tuple[str, ...]:
-    whole = _stem(word.lower())
-    parts = [_stem(p.lower()) for piece in word.split("_") for p in _PART.findall(piece)]
-    return (whole, *parts) if len(parts) > 1 else (whole,)
-
-
-def _stem(word: str) -> str:
-    """Plural and verb endings off, twice, then a final ``e``, so that ``settings``/
-    ``setting`` and ``parse``/``parsed``/``parses``/``parsing`` meet; short words stay."""
-    for _ in range(2):
-        for suffix in _SUFFIXES:
-            if len(word) > len(suffix) + 3 and word.endswith(suffix):
-                word = word[: -len(suffix)]
-                break
-        else:
-            break
-    return word[:-1] if len(word) > 4 and word.endswith("e") else word
+ROWS_PER_FILE = 3  # rows of one file before the next files' (the rest follow, in order)
 
 
 @dataclass(frozen=True)
@@ -369,6 +332,7 @@ class TenantIndex:
         named_weight: float = NAMED_WEIGHT,
         auxiliary_weight: float = AUXILIARY_WEIGHT,
         named_explicit: int | None = None,
+        rows_per_file: int = ROWS_PER_FILE,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
@@ -378,7 +342,9 @@ class TenantIndex:
         are scaled by ``auxiliary_weight`` (``file_roles``) unless the question names the
         file itself: the first ``named_explicit`` of ``named_files`` (all when None), those
         a traceback frame or a path names; a test that merely defines a name the question
-        uses is still demoted."""
+        uses is still demoted. A file's rows past its first ``rows_per_file`` (0: no cap)
+        come after every other file's, in order: one long file's many matching chunks do not
+        fill the answer alone (a 3,000-line test file took all 60 rows of one question)."""
         fused: dict[int, float] = {}
         lexical = self.bm25_scores(query, keep)  # kept: the named files' best rows read it
         for ranked in (self.dense_top(vector, keep, 3 * limit), _positive_top(lexical, 3 * limit)):
@@ -406,7 +372,8 @@ class TenantIndex:
                 fused[row] += named_weight / (RRF_K + hit[0])
             if self.auxiliary[code] and code not in exempt:
                 fused[row] *= auxiliary_weight
-        winners = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))[:limit]
+        ordered = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))
+        winners = _spread(ordered, self.path, rows_per_file)[:limit]
         return [(self.pks[row], score) for row, score in winners]
 
     def _named_rows(
@@ -424,6 +391,23 @@ class TenantIndex:
             if len(rows):
                 found[code] = (len(found) + 1, int(rows[np.argmax(lexical[rows])]))
         return found
+
+
+def _spread(
+    ordered: list[tuple[int, float]], paths: npt.NDArray[np.int32], per_file: int
+) -> list[tuple[int, float]]:
+    """``ordered`` with each file's rows past its first ``per_file`` moved after the rest
+    (each part keeps its order); the order of files' first rows is unchanged."""
+    if per_file <= 0:
+        return ordered
+    seen: Counter[int] = Counter()
+    first: list[tuple[int, float]] = []
+    later: list[tuple[int, float]] = []
+    for item in ordered:
+        code = int(paths[item[0]])
+        seen[code] += 1
+        (first if seen[code] <= per_file else later).append(item)
+    return first + later
 
 
 def _file_name(path: str) -> str:
