@@ -29,7 +29,7 @@ from patchstream.parsing.node_text import (
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
 from patchstream.parsing.source import Source
-from patchstream.parsing.value_flow import ValueFlow
+from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import (
     CallResolution,
     Edge,
@@ -76,7 +76,7 @@ def module_id(repo: str, path: str) -> str:
     return f"{repo}::{path}::{MODULE_MARKER}"
 
 
-class _Extractor(ValueFlow):
+class _Extractor(TypeEdges):
     def __init__(
         self,
         tree: ts.Tree,
@@ -386,51 +386,6 @@ class _Extractor(ValueFlow):
         edge = Edge(type=edge_type, src=src, dst=dst, ref=ref, resolution=resolution)
         self._edge_keys[key] = edge
         self.edges.add(edge)
-
-    def _collect_returns(self) -> None:
-        """RETURNS edges from functions to the class their return annotation names, and from
-        fields to the class they are declared as (reading a field returns its value), so a
-        call on what another file's function or field gives can find its method."""
-        functions = ((self.by_qualified.get(q), written) for q, written in self._returns.items())
-        for function, written in [*functions, *self._declared_fields()]:
-            if function is None or function.kind not in ("function", "variable"):
-                continue
-            if written == ("Self",):  # Rust's ``-> Self``: the type the impl is for
-                enclosing = self._enclosing_class(function)
-                written = tuple(enclosing.split(".")) if enclosing else written
-            target = self._resolve_type(list(written), function)
-            if isinstance(target, _Def):
-                names_a_class = target.kind in ("class", "interface")
-            else:
-                names_a_class = target.module is not None and class_like(
-                    target.name.rsplit(".", 1)[-1]
-                )
-            if names_a_class:
-                self._add(EdgeType.RETURNS, function.symbol_id, target)
-
-    def _collect_overrides(self) -> None:
-        for definition in self.defs:
-            if definition.kind != "function":
-                continue
-            owner = definition.receiver
-            parent = definition.parent
-            if (
-                owner is None
-                and parent is not None
-                and parent.kind in ("class", "interface", "impl")
-            ):
-                owner = parent.qualified_name
-            if owner is None:
-                continue
-            for base in self._local_bases.get(owner, ()):
-                target = self._lookup_member(base, definition.name)
-                if target is not None and target is not definition:
-                    self.edges.add(
-                        Edge(
-                            type=EdgeType.OVERRIDES, src=definition.symbol_id, dst=target.symbol_id
-                        )
-                    )
-                    break
 
     def _result(self) -> Extraction:
         result = Extraction(module_name=self.module)

@@ -1,0 +1,57 @@
+"""Edges that follow types inside one file: what a function or field gives (RETURNS) and
+which base method a method overrides (OVERRIDES). A mixin of the extractor."""
+
+from __future__ import annotations
+
+from patchstream.parsing.receiver_types import _Def, class_like
+from patchstream.parsing.value_flow import ValueFlow
+from patchstream.schemas.graph import Edge, EdgeType
+
+
+class TypeEdges(ValueFlow):
+    edges: set[Edge]
+
+    def _collect_returns(self) -> None:
+        """RETURNS edges from functions to the class their return annotation names, and from
+        fields to the class they are declared as (reading a field returns its value), so a
+        call on what another file's function or field gives can find its method."""
+        functions = ((self.by_qualified.get(q), written) for q, written in self._returns.items())
+        for function, written in [*functions, *self._declared_fields()]:
+            if function is None or function.kind not in ("function", "variable"):
+                continue
+            if written == ("Self",):  # Rust's ``-> Self``: the type the impl is for
+                enclosing = self._enclosing_class(function)
+                written = tuple(enclosing.split(".")) if enclosing else written
+            target = self._resolve_type(list(written), function)
+            if isinstance(target, _Def):
+                names_a_class = target.kind in ("class", "interface")
+            else:
+                names_a_class = target.module is not None and class_like(
+                    target.name.rsplit(".", 1)[-1]
+                )
+            if names_a_class:
+                self._add(EdgeType.RETURNS, function.symbol_id, target)
+
+    def _collect_overrides(self) -> None:
+        for definition in self.defs:
+            if definition.kind != "function":
+                continue
+            owner = definition.receiver
+            parent = definition.parent
+            if (
+                owner is None
+                and parent is not None
+                and parent.kind in ("class", "interface", "impl")
+            ):
+                owner = parent.qualified_name
+            if owner is None:
+                continue
+            for base in self._local_bases.get(owner, ()):
+                target = self._lookup_member(base, definition.name)
+                if target is not None and target is not definition:
+                    self.edges.add(
+                        Edge(
+                            type=EdgeType.OVERRIDES, src=definition.symbol_id, dst=target.symbol_id
+                        )
+                    )
+                    break
