@@ -52,26 +52,17 @@ from patchstream.indexing.scan import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.tokens import TokenCounter
-from patchstream.query.context import assemble
-from patchstream.query.file_map import (
-    entry_hits,
-    file_map_candidates,
-    hit_candidate,
-    remaining_candidates,
-)
 from patchstream.query.question import named_files, named_in
-from patchstream.settings import QuerySettings, Settings
-from patchstream.stores.vector.milvus_rows import SearchHit
+from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
     NAMED_WEIGHT,
     ROWS_PER_FILE,
-    IndexedRow,
     TenantIndex,
 )
 from patchstream.stores.vector.search_text import tokens
-from search_offline import SCOPE, definers_of, ranked_files
+from search_offline import context_code, definers_of, indexed_row, ranked_files
 
 SET = Path(__file__).resolve().parent / "localization" / "swebench" / "instances.json"
 ALLOWED = ("django/django", "sympy/sympy", "matplotlib/matplotlib",
@@ -230,7 +221,6 @@ class LiveIndex:
     definers: dict[str, set[str]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     terms: dict[str, Counter[str]] = field(default_factory=dict)
-    hits: dict[str, SearchHit] = field(default_factory=dict)  # pk -> the row as a search hit
 
     def update(self, files: dict[str, bytes]) -> int:
         if self.index is None:
@@ -240,7 +230,6 @@ class LiveIndex:
             _, pks, names = self.held.pop(path)
             for pk in pks:
                 self.index.remove(pk)
-                self.hits.pop(pk, None)
             for name in names:
                 self.definers.get(name, set()).discard(path)
             self.sources.pop(path, None)
@@ -250,32 +239,14 @@ class LiveIndex:
                 continue
             changed += 1
             state = self.builder.build(FileRef("t", "set", "main", path, 1), data)
-            rows = [(f"{path}#{c.id}", c.kind, c.text) for c in state.chunks]
-            for chunk in state.chunks:
-                self.hits[f"{path}#{chunk.id}"] = SearchHit(
-                    0.0,
-                    chunk.id,
-                    chunk.symbol_id,
-                    "set",
-                    "main",
-                    path,
-                    chunk.kind.value,
-                    "code",
-                    chunk.start_line,
-                    chunk.end_line,
-                    chunk.content_hash,
-                    1,
-                    chunk.text,
-                )
-            vectors = self.embedder.embed([text for _, _, text in rows]) if rows else []
-            for (pk, kind, text), dense in zip(rows, vectors, strict=True):
-                self.index.add(IndexedRow(pk, SCOPE, kind, path, text,
-                                          np.asarray(dense, np.float32), path))  # fmt: skip
+            vectors = self.embedder.embed([c.text for c in state.chunks]) if state.chunks else []
+            for chunk, dense in zip(state.chunks, vectors, strict=True):
+                self.index.add(indexed_row(chunk, dense))
             names = {n for s in state.symbols for n in (s.name, s.qualified_name)}
             for name in names:
                 self.definers.setdefault(name, set()).add(path)
-            self.held[path] = (data, [pk for pk, _, _ in rows], names)
-            if rows:
+            self.held[path] = (data, [f"{path}#{c.id}" for c in state.chunks], names)
+            if state.chunks:
                 self.sources[path] = data.decode("utf-8", "replace")
                 self.terms[path] = Counter(tokens(self.sources[path]))
         return changed
@@ -321,30 +292,6 @@ class Tally:
                 + " (tokens used, mean: "
                 + ", ".join(f"{np.mean(self.used[b] or [0]):.0f}" for b in BUDGETS)
                 + ")")  # fmt: skip
-
-
-def context_code(
-    live: LiveIndex, vector: list[float], question: str, named: list[str],
-    explicit: int | None, budget: int, counter: TokenCounter, wanted: QuerySettings,
-    rows_per_file: int = ROWS_PER_FILE,
-) -> tuple[set[str], int]:  # fmt: skip
-    """The files whose code (not a file-map line) a ``budget`` context holds, and the tokens
-    it used: the query service's candidate order (entry points' code, the file map, the rest
-    of the search's code) without the graph's caller and callee signatures, which the
-    service puts between the file map and the rest."""
-    assert live.index is not None
-    entry_points = max(wanted.entry_points, budget // wanted.tokens_per_entry)
-    found = live.index.search(question, vector, live.index.mask([SCOPE]),
-                              max(entry_points * 2, wanted.map_hits), named_files=named,
-                              named_explicit=explicit, rows_per_file=rows_per_file)  # fmt: skip
-    hits = [live.hits[pk] for pk, _ in found]
-    entries = entry_hits(hits, entry_points)
-    candidates = [hit_candidate("entry-code", hit) for hit in entries]
-    candidates += file_map_candidates(hits, wanted.map_files,
-                                      skip={(h.repo, h.ref, h.path) for h in entries})  # fmt: skip
-    candidates += remaining_candidates(hits, entries)
-    blocks, used = assemble(candidates[: wanted.max_context_candidates], budget, counter)
-    return {b.path for b in blocks if b.source == "code"}, used
 
 
 def _percentile(values: list[float], q: int) -> float:
@@ -422,7 +369,8 @@ def run_repo(
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
                 if (named_weight, auxiliary_weight, file_weight) == configs[0]:
                     for budget in BUDGETS:
-                        held, used = context_code(live, vector, inst.question, named, explicit,
+                        held, used = context_code(live.index, vector, inst.question, named,
+                                                  explicit,
                                                   budget, counter, wanted,
                                                   args.rows_per_file)  # fmt: skip
                         tally.context[budget] += bool(held & inst.files)

@@ -322,7 +322,7 @@ def test_one_long_file_does_not_fill_the_answer_alone() -> None:
              _row("other", "parse", [0, 1, 0], path="other.py")]  # fmt: skip
     index = _index(*rows)
     keep = index.mask()
-    spread = [pk for pk, _ in index.search("parse config", [1, 0, 0], keep, 6)]
+    spread = [pk for pk, _ in index.search("parse config", [1, 0, 0], keep, 6, rows_per_file=3)]
     # Three rows of big.py, then the other files, then big.py's next rows.
     assert [pk[:3] for pk in spread] == ["big", "big", "big", "sma", "oth", "big"]
     # Without the cap, the first six are all big.py's: the other files are gone.
