@@ -272,10 +272,9 @@ class FaultSoak:
             return f"--- bus state unavailable: {type(exc).__name__}: {exc}"
 
     def behind(self, shown: int = 6) -> str:
-        """The files a tier lacks: what each tier and the outbox hold of them, and what the
-        dead-letter topic holds (the last lines of a failed round's message in CI)."""
-        expected = {str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
-                    for p in self.source.rglob("*.py")}  # fmt: skip
+        """The files a tier lacks, and what each tier (hash@version) and the outbox (versions,
+        ``*`` pending) hold of them: the first lines of a failed round's message in CI."""
+        expected = self._source_hashes()
         try:
             graph, vectors = self._stores(wait_s=30)
         except Exception as exc:
@@ -306,6 +305,11 @@ class FaultSoak:
                          f"outbox {', '.join(held) or '-'}")  # fmt: skip
         return "\n".join(lines)
 
+    def _source_hashes(self) -> dict[str, str]:
+        """Path -> content hash of every module of the corpus as it is now."""
+        return {str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
+                for p in self.source.rglob("*.py")}  # fmt: skip
+
     def _index(self, tenant: str, timeout_s: float, outcome: dict[str, object]) -> None:
         try:
             outcome["summary"] = asyncio.run(index_directory(
@@ -329,10 +333,7 @@ class FaultSoak:
                 time.sleep(1.0)
 
     def compare(self, clean: str) -> RoundResult:
-        expected = {
-            str(p.relative_to(self.source)): hash_bytes(p.read_bytes())
-            for p in self.source.rglob("*.py")
-        }
+        expected = self._source_hashes()
         graph, vectors = self._stores()
         try:
             held = [graph.file_hashes(FAULT_TENANT, REPO, "main"),
