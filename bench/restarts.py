@@ -78,6 +78,11 @@ def main() -> None:
                       f"{equal.lost}  duplicated {equal.duplicated}  resurrected "
                       f"{result.resurrected}  equal {equal.equal} {equal.differences or ''}",
                       flush=True)  # fmt: skip
+                if not equal.equal:
+                    print(result.behind, flush=True)
+                    settled = result.settled_s
+                    later = f"{settled:.0f} s later" if settled is not None else "not in 180 s"
+                    print(f"  equal to the rebuild {later}", flush=True)
                 if not equal.equal or result.resurrected:  # the logs say why; the soak goes on
                     kept = _keep_logs(work / "soak", args.keep_logs / f"round-{soak.rounds}")
                     print(f"the stack's logs are kept in {kept}", flush=True)

@@ -36,6 +36,11 @@ class RestartResult:
     knocks: int  # client connections tried during the start
     resurrected: int  # files of the dropped overlay held again by either store
     equal: RoundResult
+    # An unequal round: what the stores lacked at once (``behind``), and the seconds until
+    # they equalled the rebuild after all (None: not within the wait), so a report tells a
+    # late store from a lost write.
+    behind: str = ""
+    settled_s: float | None = None
 
 
 class StoreKnocker:
@@ -118,9 +123,22 @@ class RestartSoak(FaultSoak):
         if not _complete(outcome.get("summary")):
             raise RuntimeError(f"round {self.rounds}: the clean rebuild failed: {outcome}")
         equal = self.compare(clean)
+        behind, settled_s = "", None
+        if not equal.equal:
+            behind, settled_s = self.behind(), self._settled(clean)
         self._drop_rebuild(clean)
         return RestartResult(self.rounds, hard, round(up_s, 2), knocker.knocks, resurrected,
-                             equal)  # fmt: skip
+                             equal, behind, settled_s)  # fmt: skip
+
+    def _settled(self, clean: str, wait_s: float = 180.0) -> float | None:
+        """Seconds until the stores equal the clean rebuild after all, or None."""
+        began = time.monotonic()
+        while time.monotonic() - began < wait_s:
+            time.sleep(5)
+            with contextlib.suppress(Exception):  # a store still not answering: wait on
+                if self.compare(clean).equal:
+                    return round(time.monotonic() - began, 1)
+        return None
 
     def _drop_rebuild(self, clean: str) -> None:
         """The clean rebuild is dropped once compared (fenced, so no replay brings it back):
