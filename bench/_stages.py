@@ -41,15 +41,17 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
         time.sleep(0.2)
     index = mirror._mirrors[tenant].index
     stages: dict[str, list[float]] = {k: [] for k in (
-        "embed query", "filter mask", "dense", "bm25", "file ranks", "fusion", "winners' rows",
+        "embed query", "filter mask", "dense", "term postings", "bm25", "file ranks", "fusion",
+        "winners' rows",
         "milvus hybrid",
         "context: search", "context: graph walks", "context: trust", "context: assemble",
         "context total")}  # fmt: skip
     _wrap(vectors.embedder, "embed", stages["embed query"])
     _wrap(index, "mask", stages["filter mask"])
     _wrap(index, "dense_top", stages["dense"])
-    _wrap(index, "bm25_top", stages["bm25"])
-    _wrap(index, "file_scores", stages["file ranks"])
+    _wrap(index, "_matches", stages["term postings"])
+    _wrap(index, "_row_bm25", stages["bm25"])
+    _wrap(index, "_file_bm25", stages["file ranks"])
     _wrap(mirror, "_hits", stages["winners' rows"])
     overlap: list[float] = []
     rng = random.Random(5)
@@ -57,8 +59,9 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
         query = rng.choice(queries)
         started = time.perf_counter()
         mine = mirror.search(tenant, query, limit=10) or []
-        inner = sum(stages[k][-1] for k in ("embed query", "filter mask", "dense", "bm25",
-                                            "file ranks", "winners' rows"))  # fmt: skip
+        inner = sum(stages[k][-1] for k in ("embed query", "filter mask", "dense",
+                                            "term postings", "bm25", "file ranks",
+                                            "winners' rows"))  # fmt: skip
         stages["fusion"].append((time.perf_counter() - started) * 1000 - inner)
         started = time.perf_counter()
         theirs = vectors.search(tenant, query, limit=10)

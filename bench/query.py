@@ -1,6 +1,8 @@
 """Query bench: latency percentiles of search, callers (depth 2), impact and context through the
 HTTP API, on the large corpus indexed by the real pipeline (whose cold index figures and peak
-memory per process are reported too).
+memory per process are reported too). Search and context are timed twice: with short
+questions, and with issue text (SWE-bench Lite problem statements, cut to 4,000 characters, as
+an agent pastes an issue: paragraphs, code blocks, tracebacks).
 
     python bench/query.py [--corpus large] [--requests 200]
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sys
 import tempfile
@@ -45,6 +48,18 @@ QUERIES = [
     "table changelog recovery", "schema for a dataclass", "shrink a failing example",
     "consumer group rebalance",
 ]  # fmt: skip
+
+
+ISSUE_CHARS = 4000
+_ISSUES = Path(__file__).resolve().parent / "localization" / "swebench" / "instances.json"
+
+
+def issue_queries(count: int = 100) -> list[str]:
+    """The first ``count`` problem statements of the SWE-bench set, by id, each cut to
+    ``ISSUE_CHARS`` characters (text only: their repositories are not what is indexed)."""
+    rows = json.loads(_ISSUES.read_text(encoding="utf-8"))["instances"]
+    rows.sort(key=lambda row: row["instance_id"])
+    return [row["problem_statement"][:ISSUE_CHARS] for row in rows[:count]]
 
 
 def timed(call: object, *args: object, **kwargs: object) -> float:
@@ -151,7 +166,12 @@ def main() -> None:
             graph.close()
             ids = [s.id for s in functions] or ["corpus::none::x"]
             timings: dict[str, list[float]] = {"search": [], "callers d2": [], "impact d3": [],
-                                               "context 8k": []}  # fmt: skip
+                                               "context 8k": [], "search (issue text)": [],
+                                               "context 8k (issue text)": []}  # fmt: skip
+            issues = issue_queries()
+            rows["issue text queries"] = (f"{len(issues)} SWE-bench Lite problem statements, "
+                                          f"{sum(map(len, issues)) / len(issues):.0f} characters "
+                                          f"on average (cut at {ISSUE_CHARS})")  # fmt: skip
             collected = _gc_pauses(client)
             for _ in range(10):  # warm-up
                 client.post("/v1/search", json={"query": rng.choice(QUERIES)})
@@ -168,6 +188,13 @@ def main() -> None:
                 )
                 timings["context 8k"].append(
                     timed(client.post, "/v1/context", json={"query": query, "budget_tokens": 8000})
+                )
+                issue = rng.choice(issues)
+                timings["search (issue text)"].append(
+                    timed(client.post, "/v1/search", json={"query": issue})
+                )
+                timings["context 8k (issue text)"].append(
+                    timed(client.post, "/v1/context", json={"query": issue, "budget_tokens": 8000})
                 )
             cpu_after, wall = cpu_seconds(stack), time.perf_counter() - wall_before
             rows["CPU s of each process during the requests"] = (

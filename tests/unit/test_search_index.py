@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
+from patchstream.stores.vector import search_index
 from patchstream.stores.vector.search_index import RRF_K, IndexedRow, TenantIndex
 from patchstream.stores.vector.search_text import code_tokens, tokens
 
@@ -62,7 +64,9 @@ def test_bm25_scores_are_the_formula_over_the_live_rows() -> None:
     assert math.isclose(index.bm25_scores("beta")[index.rows["a"]], again, rel_tol=1e-5)
 
 
-def test_file_scores_are_bm25_over_each_files_rows_taken_together() -> None:
+def test_file_scores_are_bm25_over_each_files_rows_taken_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rows = [("p1", "parse the config file", "src/config.py"),
             ("p2", "load config values", "src/config.py"),
             ("p3", "render a template", "src/render.py"),
@@ -74,12 +78,22 @@ def test_file_scores_are_bm25_over_each_files_rows_taken_together() -> None:
     for path in ("src/config.py", "src/render.py", "docs/readme.md"):
         text = " ".join(f"{t} {p}" for _, t, p in rows if p == path)
         reference.add(IndexedRow(path, "s", "file", "", text, [1, 0, 0]))
-    for query in ("config", "render config", "template src", "absent"):
-        got = index.file_scores(query, index.mask())
-        want = reference.bm25_scores(query)
-        for path in ("src/config.py", "src/render.py", "docs/readme.md"):
-            assert math.isclose(got[index.paths.ids[path]], want[reference.rows[path]],
-                                rel_tol=1e-5, abs_tol=1e-7)  # fmt: skip
+    # Term counts are summed a slice of tokens at a time: here also one and two tokens a
+    # slice (three files), so the later slices' offsets are exercised.
+    for cells in (search_index._CELLS, 1, 6):
+        monkeypatch.setattr(search_index, "_CELLS", cells)
+        for query in (
+            "config",
+            "render config",
+            "template src config src",
+            "absent",
+            "parse load render template config values",
+        ):
+            got = index.file_scores(query, index.mask())
+            want = reference.bm25_scores(query)
+            for path in ("src/config.py", "src/render.py", "docs/readme.md"):
+                assert math.isclose(got[index.paths.ids[path]], want[reference.rows[path]],
+                                    rel_tol=1e-5, abs_tol=1e-7)  # fmt: skip
     # Only kept rows count: without p1 and p2, config.py scores nothing.
     keep = index.mask()
     keep[[index.rows["p1"], index.rows["p2"]]] = False

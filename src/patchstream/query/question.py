@@ -84,12 +84,15 @@ def named_files(
     """Files of the view the question points at, best first: traceback frames (the
     innermost first), files its paths name (by path suffix), then files defining the most of
     its names (a name defined in many files counts less in each)."""
-    known = list(paths)
+    by_name: defaultdict[str, list[str]] = defaultdict(list)
+    if named.frames or named.paths:  # a suffix match ends in the same file name
+        for known in paths:
+            by_name[known.rpartition("/")[2]].append(known)
     ranked: list[str] = []
     for path, _ in reversed(named.frames):
-        ranked += _by_suffix(path, known)
+        ranked += _by_suffix(path, by_name)
     for path in named.paths:
-        ranked += _by_suffix(path, known)
+        ranked += _by_suffix(path, by_name)
     explicit = len(_unique(ranked))
     weights: defaultdict[str, float] = defaultdict(float)
     for files in map(set, definers(named.names).values()):
@@ -99,11 +102,13 @@ def named_files(
     return NamedFiles(_unique(ranked), explicit)
 
 
-def _by_suffix(path: str, known: list[str]) -> list[str]:
-    """Known paths equal to ``path`` or ending with it at a directory boundary (a traceback
-    prints an absolute path; an issue may drop the leading package)."""
+def _by_suffix(path: str, by_name: Mapping[str, list[str]]) -> list[str]:
+    """Known paths (``by_name``: by file name) equal to ``path`` or ending with it at a
+    directory boundary (a traceback prints an absolute path; an issue may drop the leading
+    package)."""
     wanted = path.replace("\\", "/").lstrip("./")
     parts = wanted.split("/")
+    known = by_name.get(parts[-1], [])
     for start in range(len(parts)):  # the longest suffix that matches anything
         tail = "/".join(parts[start:])
         hits = [k for k in known if k == tail or k.endswith("/" + tail)]
