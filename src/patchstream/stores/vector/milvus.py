@@ -26,7 +26,7 @@ from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreRefused
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.overlays import WORKSPACE_MARK, View
+from patchstream.stores.overlays import View
 from patchstream.stores.vector.milvus_client import (
     DeadlinedClient,
     connect,
@@ -62,6 +62,7 @@ from patchstream.stores.vector.milvus_schema import (
     create_files,
     create_vectors,
 )
+from patchstream.stores.vector.milvus_search import search_filter, visible
 
 _QUERY_LIMIT = 16_384
 
@@ -369,24 +370,8 @@ class MilvusVectorStore:
         returns an overlay's rows."""
         if not tenant or not query.strip():
             return []
-        clauses = [f"tenant == {lit(tenant)}"]
         wanted = limit
-        if view is not None:
-            clauses.append(f"scope in {lit_list(view.scopes)}")
-            # Rows the overlay hides are dropped after fusion: ask for as many more.
-            limit = min(wanted + sum(len(layer.paths) for layer in view.layers), wanted * 4)
-        elif repo and ref:
-            clauses.append(f"scope == {lit(scope_of(tenant, repo, ref))}")
-        elif repo:
-            clauses.append(f"repo == {lit(repo)}")
-        elif ref:
-            clauses.append(f"ref == {lit(ref)}")
-        if kind:
-            clauses.append(f"kind == {lit(kind)}")
-        if path_prefix:
-            # LIKE treats '_' as a wildcard: it may match more, the exact check is below.
-            clauses.append(f"path like {lit(path_prefix.replace('%', '') + '%')}")
-        where = " and ".join(clauses)
+        where, limit = search_filter(tenant, limit, repo, ref, path_prefix, kind, view)
         dense = AnnSearchRequest(
             data=[self.embedder.embed([query])[0]],
             anns_field="dense",
@@ -408,18 +393,9 @@ class MilvusVectorStore:
             )
         except (MilvusException, grpc.RpcError) as exc:
             raise milvus_error("search failed", exc) from exc
-        hits = []
-        for hit in result[0] if result else []:
-            entity = hit["entity"]
-            if entity.get("tenant") != tenant:  # belt and braces: never leak across tenants
-                continue
-            if path_prefix and not str(entity["path"]).startswith(path_prefix):
-                continue
-            if view is not None and not view.visible(entity["scope"], entity["path"]):
-                continue
-            if view is None and WORKSPACE_MARK in str(entity["scope"]) and not repo:
-                continue  # a plain read without a repository: still no overlay rows
-            hits.append(hit_from_row(entity, float(hit["distance"])))
+        hits = [hit_from_row(hit["entity"], float(hit["distance"]))
+                for hit in (result[0] if result else [])
+                if visible(hit["entity"], tenant, repo, path_prefix, view)]  # fmt: skip
         return hits[:wanted]
 
     def chunks_for_symbols(
