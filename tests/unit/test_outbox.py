@@ -46,3 +46,15 @@ def test_an_outbox_written_before_compaction_opens_with_every_entry_owed(tmp_pat
     outbox = Outbox(path)
     assert outbox.count() == 1 and not outbox.pending()[0].applied
     Outbox(path).close()  # a second process opening it finds the column there
+
+
+def test_overdue_is_by_age_and_by_times_sent() -> None:
+    from patchstream.embedded.outbox_relay import overdue
+    from patchstream.producers.outbox import OutboxEntry
+
+    def entry(id_: int, created_at: float) -> OutboxEntry:
+        return OutboxEntry(id_, b"k", b"v", "t", "app", "main", None, "a.py", 1, created_at)
+
+    pending = [entry(1, 100.0), entry(2, 150.0), entry(3, 10.0)]
+    assert [e.id for e in overdue(pending, 200.0, 60.0, {}, 3)] == [1, 3]
+    assert [e.id for e in overdue(pending, 200.0, 60.0, {1: 3, 3: 2}, 3)] == [3]

@@ -5,6 +5,11 @@ knows exactly when acknowledged events may have been lost. An entry is applied w
 hold its file at its version or a newer one (a delete counts: the fence keeps its version).
 Applied entries stay as their files' latest events (see ``producers.outbox``); a replay after
 a start checks them again, so what a store lost since it applied them is published again.
+
+Between restarts, an entry still owed a minute after it was written while every consumer
+group has caught up with the bus was missed on the way (seen: a sink that joined its group
+during a burst never saw the first record of two partitions, and an index waited on them
+for good). It is published again, at most ``MAX_REDELIVERIES`` times per entry.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from patchstream.embedded.stall_watch import read_lags
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
 from patchstream.settings import Settings
@@ -32,6 +39,8 @@ log = logging.getLogger("patchstream.outbox")
 
 
 _BULK = 32  # from this many entries of one branch, read the branch's versions at once
+REDELIVER_AFTER_S = 60.0  # owed this long, with the bus drained: missed on the way
+MAX_REDELIVERIES = 3  # per entry and tender: one a stage refuses is not sent forever
 
 
 @dataclass
@@ -97,12 +106,26 @@ async def republish(settings: Settings, entries: Sequence[OutboxEntry]) -> int:
     return len(entries)
 
 
+def overdue(
+    pending: Sequence[OutboxEntry], now: float, after_s: float, sent: Mapping[int, int],
+    most: int,
+) -> list[OutboxEntry]:  # fmt: skip
+    """The entries written more than ``after_s`` before ``now`` and published again fewer
+    than ``most`` times (``sent``: entry id -> times)."""
+    return [e for e in pending if e.created_at < now - after_s and sent.get(e.id, 0) < most]
+
+
+Redeliver = Callable[[list[OutboxEntry]], list[OutboxEntry]]
+
+
 def replay_and_prune(
-    settings: Settings, graph: GraphStore, vectors: MilvusVectorStore, replay: bool
-) -> tuple[int, int]:
+    settings: Settings, graph: GraphStore, vectors: MilvusVectorStore, replay: bool,
+    redeliver: Redeliver | None = None,
+) -> tuple[int, int]:  # fmt: skip
     """Compact what both tiers hold; with ``replay`` (after a start or a restart of the
     broker, the gateway or a store), check the retained entries again too and republish
-    every entry a tier lacks. (replayed, removed)."""
+    every entry a tier lacks. Otherwise ``redeliver`` picks which of the owed entries to
+    republish (those missed on the way). (replayed, removed)."""
     path = outbox_path(settings)
     if not path.exists():
         return 0, 0
@@ -121,6 +144,12 @@ def replay_and_prune(
             owed_again += len(lost)
             if replay:
                 replayed += asyncio.run(republish(settings, split.pending))
+            elif redeliver is not None and split.pending:
+                missed = redeliver(split.pending)
+                replayed += asyncio.run(republish(settings, missed))
+                if missed:
+                    log.warning("event=outbox_redelivered entries=%d first=%s/%s@%d", len(missed),
+                                missed[0].repo, missed[0].path, missed[0].version)  # fmt: skip
     finally:
         outbox.close()
     if replayed or removed:
@@ -139,6 +168,7 @@ class OutboxTender:
         self.replay_due = False
         self.audit_due = False
         self.next_prune = 0.0
+        self.redelivered: dict[int, int] = {}  # entry id -> times published again
         self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
 
     def vectors_restarted(self) -> None:
@@ -150,12 +180,27 @@ class OutboxTender:
         try:
             graph, vectors = self._opened()
             self.audit_vectors()
-            replay_and_prune(self.settings, graph, vectors, replay=self.replay_due)
+            replay_and_prune(self.settings, graph, vectors, replay=self.replay_due,
+                             redeliver=self.missed)  # fmt: skip
             self.replay_due = False
             self.next_prune = now + 30.0
         except Exception as exc:  # a store or the broker is not back yet: next round
             log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
             self.close()
+
+    def missed(self, pending: list[OutboxEntry]) -> list[OutboxEntry]:
+        """Of the owed entries, those overdue while every group has consumed all the bus
+        holds (a backlog is late, not lost): what to publish again."""
+        due = overdue(pending, time.time(), REDELIVER_AFTER_S, self.redelivered,
+                      MAX_REDELIVERIES)  # fmt: skip
+        if not due:
+            return []
+        lags = read_lags(self.settings.kafka)
+        if lags is None or any(lag.pending for lag in lags.values()):
+            return []
+        for entry in due:
+            self.redelivered[entry.id] = self.redelivered.get(entry.id, 0) + 1
+        return due
 
     def audit_vectors(self) -> None:
         """When due, before anything replays: a reset file must be owed again when the
