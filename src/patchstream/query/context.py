@@ -107,7 +107,8 @@ def assemble(
     A candidate merges into the first selected block of its file and source that it
     overlaps or touches, else it is appended; it is taken when the running total of block
     tokens stays within the budget. Only the block it changes is re-counted, so assembly is
-    linear in the candidates, not quadratic."""
+    linear in the candidates, not quadratic; a block longer than six characters per token of
+    the room left is deemed not to fit without being counted (code runs 3-5)."""
     selected: list[Block] = []
     costs: list[int] = []  # tokens of each selected block, rendered
     by_file: dict[tuple[str, str, str, str], list[int]] = {}  # -> indexes into selected
@@ -116,10 +117,14 @@ def assemble(
     used = 0
     memo: dict[str, int] = {}
 
-    def tokens(block: Block) -> int:
+    def tokens(block: Block, room: int) -> int | None:
+        """The block's tokens, or None when it is clearly over ``room`` (not counted)."""
         rendered = block.render()
         if rendered not in memo:
-            memo[rendered] = counter.count(rendered)
+            cost = counter.count_unless_over(rendered, room)
+            if cost is None:
+                return None
+            memo[rendered] = cost
         return memo[rendered]
 
     for candidate in candidates:
@@ -135,10 +140,13 @@ def assemble(
             if merged is not None:
                 target, block = index, merged
                 break
-        cost = tokens(block)
-        total = used + cost - (costs[target] if target is not None else 0)
-        if total > budget:
+        # Most candidates come after the budget is nearly spent; only those that might
+        # still fit are counted (tiktoken is most of the assembler's time).
+        room = budget - used + (costs[target] if target is not None else 0)
+        cost = tokens(block, room)
+        if cost is None or cost > room:
             continue
+        total = used + cost - (costs[target] if target is not None else 0)
         if target is None:
             by_file.setdefault(where, []).append(len(selected))
             selected.append(block)
@@ -150,11 +158,13 @@ def assemble(
             code_symbols.update(block.symbol_ids)
         if candidate.key:
             seen.add(candidate.key)
-    # The sum of parts can differ from the whole by a token at a seam: check the whole.
-    while selected and counter.count("".join(b.render() for b in selected)) > budget:
+    # The sum of parts can differ from the whole by a token at a seam: check the whole,
+    # counted once unless it is over.
+    used = counter.count("".join(b.render() for b in selected)) if selected else 0
+    while used > budget:
         selected.pop()
         costs.pop()
+        used = counter.count("".join(b.render() for b in selected)) if selected else 0
     for block, cost in zip(selected, costs, strict=True):
         block.tokens = cost
-    used = counter.count("".join(b.render() for b in selected)) if selected else 0
     return selected, used
