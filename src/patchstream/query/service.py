@@ -186,6 +186,9 @@ class QueryService:
         candidates += file_map_candidates(
             hits, wanted.map_files, skip={(h.repo, h.ref, h.path) for h in entries}
         )
+        # Who last wrote the files found so far is read beside the walks, not after them.
+        remaining = remaining_candidates(hits, entries)
+        writers = self._pool.submit(self._writers, tenant, _untrusted_files(candidates + remaining))
         # Callers and callees of every entry point: one multi-start walk per direction and
         # ref, the two side by side (each symbol's answer is still its own walk's).
         jobs: dict[tuple[str, str], list[str]] = {}
@@ -205,10 +208,10 @@ class QueryService:
         # Then the rest of the search's code, best first, while the budget lasts: an 8k
         # answer holds more relevant code instead of stopping near 4k when the entry points'
         # neighbourhood runs out.
-        candidates += remaining_candidates(hits, entries)
+        candidates += remaining
         # Graph fan-out can bring thousands of signatures; only the first ones could fit anyway.
         candidates = self._with_trust(
-            tenant, candidates[: self.settings.query.max_context_candidates]
+            tenant, candidates[: self.settings.query.max_context_candidates], writers.result()
         )
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
@@ -245,19 +248,29 @@ class QueryService:
                 candidates.append(hit_candidate("session-change", chunk))
         return candidates
 
-    def _with_trust(self, tenant: str, candidates: list[Candidate]) -> list[Candidate]:
-        files = sorted({(c.repo, c.ref, c.path) for c in candidates
-                        if c.source not in _TRUSTED_AT_SOURCE})  # fmt: skip
-        sources = self.graph.file_sources(tenant, files)
+    def _with_trust(
+        self, tenant: str, candidates: list[Candidate], known: dict[tuple[str, str, str], str]
+    ) -> list[Candidate]:
+        """Each candidate's trust from its file's last writer; ``known`` holds writers already
+        read, the rest (the walks' signatures) are read here."""
+        unread = [f for f in _untrusted_files(candidates) if f not in known]
+        sources = {**known, **self._writers(tenant, unread)}
         result = []
         for candidate in candidates:
             if candidate.source in _TRUSTED_AT_SOURCE:
                 result.append(candidate)  # its trust is set where it is made
                 continue
-            source = sources.get((candidate.repo, candidate.ref, candidate.path), "snapshot")
+            source = sources[(candidate.repo, candidate.ref, candidate.path)]
             trust = "agent-written" if source in ("agent", "cli") else "repository"
             result.append(Candidate(**{**candidate.__dict__, "trust": trust}))
         return result
+
+    def _writers(
+        self, tenant: str, files: list[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], str]:
+        """Each file's last writer; a file no write has fenced was loaded from a snapshot."""
+        found = self.graph.file_sources(tenant, files) if files else {}
+        return {file: found.get(file, "snapshot") for file in files}
 
     def freshness(self, tenant: str, repo: str, ref: str = "main") -> dict[str, object]:
         """Per-tier freshness, computed at most once a second per repository."""
@@ -316,6 +329,12 @@ class QueryService:
             graph is not None and graph.version >= write.version,
             vector is not None and vector >= write.version,
         )
+
+
+def _untrusted_files(candidates: list[Candidate]) -> list[tuple[str, str, str]]:
+    """The files whose last writer sets their candidates' trust."""
+    return sorted({(c.repo, c.ref, c.path) for c in candidates
+                   if c.source not in _TRUSTED_AT_SOURCE})  # fmt: skip
 
 
 def _signature(kind: str, neighbor: Neighbor) -> Candidate:
