@@ -324,3 +324,119 @@ def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
     ]
     assert len(letters) == 1 and letters[0].reason.count(sig.name) == 2, letters
     assert "then in a fresh jail" in letters[0].reason
+
+
+REGISTRY = (
+    "HANDLERS = {}\n\n\ndef register(name):\n    def keep(fn):\n        HANDLERS[name] = fn\n"
+    "        return fn\n    return keep\n"
+)
+PRICES = (
+    'from shop.registry import register\n\n\n@register("base")\ndef base(x):\n    return x * 2\n'
+    '\n\n@register("sale")\ndef discounted(x):\n    return x - 1\n'
+)
+CHECKOUT = (
+    "import shop.prices  # registers the handlers\nfrom shop.registry import HANDLERS\n\n\n"
+    'def total(kind, x):\n    return HANDLERS[kind](x)\n\n\nif __name__ == "__main__":\n'
+    '    total("base", 1)\n    total("sale", 2)\n'
+)
+
+
+def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
+    stack: Supervisor, tmp_path: Path
+) -> None:
+    """Issue #34: ``patchstream trace`` stores the calls a run made through a registry dict
+    as runtime edges; an edit of the callee's file drops them; a replay of the old trace is
+    stale; a malformed trace event is dead-lettered with its reason."""
+    import subprocess
+    import sys
+
+    from patchstream.schemas.graph import CallResolution
+    from patchstream.schemas.traces import TraceEvent
+
+    root = make_repo(
+        tmp_path / "traced",
+        {
+            "shop/__init__.py": "",
+            "shop/registry.py": REGISTRY,
+            "shop/prices.py": PRICES,
+            "shop/checkout.py": CHECKOUT,
+        },
+    )
+    done = asyncio.run(index_directory(stack.settings, root, repo="traced", tenant="acme",
+                                       timeout_s=180, progress=False))  # fmt: skip
+    assert done.complete
+    env = {
+        **stack.environment(),
+        "PATCHSTREAM_QUERY": json.dumps(
+            {**json.loads(stack.environment()["PATCHSTREAM_QUERY"]), "api_key": "key-acme"}
+        ),
+    }
+
+    def trace(*extra: str) -> dict[str, object]:
+        traced = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "trace", "--root", str(root),
+             "--tenant", "acme", "--json", *extra, "--", sys.executable, "-m", "shop.checkout"],
+            env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert traced.returncode == 0, traced.stderr
+        return json.loads(traced.stdout)  # type: ignore[no-any-return]
+
+    summary = trace("--out", str(tmp_path / "trace.jsonl"))
+    assert summary["graph"] == {"applied_files": 2, "files": 2, "kept": 5, "stale": 0,
+                                "unknown": 0, "timed_out": False}  # fmt: skip
+    total, base = "traced::shop/checkout.py::total", "traced::shop/prices.py::base"
+    graph = open_graph_store(stack.settings)
+    try:
+
+        def callees(weakest: CallResolution) -> dict[str, str]:
+            return {n.symbol.id: n.resolution
+                    for n in graph.callees("acme", total, 1, "main", weakest)}  # fmt: skip
+
+        assert callees(CallResolution.EXACT) == {}  # no static name reaches them
+        assert callees(CallResolution.RUNTIME) == {
+            base: "runtime",
+            "traced::shop/prices.py::discounted": "runtime",
+        }
+        callers = {n.symbol.id: n.resolution for n in graph.callers("acme", base, 1)}
+        assert callers[total] == "runtime"  # the default (inferred) includes runtime edges
+        # An edit of the callee's file fences its runtime edges out.
+        _publish(stack, [PatchEvent(tenant="acme", repo="traced", path="shop/prices.py",
+                                    op="upsert", content=PRICES + "\n\nTAX = 1\n",
+                                    version=time.time_ns(), source="agent")])  # fmt: skip
+        wait_for(lambda: callees(CallResolution.RUNTIME) == {}, what="the edit to drop them")
+        # The old trace again: stale, nothing stored.
+        old = [  # the same events under new ids, to tell their outcome from the first's
+            TraceEvent.model_validate_json(line).model_copy(update={"event_id": f"replay{n}"})
+            for n, line in enumerate((tmp_path / "trace.jsonl").read_text().splitlines())
+        ]
+
+        async def replay() -> None:
+            async with EventPublisher(stack.settings.kafka) as publisher:
+                await publisher.publish_traces(old)
+                await publisher.producer.send_and_wait(
+                    Topics.from_settings(stack.settings.kafka).trace_events, key=b"t1",
+                    value=json.dumps({**json.loads(old[0].model_dump_json()),
+                                      "path": "../../etc/passwd"}).encode())  # fmt: skip
+
+        asyncio.run(replay())
+        wait_for(
+            lambda: (
+                graph.trace_marks("acme", "traced", "main", ["shop/checkout.py"])[
+                    "shop/checkout.py"
+                ].event_id
+                == old[0].event_id
+            ),
+            what="the replay to be applied",
+        )
+        mark = graph.trace_marks("acme", "traced", "main", ["shop/checkout.py"])
+        assert (mark["shop/checkout.py"].kept, mark["shop/checkout.py"].stale) == (1, 2)
+        assert callees(CallResolution.RUNTIME) == {}
+        # Traced again at the new content (the agent's edit on disk too): back.
+        (root / "shop/prices.py").write_text(PRICES + "\n\nTAX = 1\n")
+        assert trace()["graph"]["kept"] == 5  # type: ignore[index]
+        assert set(callees(CallResolution.RUNTIME)) == {base, "traced::shop/prices.py::discounted"}
+    finally:
+        graph.close()
+    letters = asyncio.run(read_dead_letters(stack.settings.kafka))
+    refused = [d for d in letters if d.key == b"t1"]
+    assert refused and refused[0].stage == "trace-sink" and "'..'" in refused[0].reason

@@ -21,6 +21,7 @@ from patchstream.cli.query import query
 from patchstream.cli.reconcile import reconcile
 from patchstream.cli.repos import repo
 from patchstream.cli.runs import run, session
+from patchstream.cli.trace import trace
 from patchstream.cli.workspace import workspace
 from patchstream.cli.writes import emit, index
 from patchstream.errors import ConfigError, PatchstreamError
@@ -340,7 +341,7 @@ def sink(kind: str) -> None:
     import signal
 
     from patchstream.consumers.runner import SinkRunner
-    from patchstream.consumers.sinks import GraphSink, VectorSink
+    from patchstream.consumers.sinks import GraphSink, TraceSink, VectorSink
     from patchstream.metrics import Metrics
     from patchstream.metrics.http import serve_metrics
     from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -356,14 +357,23 @@ def sink(kind: str) -> None:
     )
     store = settings.graph.backend if kind == "graph" else "milvus"
     finish = apply.flush if isinstance(apply, VectorSink) else None
-    runner = SinkRunner(kind, settings, apply, metrics=metrics, store=store, finish_fetch=finish)
+    runners = [SinkRunner(kind, settings, apply, metrics=metrics, store=store,
+                          finish_fetch=finish)]  # fmt: skip
+    if isinstance(apply, GraphSink):  # runtime edges are the graph's: same process, own group
+        from patchstream.streams.codec import decode_trace
+        from patchstream.streams.topics import Topics
+
+        runners.append(SinkRunner(
+            "trace", settings, TraceSink(apply.store), metrics=metrics, store=store,
+            topic=Topics.from_settings(settings.kafka).trace_events, decode=decode_trace,
+        ))  # fmt: skip
 
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await runner.run(stop)
+        await asyncio.gather(*(runner.run(stop) for runner in runners))
 
     asyncio.run(run())
 
@@ -381,6 +391,7 @@ cli.add_command(memory)
 cli.add_command(session)
 cli.add_command(workspace)
 cli.add_command(repo)
+cli.add_command(trace)
 
 
 def main() -> None:

@@ -78,8 +78,9 @@ def _walk(kind: str) -> None:
         type=click.Choice([r.value for r in CallResolution]),
         default=CallResolution.INFERRED.value,
         show_default=True,
-        help="Weakest call edge to follow: exact (certain), inferred (guessed types and "
-        "implementations too), name-only (also calls of a method unique by name).",
+        help="Weakest call edge to follow: exact (certain), runtime (also calls a traced "
+        "command made), inferred (guessed types and implementations too), name-only (also "
+        "calls of a method unique by name).",
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
     def command(

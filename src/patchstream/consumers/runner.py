@@ -22,7 +22,6 @@ from aiokafka.errors import KafkaError
 
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics
-from patchstream.schemas.state import FileDelta
 from patchstream.settings import Settings
 from patchstream.streams.codec import dead_letter, decode_delta
 from patchstream.streams.producer import make_producer
@@ -30,7 +29,8 @@ from patchstream.streams.topics import Topics
 
 log = logging.getLogger("patchstream.sink")
 
-ApplyBatch = Callable[[Sequence[FileDelta]], None]
+ApplyBatch = Callable[[Sequence[Any]], None]
+Decode = Callable[[bytes | None], Any]  # raises ContractError for what goes to the DLQ
 _MAX_BACKOFF_S = 30.0
 
 
@@ -116,9 +116,12 @@ class SinkRunner:
         store: str | None = None,
         clients: Clients | None = None,
         finish_fetch: Callable[[], None] | None = None,
+        topic: str | None = None,
+        decode: Decode = decode_delta,
     ) -> None:
         """``finish_fetch`` runs once every run of a fetch is written, before the commit (the
-        vector sink flushes there: once a fetch, not once a run)."""
+        vector sink flushes there: once a fetch, not once a run). ``topic`` and ``decode``:
+        what is consumed (file deltas unless said; the graph sink also reads trace events)."""
         self.name = name
         self.metrics = metrics or Metrics(f"{name}-sink", settings.metrics)
         self.store = store or name
@@ -126,6 +129,8 @@ class SinkRunner:
         self.apply_batch = apply_batch
         self.finish_fetch = finish_fetch
         self.topics = Topics.from_settings(settings.kafka)
+        self.topic = topic or self.topics.file_deltas
+        self.decode = decode
         self.group_id = f"{settings.kafka.topic_prefix}{name}-sink"
         self.stats = SinkStats()
         self._sleep = sleep
@@ -134,7 +139,7 @@ class SinkRunner:
     def _kafka_clients(self) -> tuple[DeltaConsumer, RecordProducer]:
         kafka = self.settings.kafka
         consumer = AIOKafkaConsumer(
-            self.topics.file_deltas,
+            self.topic,
             bootstrap_servers=kafka.bootstrap,
             group_id=self.group_id,
             enable_auto_commit=False,
@@ -195,10 +200,10 @@ class SinkRunner:
     async def _process_run(
         self, records: Sequence[Record], producer: RecordProducer, stop: asyncio.Event
     ) -> None:
-        good: list[tuple[Record, FileDelta]] = []
+        good: list[tuple[Record, Any]] = []
         for record in records:
             try:
-                good.append((record, decode_delta(record.value)))
+                good.append((record, self.decode(record.value)))
             except ContractError as exc:
                 await self._dead_letter(producer, record, str(exc), exc.code, attempts=1)
         if not good:
@@ -222,7 +227,7 @@ class SinkRunner:
                     attempts=self.settings.pipeline.max_retries + 1,
                 )
 
-    async def _apply(self, deltas: list[FileDelta], stop: asyncio.Event) -> bool:
+    async def _apply(self, deltas: list[Any], stop: asyncio.Event) -> bool:
         return await self._write(lambda: self.apply_batch(deltas), len(deltas), stop)
 
     async def _write(self, write: Callable[[], object], deltas: int, stop: asyncio.Event) -> bool:

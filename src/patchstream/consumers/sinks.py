@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from patchstream.metrics import Metrics
 from patchstream.schemas.state import FileDelta
+from patchstream.schemas.traces import TraceEvent
 from patchstream.stores.graph.base import GraphStore
 
 if TYPE_CHECKING:  # the graph sink's process never loads pymilvus
@@ -21,6 +22,16 @@ class GraphSink:
 
     def __call__(self, deltas: Sequence[FileDelta]) -> None:
         self.store.apply_many(deltas)
+
+
+class TraceSink:
+    """Trace events: the runtime edges whose files still hold the traced content."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+
+    def __call__(self, events: Sequence[TraceEvent]) -> None:
+        self.store.apply_traces(events)
 
 
 class VectorSink:

@@ -11,8 +11,9 @@ import os
 import platform
 import time
 from collections.abc import Iterable
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -27,7 +28,6 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from patchstream import __version__
 from patchstream.errors import ContractError
 from patchstream.metrics.gc_pauses import process_gc_pauses
-from patchstream.schemas.state import FileDelta
 from patchstream.settings import MetricsSettings
 from patchstream.stores.overlays import OverlayInfo
 
@@ -48,6 +48,17 @@ def dlq_reason_code(exc: BaseException | None) -> str:
     if isinstance(exc, ContractError):
         return exc.code
     return "internal_error"
+
+
+class Applied(Protocol):
+    """What a sink wrote, as the sync-lag histogram reads it (a file delta, a trace event)."""
+
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def repo(self) -> str: ...
+    @property
+    def occurred_at(self) -> datetime | None: ...
 
 
 class RepoLabels:
@@ -198,8 +209,8 @@ class Metrics:
                     "conflict": self.run_conflicts, "resume": self.run_resumes}  # fmt: skip
         counters[what].labels(label).inc()
 
-    def applied(self, sink: str, deltas: Iterable[FileDelta], now: float | None = None) -> None:
-        """Deltas a sink has written: their sync lag, and the applied count."""
+    def applied(self, sink: str, deltas: Iterable[Applied], now: float | None = None) -> None:
+        """Deltas (or trace events) a sink has written: their sync lag, and the count."""
         now = time.time() if now is None else now
         count = 0
         for delta in deltas:

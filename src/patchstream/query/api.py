@@ -30,6 +30,7 @@ from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
 from patchstream.query.overlay_api import overlay_router
 from patchstream.query.service import QueryService
+from patchstream.query.trace_api import trace_router
 from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import parse_read_token
@@ -365,6 +366,7 @@ def create_api(
 
     app.include_router(memory_router(state_tenant, memory, agent))
     app.include_router(overlay_router(state_tenant, overlays))
+    app.include_router(trace_router(state_tenant, lambda: service().graph))
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
 
     @app.get("/v1/freshness")

@@ -114,7 +114,8 @@ def create_mcp_server(settings: Settings) -> MCPServer:
     ) -> dict[str, Any]:  # fmt: skip
         """Who calls SYMBOL (a name or an id), up to depth 2, in ``ref`` (a branch or
         ``main~<workspace>``). ``resolution`` is the weakest call edge followed: ``exact``
-        (certain), ``inferred`` (the default: guessed types and implementations too) or
+        (certain), ``runtime`` (also calls a traced run made), ``inferred`` (the default:
+        guessed types and implementations too) or
         ``name-only`` (also calls of a method unique by name: everything that might call
         it); each caller says its own."""
         found = client.resolve(symbol, repo, ref)

@@ -15,7 +15,8 @@ from patchstream.schemas.paths import validate_repo_path
 Op = Literal["upsert", "delete", "rename"]
 Source = Literal["github", "gitlab", "agent", "cli", "snapshot"]
 
-_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$"
+_NAME_PATTERN = NAME_PATTERN
 # A ref as reads name it: a branch, or a workspace overlay of one (``main~agent-42``).
 VIEW_REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}(~[A-Za-z0-9][A-Za-z0-9._\-/]{0,199})?$"
 # Ids of sessions and runs; actors (user names, bots such as ``dependabot[bot]``).

@@ -39,13 +39,16 @@ class CallResolution(StrEnum):
     """How sure a CALLS/INSTANTIATES edge is, strongest first.
 
     ``exact``: the target follows from a name binding (a definition, an import, an alias) or a
-    declared type. ``inferred``: from a guess, a Python/JavaScript constructor call
-    (``x = Foo()``) or an implementation of the interface method that was called.
+    declared type. ``runtime``: a traced command made the call (``patchstream trace``); it
+    stands while both files keep the content they were traced with. ``inferred``: from a
+    guess, a Python/JavaScript constructor call (``x = Foo()``) or an implementation of the
+    interface method that was called.
     ``name-only``: no type is known; the repository has one method of that name (read at
     query time, never stored).
     """
 
     EXACT = "exact"
+    RUNTIME = "runtime"
     INFERRED = "inferred"
     NAME_ONLY = "name-only"
 
@@ -59,7 +62,7 @@ class CallResolution(StrEnum):
         return [r.value for r in cls if r.rank <= weakest.rank]
 
 
-_RESOLUTION_RANK = {"exact": 0, "inferred": 1, "name-only": 2}
+_RESOLUTION_RANK = {"exact": 0, "runtime": 1, "inferred": 2, "name-only": 3}
 
 
 class Reference(BaseModel):

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from patchstream.errors import ContractError
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileDelta
+from patchstream.schemas.traces import TraceEvent
 
 
 def _reason(exc: ValidationError) -> str:
@@ -56,7 +57,16 @@ def decode_delta(raw: bytes | None) -> FileDelta:
         raise ContractError(f"invalid file delta: {_reason(exc)}", code="invalid_delta") from exc
 
 
-def encode(model: PatchEvent | FileDelta) -> bytes:
+def decode_trace(raw: bytes | None) -> TraceEvent:
+    if raw is None:
+        raise ContractError("empty message (tombstone) on trace-events", code="tombstone")
+    try:
+        return TraceEvent.model_validate_json(raw)
+    except ValidationError as exc:
+        raise ContractError(f"invalid trace event: {_reason(exc)}", code="invalid_trace") from exc
+
+
+def encode(model: PatchEvent | FileDelta | TraceEvent) -> bytes:
     return model.model_dump_json().encode("utf-8")
 
 

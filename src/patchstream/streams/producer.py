@@ -1,4 +1,4 @@
-"""Publishing patch events: keyed by file, ``acks=all``, awaited until the broker has them."""
+"""Publishing patch and trace events: keyed by file, ``acks=all``, awaited until acked."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from types import TracebackType
 from aiokafka import AIOKafkaProducer
 
 from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.traces import TraceEvent
 from patchstream.settings import KafkaSettings
 from patchstream.streams.codec import encode
 from patchstream.streams.topics import Topics, ensure_topics
@@ -53,6 +54,18 @@ class EventPublisher:
         futures = [
             await self.producer.send(
                 self.topics.patch_events, key=event.key.encode(), value=encode(event)
+            )
+            for event in events
+        ]
+        for future in futures:
+            await future
+        return len(futures)
+
+    async def publish_traces(self, events: Iterable[TraceEvent]) -> int:
+        """Send trace events, keyed by their caller file, and wait for every ack."""
+        futures = [
+            await self.producer.send(
+                self.topics.trace_events, key=event.key.encode(), value=encode(event)
             )
             for event in events
         ]

@@ -18,6 +18,7 @@ class Topics:
     file_deltas: str
     dlq: str
     run_events: str
+    trace_events: str
 
     @classmethod
     def from_settings(cls, kafka: KafkaSettings) -> Topics:
@@ -27,10 +28,12 @@ class Topics:
             file_deltas=f"{prefix}file-deltas",
             dlq=f"{prefix}patch-events.dlq",
             run_events=f"{prefix}run-events",
+            trace_events=f"{prefix}trace-events",
         )
 
     def all(self) -> tuple[str, ...]:
-        return (self.patch_events, self.file_deltas, self.dlq, self.run_events)
+        return (self.patch_events, self.file_deltas, self.dlq, self.run_events,
+                self.trace_events)  # fmt: skip
 
 
 async def ensure_topics(kafka: KafkaSettings) -> Topics:

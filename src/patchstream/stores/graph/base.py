@@ -19,6 +19,8 @@ from datetime import datetime
 
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.state import FileDelta, FileState
+from patchstream.schemas.traces import TraceEvent
+from patchstream.stores.graph.runtime_edges import TraceOutcome
 from patchstream.stores.overlays import OverlayInfo, View
 
 
@@ -112,6 +114,16 @@ class GraphStore(abc.ABC):
     def apply_many(self, deltas: Sequence[FileDelta]) -> list[ApplyResult]:
         """Apply deltas in order; adapters batch the round trips."""
         return [self.apply(delta) for delta in deltas]
+
+    @abc.abstractmethod
+    def apply_traces(self, events: Sequence[TraceEvent]) -> list[TraceOutcome]:
+        """Store the runtime edges of trace events whose files still hold the traced content."""
+
+    @abc.abstractmethod
+    def trace_marks(
+        self, tenant: str, repo: str, ref: str, paths: Sequence[str]
+    ) -> dict[str, TraceOutcome]:
+        """The last trace event applied for each caller file of ``paths``."""
 
     @abc.abstractmethod
     def view(self, tenant: str, repo: str, ref: str) -> View | None:

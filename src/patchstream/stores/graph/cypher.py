@@ -38,6 +38,7 @@ from patchstream.stores.graph.planner import (
     plan_apply,
     with_tombstone,
 )
+from patchstream.stores.graph.runtime_edges import RuntimeEdges
 from patchstream.stores.graph.statements import (
     INDEXES,
     MAX_DEPTH,
@@ -55,7 +56,7 @@ from patchstream.stores.graph.walks import Walks
 __all__ = ["INDEXES", "CypherGraphStore", "Statement"]
 
 
-class CypherGraphStore(ViewReads, FenceReads, GraphStore):
+class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, GraphStore):
     """Everything but running Cypher: subclasses provide ``_read``, ``_write`` and the index
     DDL, the only dialect difference between FalkorDB and Memgraph."""
 
@@ -114,7 +115,8 @@ class CypherGraphStore(ViewReads, FenceReads, GraphStore):
 
     def _fences(self, tenant: str, fuids: list[str]) -> dict[str, FenceRow]:
         rows = self._read(tenant, READ_FENCES, {"uids": fuids})
-        return {r[0]: FenceRow(None if r[1] is None else int(r[1]), bool(r[2]), r[3]) for r in rows}
+        return {r[0]: FenceRow(None if r[1] is None else int(r[1]), bool(r[2]), r[3], r[4])
+                for r in rows}  # fmt: skip
 
     def _stored(self, tenant: str, fuid: str) -> Stored:
         params = {"fuid": fuid}

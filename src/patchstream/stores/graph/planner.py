@@ -28,9 +28,11 @@ from patchstream.stores.graph.statements import (
     DROP_INHERITED_OVERRIDES,
     DROP_ORPHAN_WANTS,
     DROP_RESOLVED_INTO,
+    DROP_RUNTIME_EDGES,
     INHERITED,
     MARK_TAILS,
     REF_TYPES,
+    RUNTIME,
     UPSERT_FENCE,
     UPSERT_OVERLAY,
     UPSERT_SYMBOLS,
@@ -50,6 +52,7 @@ class FenceRow:
     version: int | None
     deleted: bool
     module: str | None
+    content_hash: str | None = None
 
 
 # An edge as the planner diffs it: (src id, type, dst, resolution). The resolution is part
@@ -222,6 +225,10 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
                 statements.append((resolve_in(edge_type.value), {"keys": incoming}))
     for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
         statements.append((query, {"fuid": fuid, "via": INHERITED}))
+    content_changed = fence is None or fence.content_hash != delta.content_hash
+    if fence is not None and content_changed:
+        for query in DROP_RUNTIME_EDGES:  # traced at content the file no longer has
+            statements.append((query, {"fuid": fuid, "via": RUNTIME}))
     statements.append(
         (
             UPSERT_FENCE,
@@ -238,6 +245,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
                     "applied_at": now,
                     "module": module,
                     "content_hash": delta.content_hash,
+                    **({"traced": False} if content_changed else {}),
                     "language": delta.language,
                     "flags": delta.flags.raised(),
                     "source": delta.source,

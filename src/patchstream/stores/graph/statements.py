@@ -39,6 +39,7 @@ INDEXES = (
     ("Want", "tail"),
     ("Fence", "uid"),
     ("Fence", "scope"),
+    ("TraceMark", "uid"),
     ("Run", "uid"),
     ("Session", "uid"),
     ("RunEvent", "run_uid"),
@@ -54,7 +55,8 @@ MAX_DEPTH = 5
 
 READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
 READ_FENCES = (
-    "UNWIND $uids AS uid MATCH (f:Fence {uid: uid}) RETURN f.uid, f.version, f.deleted, f.module"
+    "UNWIND $uids AS uid MATCH (f:Fence {uid: uid}) "
+    "RETURN f.uid, f.version, f.deleted, f.module, f.content_hash"
 )
 READ_SYMBOLS = "MATCH (s:Symbol {file_uid: $fuid}) RETURN s.id, s.fp, s.rkey"
 READ_LOCAL_EDGES = (
@@ -109,6 +111,17 @@ ADD_INHERITED_OVERRIDES = (
     "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
 )
 UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
+# Runtime edges (``patchstream trace``) are ``CALLS {via: RUNTIME}``: a new content of either
+# end fences them out. Checked inside the write (the fence's ``traced`` mark), so a trace
+# applied between a delta's fence read and its write is still dropped; an untraced file pays
+# one index lookup.
+RUNTIME = "<runtime>"
+DROP_RUNTIME_EDGES = (
+    "MATCH (f:Fence {uid: $fuid}) WHERE f.traced = true WITH f "
+    "MATCH (s:Symbol {file_uid: f.uid})-[r:CALLS]->(:Symbol) WHERE r.via = $via DELETE r",
+    "MATCH (f:Fence {uid: $fuid}) WHERE f.traced = true WITH f "
+    "MATCH (:Symbol)-[r:CALLS]->(t:Symbol {file_uid: f.uid}) WHERE r.via = $via DELETE r",
+)
 # An overlay's registration (``stores.overlays``): a workspace's first write creates it.
 UPSERT_OVERLAY = "MERGE (o:Overlay {uid: $uid}) ON CREATE SET o.created_at = $now SET o += $props"
 DROP_ORPHAN_WANTS = (
