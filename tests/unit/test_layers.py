@@ -18,7 +18,7 @@ FLOORS = [
     {"stores"},
     {"metrics"},
     {"streams"},
-    {"producers", "consumers", "agent"},
+    {"producers", "consumers", "agent", "tracing"},
     {"indexing", "query"},
     {"embedded", "cli", "testing"},
 ]  # fmt: skip

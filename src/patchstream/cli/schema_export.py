@@ -14,6 +14,7 @@ from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.graph import Edge, Symbol
 from patchstream.schemas.state import FileDelta, FileState
+from patchstream.schemas.traces import TraceEvent
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "patch-event.v1": PatchEvent,
@@ -26,6 +27,7 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "run.v1": Run,
     "session.v1": Session,
     "memory.v1": Memory,
+    "trace-event.v1": TraceEvent,  # the trace-events topic
 }
 
 
