@@ -228,3 +228,21 @@ def test_the_tracer_leaves_the_environments_own_sitecustomize_running(tmp_path: 
     ]
     assert isinstance(result.events[0].traced_at, datetime)
     assert result.events[0].traced_at.tzinfo is UTC
+
+
+def test_calls_made_in_threads_and_subprocesses_are_traced(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        "import subprocess, sys, threading\n\n\ndef work():\n    pass\n\n\n"
+        "def in_thread():\n    work()\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    t = threading.Thread(target=in_thread)\n    t.start()\n    t.join()\n"
+        "    if len(sys.argv) == 1:\n"
+        "        subprocess.run([sys.executable, 'child.py'], check=True)\n"
+    )
+    (tmp_path / "child.py").write_text("def child():\n    pass\n\n\nchild()\n")
+    result = trace_command([sys.executable, "prog.py"], tmp_path, tenant="t", repo="r",
+                           ref="main")  # fmt: skip
+    found = {(c.caller, c.callee) for e in result.events for c in e.calls}
+    assert ("r::prog.py::in_thread", "r::prog.py::work") in found
+    assert ("r::child.py::<module>", "r::child.py::child") in found
+    assert result.processes == 2
