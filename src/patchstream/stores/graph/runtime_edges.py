@@ -33,7 +33,8 @@ WRITE_RUNTIME_EDGES = (
     "MATCH (s:Symbol {uid: row.src}) MATCH (t:Symbol {uid: row.dst}) "
     "MERGE (s)-[r:CALLS {via: $via}]->(t) "
     "SET r.resolution = 'runtime', r.count = row.count, r.command = row.command, "
-    "r.traced_at = row.at, f.traced = true, g.traced = true"
+    "r.traced_at = row.at, r.src_hash = row.sh, r.dst_hash = row.dh, "
+    "f.traced = true, g.traced = true"
 )
 UPSERT_TRACE_MARK = "MERGE (m:TraceMark {uid: $fuid}) SET m += $props"
 READ_TRACE_MARKS = (
