@@ -40,6 +40,16 @@ class PatchClient:
             raise PatchClientError(f"gateway answered {response.status_code}: {response.text}")
         return dict(response.json())
 
+    def traces(self, events: list[dict[str, Any]]) -> dict[str, Any]:
+        """Publish trace events (``patchstream trace``); the key's tenant is theirs."""
+        try:
+            response = self.http.post("/v1/traces", json={"events": events})
+        except httpx.TransportError as exc:
+            raise PatchClientError(f"gateway unreachable: {exc}") from exc
+        if response.status_code != 202:
+            raise PatchClientError(f"gateway answered {response.status_code}: {response.text}")
+        return dict(response.json())
+
     def write_file(
         self, repo: str, path: str, content: str, ref: str = "main", **fields: Any
     ) -> dict[str, Any]:

@@ -362,20 +362,24 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
             "shop/checkout.py": CHECKOUT,
         },
     )
-    done = asyncio.run(index_directory(stack.settings, root, repo="traced", tenant="acme",
+    done = asyncio.run(index_directory(stack.settings, root, repo="traced", tenant="default",
                                        timeout_s=180, progress=False))  # fmt: skip
     assert done.complete
+    # A client of the gateway and the query service only: the broker's address is a dead one.
+    sections = stack.environment()
     env = {
-        **stack.environment(),
+        **sections,
+        "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": "127.0.0.1:1"}),
         "PATCHSTREAM_QUERY": json.dumps(
-            {**json.loads(stack.environment()["PATCHSTREAM_QUERY"]), "api_key": "key-acme"}
+            {**json.loads(sections["PATCHSTREAM_QUERY"]), "api_key": "key-default"}
         ),
     }
+    assert json.loads(sections["PATCHSTREAM_GATEWAY"])["url"]  # the CLI goes through it
 
     def trace(*extra: str) -> dict[str, object]:
         traced = subprocess.run(
             [sys.executable, "-m", "patchstream.cli.main", "trace", "--root", str(root),
-             "--tenant", "acme", "--json", *extra, "--", sys.executable, "-m", "shop.checkout"],
+             "--tenant", "default", "--json", *extra, "--", sys.executable, "-m", "shop.checkout"],
             env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert traced.returncode == 0, traced.stderr
@@ -390,17 +394,17 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
 
         def callees(weakest: CallResolution) -> dict[str, str]:
             return {n.symbol.id: n.resolution
-                    for n in graph.callees("acme", total, 1, "main", weakest)}  # fmt: skip
+                    for n in graph.callees("default", total, 1, "main", weakest)}  # fmt: skip
 
         assert callees(CallResolution.EXACT) == {}  # no static name reaches them
         assert callees(CallResolution.RUNTIME) == {
             base: "runtime",
             "traced::shop/prices.py::discounted": "runtime",
         }
-        callers = {n.symbol.id: n.resolution for n in graph.callers("acme", base, 1)}
+        callers = {n.symbol.id: n.resolution for n in graph.callers("default", base, 1)}
         assert callers[total] == "runtime"  # the default (inferred) includes runtime edges
         # An edit of the callee's file fences its runtime edges out.
-        _publish(stack, [PatchEvent(tenant="acme", repo="traced", path="shop/prices.py",
+        _publish(stack, [PatchEvent(tenant="default", repo="traced", path="shop/prices.py",
                                     op="upsert", content=PRICES + "\n\nTAX = 1\n",
                                     version=time.time_ns(), source="agent")])  # fmt: skip
         wait_for(lambda: callees(CallResolution.RUNTIME) == {}, what="the edit to drop them")
@@ -421,14 +425,14 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
         asyncio.run(replay())
         wait_for(
             lambda: (
-                graph.trace_marks("acme", "traced", "main", ["shop/checkout.py"])[
+                graph.trace_marks("default", "traced", "main", ["shop/checkout.py"])[
                     "shop/checkout.py"
                 ].event_id
                 == old[0].event_id
             ),
             what="the replay to be applied",
         )
-        mark = graph.trace_marks("acme", "traced", "main", ["shop/checkout.py"])
+        mark = graph.trace_marks("default", "traced", "main", ["shop/checkout.py"])
         assert (mark["shop/checkout.py"].kept, mark["shop/checkout.py"].stale) == (1, 2)
         assert callees(CallResolution.RUNTIME) == {}
         # Traced again at the new content (the agent's edit on disk too): back.
@@ -437,6 +441,16 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
         assert set(callees(CallResolution.RUNTIME)) == {base, "traced::shop/prices.py::discounted"}
     finally:
         graph.close()
+    # The gateway refuses another tenant's events and a malformed one, with the reason.
+    import httpx
+
+    with httpx.Client(base_url=stack.settings.gateway.url, timeout=30,
+                      headers={"Authorization": "Bearer dev-local-key"}) as gateway:  # fmt: skip
+        event = json.loads(old[0].model_dump_json())
+        other = gateway.post("/v1/traces", json={"events": [{**event, "tenant": "acme"}]})
+        assert other.status_code == 403 and "tenant" in other.text
+        bad = gateway.post("/v1/traces", json={"events": [{**event, "content_hash": "x"}]})
+        assert bad.status_code == 422 and "events[0].content_hash" in bad.text
     letters = asyncio.run(read_dead_letters(stack.settings.kafka))
     refused = [d for d in letters if d.key == b"t1"]
     assert refused and refused[0].stage == "trace-sink" and "'..'" in refused[0].reason

@@ -70,12 +70,21 @@ def _publish_and_wait(
     from patchstream.streams.producer import EventPublisher
 
     settings = get_settings()
+    gateway = settings.gateway
+    if gateway.url:  # through the gateway when one is configured: no broker address needed
+        from patchstream.client import PatchClient
 
-    async def send() -> None:
-        async with EventPublisher(settings.kafka) as publisher:
-            await publisher.publish_traces(events)
+        with PatchClient(gateway.url, gateway.api_key.get_secret_value(), timeout_s=60) as c:
+            for start in range(0, len(events), 100):
+                c.traces([e.model_dump(mode="json", exclude={"tenant"})
+                          for e in events[start : start + 100]])  # fmt: skip
+    else:
 
-    asyncio.run(send())
+        async def send() -> None:
+            async with EventPublisher(settings.kafka) as publisher:
+                await publisher.publish_traces(events)
+
+        asyncio.run(send())
     last = {e.path: e.event_id for e in events}  # a file's events apply in order
     client = QueryClient(settings.query)
     deadline = time.monotonic() + timeout_s

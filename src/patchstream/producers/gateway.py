@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +47,7 @@ from patchstream.producers.webhooks import (
 )
 from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
+from patchstream.schemas.traces import TraceEvent
 from patchstream.settings import Settings
 from patchstream.streams.producer import EventPublisher
 
@@ -73,6 +74,13 @@ class PatchRequest(BaseModel):
     writes: list[Write] = Field(min_length=1, max_length=1000)
 
 
+class TraceRequest(BaseModel):
+    """Trace events as ``patchstream trace`` makes them; each is validated as
+    ``TraceEvent`` with the key's tenant."""
+
+    events: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+
+
 class Publisher:
     """A producer started on first use and restarted after the broker comes back. With an
     outbox, events are on disk before they are published, and taken out again only when the
@@ -89,27 +97,31 @@ class Publisher:
         await publish_durably(
             self.outbox,
             events,
-            self._publish,
+            lambda batch: self._publish(len(batch), lambda p: p.publish(batch)),
             durable_broker=self.settings.kafka.durable,
             refused=(BrokerUnavailable,),
         )
 
-    async def _publish(self, events: list[PatchEvent]) -> None:
+    async def publish_traces(self, events: list[TraceEvent]) -> None:
+        """Trace events go straight to the bus (no outbox: a lost trace is traced again)."""
+        await self._publish(len(events), lambda p: p.publish_traces(events))
+
+    async def _publish(self, count: int, send: Callable[[EventPublisher], Awaitable[int]]) -> None:
         async with self.lock:
             try:
                 if self.current is None:
                     publisher = EventPublisher(self.settings.kafka)
                     await asyncio.wait_for(publisher.__aenter__(), timeout=10)
                     self.current = publisher
-                await asyncio.wait_for(self.current.publish(events), timeout=30)
+                await asyncio.wait_for(send(self.current), timeout=30)
             except (KafkaError, OSError, TimeoutError) as exc:
                 # Only a broker failure closes the producer; anything else is our bug or bad
                 # input and must not tear down a healthy connection.
-                self.metrics.events.labels("gateway", "unavailable").inc(len(events))
+                self.metrics.events.labels("gateway", "unavailable").inc(count)
                 log.warning("event=publish_failed error=%s", type(exc).__name__)
                 await self.close()
                 raise BrokerUnavailable("the event bus did not acknowledge the events") from exc
-            self.metrics.events.labels("gateway", "published").inc(len(events))
+            self.metrics.events.labels("gateway", "published").inc(count)
 
     async def close(self) -> None:
         if self.current is not None:
@@ -347,6 +359,21 @@ def create_gateway(
                 raise HTTPException(422, f"writes[{index}].{where}: {error['msg']}") from exc
         await publisher.publish(events)
         return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events)}
+
+    @app.post("/v1/traces", status_code=202)
+    async def traces(body: TraceRequest, tenant: Annotated[str, Depends(tenant)]) -> dict[str, Any]:
+        events = []
+        for index, raw in enumerate(body.events):
+            if raw.get("tenant", tenant) != tenant:
+                raise HTTPException(403, f"events[{index}].tenant is not this key's tenant")
+            try:
+                events.append(TraceEvent.model_validate({**raw, "tenant": tenant}))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                raise HTTPException(422, f"events[{index}].{where}: {error['msg']}") from exc
+        await publisher.publish_traces(events)
+        return {"event_ids": [e.event_id for e in events]}
 
     return app
 
