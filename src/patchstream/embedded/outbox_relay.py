@@ -41,6 +41,9 @@ log = logging.getLogger("patchstream.outbox")
 _BULK = 32  # from this many entries of one branch, read the branch's versions at once
 REDELIVER_AFTER_S = 60.0  # owed this long, with the bus drained: missed on the way
 MAX_REDELIVERIES = 3  # per entry and tender: one a stage refuses is not sent forever
+# Applied entries are checked again this often: the restart soak saw Milvus Lite, after a
+# kill, stop showing 128 files' records it had shown after its restart, until the next one.
+RECHECK_S = 120.0
 
 
 @dataclass
@@ -120,12 +123,14 @@ Redeliver = Callable[[list[OutboxEntry]], list[OutboxEntry]]
 
 def replay_and_prune(
     settings: Settings, graph: GraphStore, vectors: MilvusVectorStore, replay: bool,
-    redeliver: Redeliver | None = None,
+    redeliver: Redeliver | None = None, recheck: bool = False,
 ) -> tuple[int, int]:  # fmt: skip
     """Compact what both tiers hold; with ``replay`` (after a start or a restart of the
     broker, the gateway or a store), check the retained entries again too and republish
     every entry a tier lacks. Otherwise ``redeliver`` picks which of the owed entries to
-    republish (those missed on the way). (replayed, removed)."""
+    republish (those missed on the way); with ``recheck``, the retained entries are checked
+    too, so one a tier has lost since it was applied is owed, and offered, again.
+    (replayed, removed)."""
     path = outbox_path(settings)
     if not path.exists():
         return 0, 0
@@ -133,7 +138,7 @@ def replay_and_prune(
     replayed = removed = owed_again = 0
     try:
         after = 0
-        while batch := outbox.pending(limit=1000, after_id=after, retained=replay):
+        while batch := outbox.pending(limit=1000, after_id=after, retained=replay or recheck):
             after = batch[-1].id
             split = split_applied(batch, graph, vectors)
             outbox.remove(e.id for e in split.dropped)
@@ -168,6 +173,7 @@ class OutboxTender:
         self.replay_due = False
         self.audit_due = False
         self.next_prune = 0.0
+        self.next_recheck = 0.0
         self.redelivered: dict[int, int] = {}  # entry id -> times published again
         self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
 
@@ -180,10 +186,13 @@ class OutboxTender:
         try:
             graph, vectors = self._opened()
             self.audit_vectors()
+            recheck = now >= self.next_recheck
             replay_and_prune(self.settings, graph, vectors, replay=self.replay_due,
-                             redeliver=self.missed)  # fmt: skip
+                             redeliver=self.missed, recheck=recheck)  # fmt: skip
             self.replay_due = False
             self.next_prune = now + 30.0
+            if recheck:
+                self.next_recheck = now + RECHECK_S
         except Exception as exc:  # a store or the broker is not back yet: next round
             log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
             self.close()
