@@ -32,18 +32,16 @@ class PatchClient:
         """Publish several writes at once; returns ``event_ids`` and a ``read_token``."""
         if self.workspace is not None:
             writes = [{"workspace": self.workspace, **w} for w in writes]
-        try:
-            response = self.http.post("/v1/patches", json={"writes": writes})
-        except httpx.TransportError as exc:
-            raise PatchClientError(f"gateway unreachable: {exc}") from exc
-        if response.status_code != 202:
-            raise PatchClientError(f"gateway answered {response.status_code}: {response.text}")
-        return dict(response.json())
+        return self._accepted("/v1/patches", {"writes": writes})
 
     def traces(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         """Publish trace events (``patchstream trace``); the key's tenant is theirs."""
+        return self._accepted("/v1/traces", {"events": events})
+
+    def _accepted(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body``; the gateway's 202 answer, or PatchClientError."""
         try:
-            response = self.http.post("/v1/traces", json={"events": events})
+            response = self.http.post(path, json=body)
         except httpx.TransportError as exc:
             raise PatchClientError(f"gateway unreachable: {exc}") from exc
         if response.status_code != 202:

@@ -26,6 +26,13 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SYMBOL_ID_MAX = 2048
 
 
+def _repo_path(value: str) -> str:
+    try:
+        return validate_repo_path(value)
+    except ContractError as exc:  # re-raised as a pydantic ValueError with the reason
+        raise ValueError(str(exc)) from exc
+
+
 class TracedCall(BaseModel):
     """One caller -> callee pair the command executed, ``count`` times."""
 
@@ -41,10 +48,7 @@ class TracedCall(BaseModel):
     @field_validator("callee_path")
     @classmethod
     def _safe_path(cls, value: str) -> str:
-        try:
-            return validate_repo_path(value)
-        except ContractError as exc:
-            raise ValueError(str(exc)) from exc
+        return _repo_path(value)
 
     @field_validator("caller", "callee")
     @classmethod
@@ -73,10 +77,7 @@ class TraceEvent(BaseModel):
     @field_validator("path")
     @classmethod
     def _safe_path(cls, value: str) -> str:
-        try:
-            return validate_repo_path(value)
-        except ContractError as exc:
-            raise ValueError(str(exc)) from exc
+        return _repo_path(value)
 
     @field_validator("tenant", "repo", "ref")
     @classmethod

@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from patchstream.errors import ContractError
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileDelta
 from patchstream.schemas.traces import TraceEvent
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _reason(exc: ValidationError) -> str:
@@ -49,21 +51,20 @@ def decode_event(raw: bytes | None, allowed_tenants: list[str] | None = None) ->
 
 
 def decode_delta(raw: bytes | None) -> FileDelta:
-    if raw is None:
-        raise ContractError("empty message (tombstone) on file-deltas", code="tombstone")
-    try:
-        return FileDelta.model_validate_json(raw)
-    except ValidationError as exc:
-        raise ContractError(f"invalid file delta: {_reason(exc)}", code="invalid_delta") from exc
+    return _decode(FileDelta, raw, "file-deltas", "file delta", "invalid_delta")
 
 
 def decode_trace(raw: bytes | None) -> TraceEvent:
+    return _decode(TraceEvent, raw, "trace-events", "trace event", "invalid_trace")
+
+
+def _decode(model: type[M], raw: bytes | None, topic: str, what: str, code: str) -> M:
     if raw is None:
-        raise ContractError("empty message (tombstone) on trace-events", code="tombstone")
+        raise ContractError(f"empty message (tombstone) on {topic}", code="tombstone")
     try:
-        return TraceEvent.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError as exc:
-        raise ContractError(f"invalid trace event: {_reason(exc)}", code="invalid_trace") from exc
+        raise ContractError(f"invalid {what}: {_reason(exc)}", code=code) from exc
 
 
 def encode(model: PatchEvent | FileDelta | TraceEvent) -> bytes:

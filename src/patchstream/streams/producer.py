@@ -51,22 +51,15 @@ class EventPublisher:
 
     async def publish(self, events: Iterable[PatchEvent]) -> int:
         """Send every event and wait until the broker acknowledged all of them."""
-        futures = [
-            await self.producer.send(
-                self.topics.patch_events, key=event.key.encode(), value=encode(event)
-            )
-            for event in events
-        ]
-        for future in futures:
-            await future
-        return len(futures)
+        return await self._send(self.topics.patch_events, events)
 
     async def publish_traces(self, events: Iterable[TraceEvent]) -> int:
         """Send trace events, keyed by their caller file, and wait for every ack."""
+        return await self._send(self.topics.trace_events, events)
+
+    async def _send(self, topic: str, events: Iterable[PatchEvent | TraceEvent]) -> int:
         futures = [
-            await self.producer.send(
-                self.topics.trace_events, key=event.key.encode(), value=encode(event)
-            )
+            await self.producer.send(topic, key=event.key.encode(), value=encode(event))
             for event in events
         ]
         for future in futures:
