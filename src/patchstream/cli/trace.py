@@ -53,7 +53,7 @@ def trace(
         out.write_text("".join(e.model_dump_json() + "\n" for e in result.events), "utf-8")
     summary: dict[str, Any] = result.as_dict()
     if publish and result.events:
-        summary["graph"] = _publish_and_wait(result.events, tenant, repo, ref, timeout_s)
+        summary["graph"] = _publish_and_wait(result.events, repo, ref, timeout_s)
     if as_json:
         click.echo(json.dumps(summary))
     else:
@@ -63,9 +63,7 @@ def trace(
     sys.exit(result.returncode)
 
 
-def _publish_and_wait(
-    events: list[Any], tenant: str, repo: str, ref: str, timeout_s: float
-) -> dict[str, Any]:
+def _publish_and_wait(events: list[Any], repo: str, ref: str, timeout_s: float) -> dict[str, Any]:
     from patchstream.query.client import QueryClient
     from patchstream.streams.producer import EventPublisher
 
@@ -87,25 +85,34 @@ def _publish_and_wait(
         asyncio.run(send())
     last = {e.path: e.event_id for e in events}  # a file's events apply in order
     client = QueryClient(settings.query)
-    deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            found = client.call("POST", "/v1/traces/status", json={
-                "repo": repo, "ref": ref, "paths": sorted(last)})["files"]  # fmt: skip
-            done = {p: m for p, m in found.items() if m["event_id"] == last.get(p)}
-            if len(done) == len(last) or time.monotonic() > deadline:
-                break
-            time.sleep(0.3)
+        done = _applied(client, repo, ref, last, time.monotonic() + timeout_s)
     finally:
         client.close()
     return {
-        "applied_files": len(done),
-        "files": len(last),
+        "applied_files": len(done), "files": len(last),
         "kept": sum(m["kept"] for m in done.values()),
         "stale": sum(m["stale"] for m in done.values()),
         "unknown": sum(m["unknown"] for m in done.values()),
         "timed_out": len(done) < len(last),
-    }
+    }  # fmt: skip
+
+
+def _applied(
+    client: Any, repo: str, ref: str, last: dict[str, str], deadline: float
+) -> dict[str, dict[str, Any]]:
+    """Poll until the graph has applied each file's last event, or the deadline: what it
+    applied of them (kept / stale / unknown per file)."""
+    paths = sorted(last)
+    while True:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(paths), 5000):  # the route takes 10,000 paths at most
+            body = {"repo": repo, "ref": ref, "paths": paths[start : start + 5000]}
+            found.update(client.call("POST", "/v1/traces/status", json=body)["files"])
+        done = {p: m for p, m in found.items() if m["event_id"] == last.get(p)}
+        if len(done) == len(last) or time.monotonic() > deadline:
+            return done
+        time.sleep(0.3)
 
 
 def _describe(summary: dict[str, Any]) -> str:
