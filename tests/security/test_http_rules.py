@@ -131,3 +131,28 @@ def test_a_key_over_its_rate_gets_429_with_retry_after_and_others_go_on(
     exported = client.get("/metrics").text
     assert 'patchstream_http_rate_limited_total{client="acme/k-' in exported
     assert "secret-key" not in exported
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"repo": "r", "paths": ["../etc/passwd"]}, "'..'"),
+        ({"repo": "r", "paths": [".git/config"]}, ".git"),
+        ({"repo": "r", "paths": ["a\x1b[2J.py"]}, "control character"),
+        ({"repo": "a/../b", "paths": ["a.py"]}, "'..'"),
+        ({"repo": "r", "ref": "main\n", "paths": ["a.py"]}, "pattern"),
+        ({"repo": "r", "paths": []}, "at least 1"),
+        ({"repo": "r", "paths": ["a.py"] * 10_001}, "at most 10000"),
+    ],
+)  # fmt: skip
+def test_the_trace_status_route_refuses_hostile_bodies_before_any_store(
+    body: dict[str, object], reason: str
+) -> None:
+    """``POST /v1/traces/status`` (``patchstream trace`` waits on it): every path is a
+    repository path, names are names, and the list is bounded; refused with 422 before the
+    graph is read (this app has no store at all)."""
+    client = TestClient(create_api(Settings()), raise_server_exceptions=False)
+    answer = client.post("/v1/traces/status", json=body,
+                         headers={"Authorization": "Bearer dev-local-key"})  # fmt: skip
+    assert answer.status_code == 422
+    assert reason in answer.text
