@@ -121,9 +121,7 @@ class PatchEvent(BaseModel):
     @field_validator("occurred_at")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("occurred_at must carry a timezone (UTC recommended)")
-        return value
+        return require_timezone(value, "occurred_at")
 
     @model_validator(mode="after")
     def _op_fields(self) -> Self:
@@ -149,6 +147,13 @@ class PatchEvent(BaseModel):
     def key(self) -> str:
         """Partition key: every event of one file lands on one partition, in order."""
         return file_key(self.tenant, self.repo, self.ref, self.path, self.workspace)
+
+
+def require_timezone(value: datetime, field: str) -> datetime:
+    """A time an event carries: naive times are ambiguous across producers."""
+    if value.tzinfo is None:
+        raise ValueError(f"{field} must carry a timezone (UTC recommended)")
+    return value
 
 
 def check_name(value: str) -> str:

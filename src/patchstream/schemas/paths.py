@@ -7,7 +7,7 @@ import re
 from patchstream.errors import ContractError
 
 MAX_PATH_CHARS = 1024
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def validate_repo_path(path: str) -> str:
@@ -23,7 +23,7 @@ def validate_repo_path(path: str) -> str:
         raise ContractError(f"path is {len(path)} characters long; the limit is {MAX_PATH_CHARS}")
     if "\x00" in path:
         raise ContractError(f"path {path!r} contains a NUL byte")
-    if _CONTROL.search(path):
+    if CONTROL_CHARACTERS.search(path):
         raise ContractError(f"path {path!r} contains a control character")
     try:
         path.encode("utf-8")

@@ -8,7 +8,6 @@ trace and the edits of its file stay in order.
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import Literal, Self
@@ -16,13 +15,12 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from patchstream.errors import ContractError
-from patchstream.schemas.events import NAME_PATTERN, check_name, file_key
-from patchstream.schemas.paths import validate_repo_path
+from patchstream.schemas.events import NAME_PATTERN, check_name, file_key, require_timezone
+from patchstream.schemas.paths import CONTROL_CHARACTERS, validate_repo_path
 
 CONTENT_HASH_PATTERN = r"^[0-9a-f]{32}$"  # xxh3-128, hex
 MAX_CALLS_PER_EVENT = 20_000
 MAX_COUNT = 10**12  # calls of one pair in one trace; more is not a count a run can make
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SYMBOL_ID_MAX = 2048
 
 
@@ -53,7 +51,7 @@ class TracedCall(BaseModel):
     @field_validator("caller", "callee")
     @classmethod
     def _plain_id(cls, value: str) -> str:
-        if len(value) > _SYMBOL_ID_MAX or _CONTROL.search(value):
+        if len(value) > _SYMBOL_ID_MAX or CONTROL_CHARACTERS.search(value):
             raise ValueError(f"symbol id {value[:80]!r} is too long or has a control character")
         return value
 
@@ -87,16 +85,14 @@ class TraceEvent(BaseModel):
     @field_validator("command")
     @classmethod
     def _printable(cls, value: str) -> str:
-        if _CONTROL.search(value):
+        if CONTROL_CHARACTERS.search(value):
             raise ValueError("command has a control character")
         return value
 
     @field_validator("traced_at")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("traced_at must carry a timezone (UTC recommended)")
-        return value
+        return require_timezone(value, "traced_at")
 
     @model_validator(mode="after")
     def _ids_in_their_files(self) -> Self:
