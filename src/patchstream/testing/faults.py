@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -352,7 +353,8 @@ class FaultSoak:
                                       strict=True):  # fmt: skip
             if mine != theirs:
                 differences.append(f"{name}: {len(mine - theirs)} extra, "
-                                   f"{len(theirs - mine)} missing")  # fmt: skip
+                                   f"{len(theirs - mine)} missing"
+                                   f"{_where(mine - theirs, theirs - mine)}")  # fmt: skip
         duplicated = sum(max(0, a - b) for a, b in zip(*counts, strict=True))
         if extra_live := set(held[0]) - set(expected):
             differences.append(f"files deleted but still live: {len(extra_live)}")
@@ -405,6 +407,18 @@ def _zombie(pid: int) -> bool:
         return "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
     except OSError:
         return True
+
+
+def _where(extra: set[str], missing: set[str], shown: int = 4) -> str:
+    """Which files (scope|path, the first word of a normalized row) the differing rows
+    belong to: what a failed round's message needs to say where to look."""
+    parts = []
+    for name, rows in (("extra", extra), ("missing", missing)):
+        files = Counter(row.split(" ", 1)[0] for row in rows)
+        if files:
+            top = ", ".join(f"{uid} x{n}" for uid, n in files.most_common(shown))
+            parts.append(f"{name} in {len(files)} files: {top}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _normalized(
