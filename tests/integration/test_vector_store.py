@@ -205,3 +205,33 @@ def test_rows_lost_under_a_surviving_record_are_found_and_owed_again(
     assert vectors.rows(tenant) == whole
     again = audit_vector_tier(vectors)
     assert (again.damaged, again.plan.leftovers) == ({}, [])
+
+
+def test_an_audit_beside_a_running_writer_repairs_only_what_a_second_pass_confirms(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """Issue #32: an audit deferred past the start ran beside the sink. It read a.py's record,
+    the sink then replaced a.py's rows, and the audit read the rows: the old ones looked
+    lost, and a.py was reset (the soak saw 128 files' records go). Beside writers a pass only
+    names suspects; :func:`confirm_suspects` repairs what is still wrong a round later."""
+    from patchstream.stores.vector import milvus_audit as audit
+
+    a, b = upsert(tenant, "a.py", CODE, 1), upsert(tenant, "b.py", CODE + "\nY = 2\n", 1)
+    vectors.apply([a, b])
+    records = vectors.query_all('tenant != ""', audit.RECORD_FIELDS, collection=vectors.files)
+    vectors.apply([upsert(tenant, "a.py", "def other():\n    return 2\n", 2)])  # the sink
+    mid_write = audit.plan_repair(records, vectors.query_all('pk != ""', audit.ROW_FIELDS))
+    assert list(mid_write.damaged) == [milvus_rows.file_uid(a)]  # what the old audit reset
+    assert audit.confirm_suspects(vectors, mid_write).damaged == {}
+    assert vectors.file_versions(tenant, "app", "main") == {"a.py": 2, "b.py": 1}
+
+    # A real loss: suspected, still there a pass later, repaired.
+    b_rows = sorted(r[0] for r in vectors.rows(tenant) if r[1].endswith("|b.py"))
+    vectors.client.delete(vectors.chunks, ids=b_rows[:1])
+    vectors.flush()
+    suspects = audit.read_plan(vectors)
+    assert list(suspects.damaged) == [milvus_rows.file_uid(b)]
+    assert vectors.file_versions(tenant, "app", "main")["b.py"] == 1  # nothing reset yet
+    confirmed = audit.confirm_suspects(vectors, suspects)
+    assert list(confirmed.damaged) == [milvus_rows.file_uid(b)]
+    assert vectors.file_versions(tenant, "app", "main") == {"a.py": 2}  # b.py owed again

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchstream.stores.vector.milvus_audit import plan_repair
+from patchstream.stores.vector.milvus_audit import confirmed, plan_repair
 
 
 def _record(fuid: str, version: int, pks: list[str], tenant: str = "acme",
@@ -46,3 +46,31 @@ def test_tombstones_and_unlisted_files_are_not_compared() -> None:
     rows = [_row("r1", "s|big.py", 2)]
     plan = plan_repair(records, rows)
     assert (plan.files_checked, plan.damaged, plan.leftovers) == (1, {}, [])
+
+
+def test_beside_a_writer_only_what_a_second_pass_still_finds_is_repaired() -> None:
+    """Issue #32: an audit beside the running sink read a record, then the sink replaced the
+    file's rows, then the audit read the rows: the old rows looked lost and the file was
+    reset. A suspect is repaired only when a later pass finds it under the same version."""
+    records = [_record("s|a.py", 5, ["a1"]), _record("s|b.py", 3, ["b1"]),
+               _record("s|c.py", 2, ["c1"])]  # fmt: skip
+    first = plan_repair(records, [_row("b1", "s|b.py", 3), _row("c0", "s|c.py", 1)])
+    assert first.damaged.keys() == {"s|a.py", "s|c.py"} and first.leftovers == ["c0"]
+    assert first.suspect_files == {"s|a.py", "s|c.py"}
+    # The second pass: a.py moved on to version 6 (the write in flight finished); c.py's
+    # row c1 is still gone under version 2, and its leftover c0 is still there.
+    again = [_record("s|a.py", 6, ["a2"]), _record("s|c.py", 2, ["c1"])]
+    second = plan_repair(again, [_row("a2", "s|a.py", 6), _row("c0", "s|c.py", 1)])
+    plan = confirmed(first, second)
+    assert plan.damaged == {"s|c.py": "acme"} and plan.versions == {"s|c.py": 2}
+    assert plan.leftovers == ["c0"]
+
+
+def test_a_leftover_only_one_pass_saw_is_kept() -> None:
+    records = [_record("s|a.py", 5, ["a1"])]
+    first = plan_repair(records, [_row("a1", "s|a.py", 5), _row("old", "s|a.py", 4)])
+    # By the second pass the record lists the row (a rewrite at the same content).
+    second = plan_repair([_record("s|a.py", 5, ["a1", "old"])],
+                         [_row("a1", "s|a.py", 5), _row("old", "s|a.py", 4)])  # fmt: skip
+    assert confirmed(first, second).leftovers == []
+    assert confirmed(first, first).leftovers == ["old"]

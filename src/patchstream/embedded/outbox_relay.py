@@ -34,6 +34,7 @@ from patchstream.streams.topics import Topics
 
 if TYPE_CHECKING:  # the supervisor imports this module; pymilvus only when a store opens
     from patchstream.stores.vector.milvus import MilvusVectorStore
+    from patchstream.stores.vector.milvus_audit import RepairPlan
 
 log = logging.getLogger("patchstream.outbox")
 
@@ -44,6 +45,9 @@ MAX_REDELIVERIES = 3  # per entry and tender: one a stage refuses is not sent fo
 # Applied entries are checked again this often: the restart soak saw Milvus Lite, after a
 # kill, stop showing 128 files' records it had shown after its restart, until the next one.
 RECHECK_S = 120.0
+# The vector tier is checked against itself this often beside the running sinks (found:
+# leftover rows and reset records after restarts); suspects are confirmed a tend later.
+AUDIT_S = 300.0
 
 
 @dataclass
@@ -174,6 +178,8 @@ class OutboxTender:
         self.audit_due = False
         self.next_prune = 0.0
         self.next_recheck = 0.0
+        self.next_audit = 0.0
+        self.suspects: RepairPlan | None = None
         self.redelivered: dict[int, int] = {}  # entry id -> times published again
         self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
 
@@ -185,7 +191,8 @@ class OutboxTender:
             return
         try:
             graph, vectors = self._opened()
-            self.audit_vectors()
+            if self.audit_vectors(now):
+                self.next_recheck = 0.0  # files were reset: owed again, published again now
             recheck = now >= self.next_recheck
             replay_and_prune(self.settings, graph, vectors, replay=self.replay_due,
                              redeliver=self.missed, recheck=recheck)  # fmt: skip
@@ -211,15 +218,29 @@ class OutboxTender:
             self.redelivered[entry.id] = self.redelivered.get(entry.id, 0) + 1
         return due
 
-    def audit_vectors(self) -> None:
-        """When due, before anything replays: a reset file must be owed again when the
-        retained entries are checked. Raises when Milvus does not answer (still due)."""
-        if not self.audit_due:
-            return
+    def audit_at_start(self) -> None:
+        """Before the sinks start, nothing writes: what one pass finds is repaired at once.
+        Raises when Milvus does not answer (the audit stays due, for :meth:`audit_vectors`)."""
         from patchstream.stores.vector.milvus_audit import audit_vector_tier
 
         audit_vector_tier(self._opened()[1])
         self.audit_due = False
+
+    def audit_vectors(self, now: float) -> bool:
+        """Beside the running sinks: a due or periodic pass names suspects, the next tend
+        confirms and repairs them. True when files were reset (they are owed again)."""
+        from patchstream.stores.vector.milvus_audit import audit_vector_tier, confirm_suspects
+
+        vectors = self._opened()[1]
+        if self.suspects is not None:
+            suspects, self.suspects = self.suspects, None
+            return bool(confirm_suspects(vectors, suspects).damaged)
+        if self.audit_due or now >= self.next_audit:
+            plan = audit_vector_tier(vectors, repair_now=False).plan
+            self.suspects = plan if plan.damaged or plan.leftovers else None
+            self.audit_due = False
+            self.next_audit = now + AUDIT_S
+        return False
 
     def _opened(self) -> tuple[GraphStore, MilvusVectorStore]:
         if self._stores is None:

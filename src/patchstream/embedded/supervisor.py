@@ -281,7 +281,7 @@ class Supervisor:
         self.outbox.settings = self.settings
         self.outbox.vectors_restarted()
         try:  # before the sinks start: nothing writes while the vector tier is compared
-            self.outbox.audit_vectors()
+            self.outbox.audit_at_start()
         except Exception as exc:  # Milvus not answering yet: the first check tries again
             log.warning("event=vector_audit_deferred error=%s: %s", type(exc).__name__,
                         str(exc)[:200])  # fmt: skip
