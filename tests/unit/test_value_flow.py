@@ -249,3 +249,131 @@ def test_an_attribute_of_self_reaches_what_the_class_assigns_it() -> None:
     assert _held("Service.finish") == {"on_stop"}
     assert _held("Service.relay") == set()  # a parameter's value: its callers decide
     assert _held("Other.finish") == set()  # another class's attribute of the same name
+
+
+BOUND = b"""
+from .views import detail_view
+
+
+def first():
+    return 1
+
+
+def second():
+    return 2
+
+
+def third():
+    return 3
+
+
+def chained():
+    a = b = first
+    b()
+    a = b = second
+    a()
+
+
+def nested_tuples():
+    a, (b, c) = first, (second, detail_view)
+    c()
+
+
+def starred():
+    head, *rest, last = first, second, third, detail_view
+    rest[1]()
+    last()
+
+
+def register(name, view):
+    ROUTES[name] = view
+
+
+ROUTES = {}
+ROUTES["home"] = first
+ROUTES["about"] = second
+ROUTES["count"] = 42
+
+
+def home():
+    return ROUTES["home"]()
+
+
+def any_route(name):
+    return ROUTES[name]()
+
+
+def local_registry():
+    table = {}
+    table[0] = third
+    return table[0]()
+
+
+def trace(function):
+    def wrapper(*args):
+        return function(*args)
+
+    return wrapper
+
+
+def checked(function):
+    function()
+    return function
+
+
+@trace
+def traced():
+    return 1
+
+
+@checked
+@detail_view
+def double():
+    return 2
+
+
+class Model:
+    @property
+    def name(self):
+        return "m"
+
+    @staticmethod
+    def build():
+        return Model()
+"""
+
+
+def _bound(caller: str) -> set[str]:
+    state = build_state(FileStateBuilder(), "pkg/bound.py", BOUND)
+    prefix = "r::pkg/bound.py::"
+    return {e.dst.removeprefix(prefix) for e in state.edges
+            if e.type.value in ("CALLS", "INSTANTIATES") and e.src == prefix + caller
+            and e.resolution is not None and e.resolution.value == "inferred"}  # fmt: skip
+
+
+def test_chains_nested_tuples_and_starred_names_bind_each_name_to_its_values() -> None:
+    assert _bound("chained") == {"first", "second"}  # flow-insensitive: both bindings
+    assert _bound("nested_tuples") == {"ref:detail_view@pkg.views"}
+    assert _bound("starred") == {"third", "ref:detail_view@pkg.views"}  # rest[1], last
+
+
+def test_values_stored_into_a_table_later_are_reached_through_it() -> None:
+    assert _bound("home") == {"first"}
+    assert _bound("any_route") == {"first", "second"}  # 42 is not a callable
+    assert _bound("local_registry") == {"third"}
+
+
+def test_a_decorator_is_called_where_the_definition_runs_with_the_definition() -> None:
+    module = _module_calls()
+    assert {"trace", "checked", "ref:detail_view@pkg.views"} <= module
+    assert "property" not in str(module) and "staticmethod" not in str(module)  # builtins
+    assert _bound("checked") == {"double"}  # function() is the decorated definition
+    assert _bound("trace.wrapper") == {"traced"}  # through the closure's enclosing parameter
+
+
+def _module_calls() -> set[str]:
+    state = build_state(FileStateBuilder(), "pkg/bound.py", BOUND)
+    prefix = "r::pkg/bound.py::"
+    module = next(s.id for s in state.symbols if s.kind.value == "module")
+    return {e.dst.removeprefix(prefix) for e in state.edges
+            if e.type.value in ("CALLS", "INSTANTIATES") and e.src == module}  # fmt: skip

@@ -5,7 +5,8 @@ CALLS (or INSTANTIATES) edges, every one ``inferred``, for:
 
 - a dict, list or tuple literal of functions or classes, called through a subscript:
   ``HANDLERS["get"](request)`` reaches what the literal holds at that key (a key that is not
-  a constant reaches every value);
+  a constant reaches every value), and what is stored into it later (``HANDLERS["put"] =
+  on_put``, also into a name bound to anything else: ``d = {}``);
 - a loop over such a literal (or a name bound to one): ``for hook in (a, b): hook()``;
 - a function (or class) passed as an argument, positionally or by keyword, and called through
   the parameter: ``run(on_done)`` with ``def run(cb): cb()`` makes ``run -> on_done``.
@@ -13,8 +14,8 @@ CALLS (or INSTANTIATES) edges, every one ``inferred``, for:
 Flow-insensitive on purpose (a name bound twice reaches both values), so precision rests on
 what a value is: only names that resolve to a definition of this file or to an import count,
 never literals or calls. Returned and yielded values, unpacking and attributes of ``self``
-are :mod:`value_holders`' part. What stays invisible: values stored into containers after
-they are built, ``getattr``, and callables crossing files (each file is extracted alone).
+are :mod:`value_holders`' part. What stays invisible: values added by methods (``d.update``,
+``l.append``), ``getattr``, and callables crossing files (each file is extracted alone).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import tree_sitter as ts
 from patchstream.parsing.node_text import name_parts
 from patchstream.parsing.receiver_types import _Def, _scope_key
 from patchstream.parsing.resolution import Resolution
-from patchstream.parsing.value_holders import HeldValues, calls_of
+from patchstream.parsing.value_holders import HeldValues, assigned_values, calls_of
 from patchstream.schemas.graph import CallResolution, EdgeType, Reference
 
 _VALUE_TYPES = frozenset({"identifier", "attribute"})
@@ -53,6 +54,7 @@ class ValueFlow(HeldValues, Resolution):
     module_id: str
     defs: list[_Def]
     _parameter_names: dict[int, list[str]]  # a function's node id -> its parameter names
+    def_by_node: dict[tuple[int, int, str], _Def]
 
     def _collect_value_flow(self, matches: list[dict[str, list[ts.Node]]]) -> None:
         """``matches``: the extraction query's (``queries/python.scm``: its ``flow.*``
@@ -67,6 +69,16 @@ class ValueFlow(HeldValues, Resolution):
                 held = tables[(scope, self.src.text(match["flow.name"][0]))]
                 for key, values in entries.items():
                     held.setdefault(key, []).extend(values)
+            elif "flow.unpack" in match or "flow.chain" in match:
+                assignment = (match.get("flow.unpack") or match["flow.chain"])[0]
+                scope = _scope_key(self._enclosing_def(assignment))
+                for starred, items in assigned_values(assignment)[1]:  # a, *rest = f, g, h
+                    held = tables[(scope, self.src.text(starred))]
+                    for index, item in enumerate(items):
+                        held.setdefault(str(index), []).append(item)
+        for match in matches:  # stores after the literals: they add to the table they name
+            if "flow.store" in match:
+                self._store(match, tables)
         for match in matches:
             self._check()
             if "flow.subscript_call" in match:
@@ -83,6 +95,7 @@ class ValueFlow(HeldValues, Resolution):
             for d in self.defs
             if d.kind in ("function", "method")
         }
+        decorated = self._decorations([m for m in matches if "flow.decoration" in m])
         any_parameter = {p for names in self._parameter_names.values() for p in names}
         for match in calls:
             callee = match["name"][0]
@@ -95,9 +108,38 @@ class ValueFlow(HeldValues, Resolution):
         if not through:
             return
         passed = self._passed_values(calls, {holder.name for _, _, holder, _ in through})
+        for parameter, wrapped in decorated.items():
+            passed[parameter].extend(wrapped)
         for _, around, holder, name in through:
             for target in passed.get((holder.symbol_id, name), []):
                 self._edge(around, target)
+
+    # -- decorators ---------------------------------------------------------------------
+
+    def _decorations(
+        self, decorations: list[dict[str, list[ts.Node]]]
+    ) -> dict[tuple[str, str], list[Target]]:
+        """``@dec`` over a definition calls ``dec`` where the definition runs, with the
+        defined function or class as its first argument: the edge to ``dec``, and (function's
+        symbol id, first parameter) -> what it is passed, for calls through the parameter."""
+        passed: dict[tuple[str, str], list[Target]] = defaultdict(list)
+        for match in decorations:
+            self._check()
+            node, definition = match["flow.decoration"][0], match["flow.decorated"][0]
+            around = self._enclosing_def(node)
+            decorator = self._value(match["flow.decorator"][0], around, node)
+            if decorator is None:
+                continue
+            self._edge(around, decorator)
+            wrapped = self.def_by_node.get(
+                (definition.start_byte, definition.end_byte, definition.type)
+            )
+            if wrapped is None or not isinstance(decorator, _Def):
+                continue
+            parameters = self._parameter_names.get(decorator.node.id, [])
+            if parameters:
+                passed[(decorator.symbol_id, parameters[0])].append(wrapped)
+        return passed
 
     # -- containers ---------------------------------------------------------------------
 
@@ -112,6 +154,17 @@ class ValueFlow(HeldValues, Resolution):
                 return found
             scope = scope.parent
         return tables.get(("", name))
+
+    def _store(self, match: dict[str, list[ts.Node]], tables: Tables) -> None:
+        """``HANDLERS["get"] = on_get``: into the table of that name the store sees (one
+        bound in an enclosing scope, else a new one in the store's own scope)."""
+        around = self._enclosing_def(match["flow.store"][0])
+        name = self.src.text(match["flow.held"][0])
+        table = self._table(name, around, tables)
+        if table is None:
+            table = tables[(_scope_key(around), name)]
+        key = _constant(match["flow.key"][0], self.src.text)
+        table.setdefault(key if key is not None else "?", []).append(match["flow.stored"][0])
 
     def _through_subscript(self, match: dict[str, list[ts.Node]], tables: Tables) -> None:
         call = match["flow.subscript_call"][0]

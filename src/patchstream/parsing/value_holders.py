@@ -4,7 +4,9 @@ function returns or yields, names bound by unpacking or to a call's result, and 
 
 - ``get()()`` and ``fn = get(); fn()`` reach what ``get`` returns (``return handler``);
 - ``for hook in hooks(): hook()`` reaches what ``hooks`` yields (``yield on_start``);
-- ``a, b = first, second; a()`` reaches ``first``;
+- ``a, b = first, second; a()`` reaches ``first``, through nested tuples (``a, (b, c) = ...``),
+  chains (``a = b = first``) and a starred name (``a, *rest = f, g, h``: ``rest[0]()``
+  reaches ``g``, by :mod:`value_flow`'s tables);
 - ``self.cb = on_done`` in any method of a class, then ``self.cb()`` in any method of it,
   reaches ``on_done``.
 
@@ -69,14 +71,11 @@ class HeldValues(abc.ABC):
                 if function is not None and function.kind in _FUNCTION_KINDS:
                     held = returned if "flow.return" in match else yielded
                     held[function.node.id].append(value)
-            elif "flow.unpack" in match:
-                scope = _scope_key(self._enclosing_def(match["flow.unpack"][0]))
-                targets = match["flow.targets"][0].named_children
-                sources = match["flow.sources"][0].named_children
-                if len(targets) == len(sources):
-                    for target, source in zip(targets, sources, strict=True):
-                        if target.type == "identifier":
-                            bound[(scope, read(target))].append(source)
+            elif "flow.unpack" in match or "flow.chain" in match:
+                assignment = (match.get("flow.unpack") or match["flow.chain"])[0]
+                scope = _scope_key(self._enclosing_def(assignment))
+                for target, source in assigned_values(assignment)[0]:
+                    bound[(scope, read(target))].append(source)
             elif "flow.made_bind" in match:
                 scope = _scope_key(self._enclosing_def(match["flow.made_bind"][0]))
                 made[(scope, read(match["flow.name"][0]))].append(match["flow.made"][0])
@@ -141,6 +140,66 @@ class HeldValues(abc.ABC):
             owner = _class_of(around)
             if owner is not None:
                 self._reach_held(around, attributes.get((_scope_key(owner), parts[1]), []))
+
+
+def assigned_values(
+    assignment: ts.Node,
+) -> tuple[list[tuple[ts.Node, ts.Node]], list[tuple[ts.Node, list[ts.Node]]]]:
+    """What an assignment binds: (name, value) pairs through nested tuples and every target
+    of a chain, and (starred name, its values) for ``a, *rest = f, g, h``. Only the
+    outermost assignment of a chain answers (the inner ones are part of it)."""
+    names: list[tuple[ts.Node, ts.Node]] = []
+    starred: list[tuple[ts.Node, list[ts.Node]]] = []
+    parent = assignment.parent
+    if parent is not None and parent.type == "assignment":
+        return names, starred
+    targets: list[ts.Node] = []
+    value: ts.Node | None = assignment
+    while value is not None and value.type == "assignment":
+        left = value.child_by_field_name("left")
+        if left is not None:
+            targets.append(left)
+        value = value.child_by_field_name("right")
+    if value is None:
+        return names, starred
+
+    def pair(target: ts.Node, value: ts.Node) -> None:
+        while value.type == "parenthesized_expression" and len(_items(value)) == 1:
+            value = _items(value)[0]
+        if target.type == "identifier":
+            names.append((target, value))
+            return
+        if target.type not in _PATTERNS or value.type not in _SEQUENCES:
+            return
+        items, values = _items(target), _items(value)
+        stars = [i for i, item in enumerate(items) if item.type == "list_splat_pattern"]
+        if not stars:
+            if len(items) == len(values):
+                for item, held in zip(items, values, strict=True):
+                    pair(item, held)
+            return
+        star, after = stars[0], len(items) - stars[0] - 1
+        if len(stars) > 1 or len(values) < len(items) - 1:
+            return
+        for item, held in zip(items[:star], values[:star], strict=True):
+            pair(item, held)
+        for item, held in zip(items[star + 1 :], values[len(values) - after :], strict=True):
+            pair(item, held)
+        name = _items(items[star])
+        if name and name[0].type == "identifier":
+            starred.append((name[0], values[star : len(values) - after]))
+
+    for target in targets:
+        pair(target, value)
+    return names, starred
+
+
+_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern"})
+_SEQUENCES = frozenset({"expression_list", "tuple", "list"})
+
+
+def _items(node: ts.Node) -> list[ts.Node]:
+    return [child for child in node.named_children if child.type != "comment"]
 
 
 def _class_of(around: _Def | None) -> _Def | None:

@@ -18,17 +18,23 @@
 (import_from_statement) @reference.import
 
 ; Values called later (parsing/value_flow.py): a literal of callables bound to a name, a call
-; through a subscript, and a loop over a literal or a name.
+; through a subscript, a loop over a literal or a name, and a decorator applied.
+(decorated_definition (decorator [(identifier) (attribute)] @flow.decorator)
+  definition: (_) @flow.decorated) @flow.decoration
 (assignment left: (identifier) @flow.name right: [(dictionary) (list) (tuple)] @flow.table
   ) @flow.bind
 (call function: (subscript value: (identifier) @flow.held) @flow.through) @flow.subscript_call
+(assignment left: (subscript value: (identifier) @flow.held subscript: (_) @flow.key)
+  right: [(identifier) (attribute)] @flow.stored) @flow.store
 (for_statement left: (identifier) @flow.name right: [(list) (tuple) (identifier)] @flow.iter
   body: (block) @flow.body) @flow.loop
 ; Held values (parsing/value_holders.py): what functions return or yield, unpacking, a name
 ; bound to a call's result, attributes of self, a call of a call, a loop over a call.
 (return_statement [(identifier) (attribute)] @flow.returned) @flow.return
 (yield [(identifier) (attribute)] @flow.yielded) @flow.yield
-(assignment left: (pattern_list) @flow.targets right: (expression_list) @flow.sources) @flow.unpack
+(assignment left: [(pattern_list) (tuple_pattern) (list_pattern)] @flow.targets
+  right: [(expression_list) (tuple) (list) (parenthesized_expression)] @flow.sources) @flow.unpack
+(assignment right: (assignment)) @flow.chain
 (assignment left: (identifier) @flow.name right: (call) @flow.made) @flow.made_bind
 (assignment left: (attribute object: (identifier) @flow.owner attribute: (identifier) @flow.attr)
   right: [(identifier) (attribute)] @flow.value) @flow.attr_bind
