@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchstream.embedded.services import falkordb_password
+from patchstream.embedded.services import falkordb_password, port_is_open
 from patchstream.indexing.run import index_directory
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
@@ -198,6 +198,12 @@ class RestartSoak(FaultSoak):
                 os.kill(pid, signal.SIGKILL)
         self.up.wait(30)
         self.up = None
+        # The next start is seen as up when the query and gateway ports answer: a port still
+        # held by a dying child would pass that check before the new stack started at all.
+        ports = (self.settings.query.port, self.settings.gateway.port)
+        deadline = time.monotonic() + 30.0
+        while any(port_is_open("127.0.0.1", p) for p in ports) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def _overlay_then_drop(self, ref: str, timeout_s: float) -> None:
         branch = self.workdir / "branch"
