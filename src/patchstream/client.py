@@ -8,6 +8,8 @@ client.delete_file("shop", "src/old.py")
 
 from __future__ import annotations
 
+import gzip
+import json
 from typing import Any
 
 import httpx
@@ -21,18 +23,22 @@ class PatchClientError(PatchstreamError):
 
 class PatchClient:
     def __init__(
-        self, url: str, api_key: str, timeout_s: float = 10.0, workspace: str | None = None
-    ) -> None:
+        self, url: str, api_key: str, timeout_s: float = 10.0, workspace: str | None = None,
+        compress: bool = False,
+    ) -> None:  # fmt: skip
         self.http = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s
         )
         self.workspace = workspace  # writes go to this agent workspace unless a write says
+        self.compress = compress  # gzip request bodies (the gateway inflates them)
 
-    def write(self, writes: list[dict[str, Any]]) -> dict[str, Any]:
-        """Publish several writes at once; returns ``event_ids`` and a ``read_token``."""
+    def write(self, writes: list[dict[str, Any]], **request: Any) -> dict[str, Any]:
+        """Publish several writes at once; returns ``event_ids``, a ``read_token`` and the
+        ``version`` of the first. ``request``: ``source="snapshot"`` and a ``batch_id`` for a
+        directory's files (what ``patchstream index`` sends)."""
         if self.workspace is not None:
             writes = [{"workspace": self.workspace, **w} for w in writes]
-        return self._accepted("/v1/patches", {"writes": writes})
+        return self._accepted("/v1/patches", {"writes": writes, **request})
 
     def traces(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         """Publish trace events (``patchstream trace``); the key's tenant is theirs."""
@@ -41,7 +47,12 @@ class PatchClient:
     def _accepted(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body``; the gateway's 202 answer, or PatchClientError."""
         try:
-            response = self.http.post(path, json=body)
+            if self.compress:
+                packed = gzip.compress(json.dumps(body).encode(), compresslevel=6)
+                response = self.http.post(path, content=packed, headers={
+                    "content-type": "application/json", "content-encoding": "gzip"})  # fmt: skip
+            else:
+                response = self.http.post(path, json=body)
         except httpx.TransportError as exc:
             raise PatchClientError(f"gateway unreachable: {exc}") from exc
         if response.status_code != 202:

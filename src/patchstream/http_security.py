@@ -4,6 +4,8 @@
   non-loopback bind without real keys refuses to start.
 - ``BodyLimit``: an ASGI middleware that answers 413 before a body is buffered whole, by the
   declared length or by counting what arrives.
+- ``GzipRequest``: a gzip body (``Content-Encoding: gzip``) inflated with the same limit on
+  what it inflates to (a bomb is a 413, a broken stream a 400, another encoding a 415).
 - ``bearer_tenant``: the tenant of a bearer key, every key compared in constant time.
 - ``safe_json``: JSON parsing whose nesting is bounded (deep nesting is a 400, never a 500).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -170,9 +173,68 @@ class _BodyTooLargeError(Exception):
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": f"request body over {limit} bytes"}).encode()
-    await send({"type": "http.response.start", "status": 413,
+    await _refuse(send, 413, f"request body over {limit} bytes")
+
+
+async def _refuse(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
+
+
+class GzipRequest:
+    """ASGI middleware: a request body sent with ``Content-Encoding: gzip`` reaches the app
+    inflated, at most ``limit`` bytes of it. Placed inside ``BodyLimit``, which bounds the
+    compressed bytes; this bounds what they inflate to. Only under ``prefix`` (a webhook's
+    signature is over the bytes as sent)."""
+
+    def __init__(self, app: Any, limit: int, prefix: str = "/v1/") -> None:
+        self.app = app
+        self.limit = limit
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        inflatable = scope["type"] == "http" and str(scope.get("path", "")).startswith(self.prefix)
+        headers = scope.get("headers", []) if inflatable else []
+        encoding = next((v for k, v in headers if k == b"content-encoding"), None)
+        if encoding is None or encoding.strip().lower() == b"identity":
+            await self.app(scope, receive, send)
+            return
+        if encoding.strip().lower() != b"gzip":
+            await _refuse(send, 415, "only gzip request bodies are accepted")
+            return
+        compressed = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            compressed += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            body = inflater.decompress(bytes(compressed), self.limit + 1)
+        except zlib.error:
+            await _refuse(send, 400, "the gzip body is malformed")
+            return
+        if len(body) > self.limit or inflater.unconsumed_tail:
+            await _refuse(send, 413, f"request body inflates to over {self.limit} bytes")
+            return
+        if not inflater.eof:
+            await _refuse(send, 400, "the gzip body is truncated")
+            return
+        kept = [(k, v) for k, v in headers if k not in (b"content-encoding", b"content-length")]
+        inner = {**scope, "headers": [*kept, (b"content-length", str(len(body)).encode())]}
+        delivered = False
+
+        async def inflated() -> dict[str, Any]:
+            nonlocal delivered
+            if delivered:
+                return dict(await receive())
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(inner, inflated, send)

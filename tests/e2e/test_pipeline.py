@@ -454,3 +454,72 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
     letters = asyncio.run(read_dead_letters(stack.settings.kafka))
     refused = [d for d in letters if d.key == b"t1"]
     assert refused and refused[0].stage == "trace-sink" and "'..'" in refused[0].reason
+
+
+def test_a_client_with_no_store_access_indexes_through_the_server(
+    stack: Supervisor, tmp_path: Path
+) -> None:
+    """Issue #36: ``patchstream index`` with a server URL runs as a client: its environment
+    holds the gateway's and the query service's URLs and keys, an empty data dir and dead
+    addresses for the broker and both stores. It uploads only what the server lacks (a
+    re-index of an unchanged tree sends no file), deletes what the tree lost, and ``--base``
+    makes a branch overlay that holds only what differs."""
+    import subprocess
+    import sys
+
+    root = make_repo(tmp_path / "remote", {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n"
+                                           for i in range(12)})  # fmt: skip
+    sections = stack.environment()
+    empty = tmp_path / "client-home"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env.update({
+        "PATCHSTREAM_QUERY": json.dumps({"url": stack.settings.query.url,
+                                         "api_key": "key-default"}),
+        "PATCHSTREAM_GATEWAY": json.dumps({"url": stack.settings.gateway.url,
+                                           "api_key": "dev-local-key"}),
+        "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": "127.0.0.1:1"}),
+        "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": 1}),
+        "PATCHSTREAM_VECTOR": json.dumps({"milvus_uri": "http://127.0.0.1:1"}),
+        "PATCHSTREAM_EMBEDDED": json.dumps({"data_dir": str(empty)}),
+    })  # fmt: skip
+    assert "PATCHSTREAM_FALKORDB" not in env and sections["PATCHSTREAM_GATEWAY"]
+
+    def index(*extra: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "index", str(root), "--repo", "remote",
+             "--json", "--commits", "0", "--timeout", "180", *extra],
+            env=env, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    first = index()
+    files = first["files_scanned"]  # the 12 modules and .gitignore
+    assert (files, first["published"], first["complete"], first["tenant"]) == (
+        13, 13, True, "default")  # fmt: skip
+    graph = open_graph_store(stack.settings)
+    try:
+        assert len(graph.file_hashes("default", "remote", "main")) == 13
+        again = index()
+        assert (again["published"], again["unchanged"], again["complete"]) == (0, 13, True)
+        (root / "pkg/m3.py").write_text("def f3():\n    return 'changed'\n")
+        (root / "pkg/m5.py").unlink()
+        changed = index()
+        assert (changed["published"], changed["deleted"], changed["unchanged"]) == (2, 1, 11)
+        held = graph.file_hashes("default", "remote", "main")
+        assert "pkg/m5.py" not in held and len(held) == 12
+        (root / "pkg/m7.py").write_text("def f7():\n    return 'on the branch'\n")
+        branch = index("--ref", "feature", "--base", "main")
+        assert (branch["published"], branch["complete"]) == (1, True)
+        assert set(graph.file_hashes("default", "remote", "feature")) == {"pkg/m7.py"}
+        refused = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "index", str(root), "--repo", "remote",
+             "--ref", "other", "--base", "nosuchbase", "--json"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert refused.returncode != 0 and "is not indexed" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    finally:
+        graph.close()
+    assert list(empty.iterdir()) == []  # the client wrote nothing of a stack's

@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from patchstream.errors import ConfigError
 from patchstream.http_errors import install_error_handlers
 from patchstream.http_limits import TokenBuckets
-from patchstream.http_security import DEV_API_KEY, BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.http_security import (
+    DEV_API_KEY,
+    BodyLimit,
+    GzipRequest,
+    bearer_tenant,
+    resolve_api_keys,
+)
 from patchstream.producers.gateway import create_gateway
 from patchstream.producers.registry import Registry
 from patchstream.query.api import create_api
@@ -156,3 +162,77 @@ def test_the_trace_status_route_refuses_hostile_bodies_before_any_store(
                          headers={"Authorization": "Bearer dev-local-key"})  # fmt: skip
     assert answer.status_code == 422
     assert reason in answer.text
+
+
+@pytest.mark.parametrize(
+    ("route", "params", "reason"),
+    [
+        ("/v1/files", {"repo": "a/../b"}, "'..'"),
+        ("/v1/files", {"repo": "r", "ref": "main\n"}, "pattern"),
+        ("/v1/files", {"repo": "r", "after": "a\x1b[2J"}, "pattern"),
+        ("/v1/files", {"repo": "r", "after": "a" * 1025}, "at most 1024"),
+        ("/v1/files", {"repo": "r", "limit": "0"}, "greater than or equal to 1"),
+        ("/v1/files", {"repo": "r", "limit": "10001"}, "less than or equal to 10000"),
+        ("/v1/files", {"repo": "r", "ref": "main~a/../b"}, "'..'"),
+        ("/v1/index/progress", {"repo": "r", "since": "-1"}, "greater than or equal to 0"),
+        ("/v1/index/progress", {"repo": "r", "since": str(2**64)}, "less than or equal"),
+        ("/v1/index/progress", {"repo": "r"}, "since"),
+    ],
+)  # fmt: skip
+def test_the_remote_index_routes_refuse_hostile_parameters_before_any_store(
+    route: str, params: dict[str, str], reason: str
+) -> None:
+    """The routes a remote ``patchstream index`` reads (issue #36): names are names, the
+    page cursor is a bounded path without control characters, and page sizes and versions
+    are bounded; 422 before any store is read (this app has none)."""
+    client = TestClient(create_api(Settings()), raise_server_exceptions=False)
+    answer = client.get(route, params=params, headers={"Authorization": "Bearer dev-local-key"})
+    assert answer.status_code == 422, answer.text
+    assert reason in answer.text
+
+
+def _inflating_app(limit: int) -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+    app.add_middleware(GzipRequest, limit=limit)
+    app.add_middleware(BodyLimit, default=limit)
+
+    @app.post("/v1/echo")
+    async def echo(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    @app.post("/webhooks/raw")
+    async def raw(request: Request) -> dict[str, int]:
+        return {"bytes": len(await request.body())}
+
+    return app
+
+
+def test_gzip_bodies_are_inflated_within_the_limit_and_bombs_are_413() -> None:
+    """Remote ``index`` uploads gzipped (issue #36). What a body inflates to is bounded like
+    the body itself: a 64 KiB gzip of 64 MiB of zeros is a 413, not 64 MiB in memory."""
+    import gzip
+    import json
+
+    client = TestClient(_inflating_app(1024), raise_server_exceptions=False)
+    packed = {"content-type": "application/json", "content-encoding": "gzip"}
+    ok = client.post("/v1/echo", content=gzip.compress(json.dumps({"a": "b" * 900}).encode()),
+                     headers=packed)  # fmt: skip
+    assert ok.status_code == 200 and ok.json() == {"a": "b" * 900}
+    bomb = gzip.compress(b"\0" * (64 << 20))
+    assert len(bomb) < 128 << 10
+    big = TestClient(_inflating_app(len(bomb) + 1), raise_server_exceptions=False)
+    answer = big.post("/v1/echo", content=bomb, headers=packed)
+    assert answer.status_code == 413 and "inflates to over" in answer.text
+    over = client.post("/v1/echo", content=gzip.compress(json.dumps({"a": "b" * 2000}).encode()),
+                       headers=packed)  # fmt: skip
+    assert over.status_code == 413
+    broken = client.post("/v1/echo", content=b"\x1f\x8b not gzip at all", headers=packed)
+    assert broken.status_code == 400 and "malformed" in broken.text
+    cut = gzip.compress(json.dumps({"a": "b"}).encode())[:-6]
+    assert client.post("/v1/echo", content=cut, headers=packed).status_code == 400
+    other = client.post("/v1/echo", content=b"{}", headers={**packed, "content-encoding": "br"})
+    assert other.status_code == 415
+    # A webhook's signature is over the bytes as sent: they reach it as sent.
+    raw = client.post("/webhooks/raw", content=gzip.compress(b"x" * 100), headers=packed)
+    assert raw.status_code == 200 and raw.json()["bytes"] < 100

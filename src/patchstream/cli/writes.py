@@ -34,21 +34,34 @@ def index(
     path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
     as_json: bool, base: str | None,
 ) -> None:  # fmt: skip
-    """Index a directory and wait until the graph and the vectors have applied it."""
+    """Index a directory and wait until the graph and the vectors have applied it.
+
+    With a gateway URL set (PATCHSTREAM_GATEWAY__URL, and the query service's in
+    PATCHSTREAM_QUERY__URL), it runs as a client of that server: it uploads only the files
+    whose content the server lacks, and the key's tenant is used."""
     import asyncio
 
+    from patchstream.indexing.remote import index_remote
     from patchstream.indexing.run import index_directory
     from patchstream.schemas.events import refuse_bad_names
 
     root = path.resolve()
     refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
     configure_logging("WARNING" if as_json else None)
-    summary = asyncio.run(
-        index_directory(
-            get_settings(), root, repo=repo or root.name, tenant=tenant, ref=ref,
-            timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
-        )
-    )  # fmt: skip
+    settings = get_settings()
+    if settings.gateway.url:
+        if tenant != "default":
+            raise click.UsageError("--tenant: a server's API key decides the tenant")
+        summary = index_remote(settings, root, repo=repo or root.name, ref=ref,
+                               timeout_s=timeout_s, progress=not as_json, commits=commits,
+                               base=base)  # fmt: skip
+    else:
+        summary = asyncio.run(
+            index_directory(
+                settings, root, repo=repo or root.name, tenant=tenant, ref=ref,
+                timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
+            )
+        )  # fmt: skip
     if as_json:
         click.echo(json.dumps(summary.as_dict()))
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -15,16 +14,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaError
-from pydantic import ValidationError
 
-from patchstream.errors import ContractError, StoreUnavailable
-from patchstream.indexing.scan import recent_commits, scan_directory
-from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.errors import StoreUnavailable
+from patchstream.indexing.plan import IndexPlan, held_by_both, plan_index
+from patchstream.indexing.scan import scan_directory
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
-from patchstream.schemas.events import _NAME_PATTERN, PatchEvent, check_name
+from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.overlay_service import check_branch_base
 from patchstream.stores.overlays import merged_hashes
 from patchstream.streams.producer import EventPublisher
 
@@ -75,6 +73,11 @@ class IndexSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def count(self, plan: IndexPlan) -> None:
+        self.unchanged, self.deleted, self.commits = plan.unchanged, plan.deleted, plan.commits
+        if plan.invalid_paths:
+            self.skipped["invalid_path"] = self.skipped.get("invalid_path", 0) + plan.invalid_paths
 
 
 class Progress:
@@ -151,59 +154,20 @@ async def index_directory(
     vectors = await _opened(lambda: open_vector_store(settings), timeout_s)
     try:
         if base is not None:
-            if not re.fullmatch(_NAME_PATTERN, base) or "~" in base:
-                raise ContractError(f"base {base!r} is not a branch name")
-            try:
-                check_name(base)
-            except ValueError as exc:
-                raise ContractError(str(exc)) from exc
-            if ref in graph.overlay_chain(tenant, repo, base):
-                raise ContractError(f"{ref!r} over {base!r} would be a cycle")
-            known = graph.known_refs(tenant, repo)
-            if base not in known:  # an overlay over nothing would store every file as its own
-                listed = ", ".join(sorted(known)) or "none"
-                raise ContractError(f"base {base!r} of {repo!r} is not indexed (refs: {listed});"
-                                    f" index it first")  # fmt: skip
+            check_branch_base(graph, tenant, repo, ref, base)
             graph.declare_overlay(tenant, repo, ref, base, "branch")
         chain = graph.overlay_chain(tenant, repo, ref)
-        graph_hashes = merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain)
-        vector_hashes = merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo,
-                                      chain)  # fmt: skip
-        events: list[PatchEvent] = []
+        held = held_by_both(
+            merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain),
+            merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo, chain),
+        )
+        plan = plan_index(root, scan, held, commits)
+        summary.count(plan)
         common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
                   "source": "snapshot", "actor": "patchstream-index",
                   "batch_id": f"index-{version}"}  # fmt: skip
-        for rel in scan.files:
-            content = (root / rel).read_bytes().decode("utf-8", errors="replace")
-            digest = hash_bytes(content.encode("utf-8"))
-            if graph_hashes.get(rel) == digest and vector_hashes.get(rel) == digest:
-                summary.unchanged += 1
-                continue
-            try:
-                events.append(
-                    PatchEvent(
-                        path=rel, op="upsert", content=content, content_hash=digest, **common
-                    )
-                )
-            except ValidationError:
-                summary.skipped["invalid_path"] = summary.skipped.get("invalid_path", 0) + 1
-        present = set(scan.files)
-        for commit in recent_commits(root, commits):
-            path = f"{COMMITS_DIR}{commit.sha}.md"
-            present.add(path)
-            content = commit.as_markdown()
-            digest = hash_bytes(content.encode("utf-8"))
-            if graph_hashes.get(path) == digest and vector_hashes.get(path) == digest:
-                continue
-            events.append(PatchEvent(path=path, op="upsert", content=content,
-                                     content_hash=digest, commit=commit.sha, **common))  # fmt: skip
-            summary.commits += 1
-        # Commit messages stay when history is not in the scan (shallow runs, --commits 0).
-        known = {p for p in graph_hashes.keys() | vector_hashes.keys()
-                 if not p.startswith(COMMITS_DIR)}  # fmt: skip
-        for gone in sorted(known - present):
-            events.append(PatchEvent(path=gone, op="delete", **common))
-            summary.deleted += 1
+        events = [PatchEvent(path=w.path, op=w.op, content=w.content, content_hash=w.content_hash,
+                             commit=w.commit, **common) for w in plan.writes]  # fmt: skip
         bars = Progress(len(events), progress)
         outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
         try:

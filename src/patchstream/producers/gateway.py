@@ -29,7 +29,7 @@ from patchstream import __version__
 from patchstream.errors import ConfigError, ContractError
 from patchstream.http_errors import install_error_handlers
 from patchstream.http_limits import KeyRateLimit
-from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.http_security import BodyLimit, GzipRequest, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.producers.git_mirror import validate_clone_url
@@ -45,7 +45,7 @@ from patchstream.producers.webhooks import (
     read_github_push,
     read_gitlab_push,
 )
-from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, PatchEvent
+from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, OBJECT_ID_PATTERN, PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.schemas.traces import TraceEvent
 from patchstream.settings import Settings
@@ -68,10 +68,15 @@ class Write(BaseModel):
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
     run_id: str | None = Field(default=None, pattern=ID_PATTERN)
     actor: str | None = Field(default=None, pattern=ACTOR_PATTERN)
+    commit: str | None = Field(default=None, pattern=OBJECT_ID_PATTERN, description="snapshots")
 
 
 class PatchRequest(BaseModel):
     writes: list[Write] = Field(min_length=1, max_length=1000)
+    source: Literal["agent", "snapshot"] = Field(
+        default="agent", description="'snapshot': a directory's files, as `index` sends them"
+    )
+    batch_id: str | None = Field(default=None, pattern=ID_PATTERN, description="one index run")
 
 
 class TraceRequest(BaseModel):
@@ -175,6 +180,7 @@ def create_gateway(
 
     app = FastAPI(title="patchstream gateway", version=__version__, lifespan=lifespan)
     instrument(app, metrics)
+    app.add_middleware(GzipRequest, limit=settings.gateway.max_request_bytes)  # inside BodyLimit
     app.add_middleware(
         BodyLimit,
         default=settings.gateway.max_request_bytes,
@@ -350,15 +356,16 @@ def create_gateway(
                     tenant=tenant, repo=write.repo, ref=write.ref, workspace=write.workspace,
                     path=write.path, op=write.op,
                     content=write.content, old_path=write.old_path, version=version + index,
-                    source="agent", actor=write.actor, session_id=write.session_id,
-                    run_id=write.run_id,
+                    source=body.source, actor=write.actor, session_id=write.session_id,
+                    run_id=write.run_id, batch_id=body.batch_id, commit=write.commit,
                 ))  # fmt: skip
             except ValidationError as exc:
                 error = exc.errors()[0]
                 where = ".".join(str(part) for part in error["loc"])
                 raise HTTPException(422, f"writes[{index}].{where}: {error['msg']}") from exc
         await publisher.publish(events)
-        return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events)}
+        return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events),
+                "version": version}  # fmt: skip
 
     @app.post("/v1/traces", status_code=202)
     async def traces(body: TraceRequest, tenant: Annotated[str, Depends(tenant)]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
+from patchstream.query.index_api import index_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
 from patchstream.query.overlay_api import overlay_router
@@ -367,6 +368,7 @@ def create_api(
     app.include_router(memory_router(state_tenant, memory, agent))
     app.include_router(overlay_router(state_tenant, overlays))
     app.include_router(trace_router(state_tenant, lambda: service().graph))
+    app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
 
     @app.get("/v1/freshness")

@@ -17,8 +17,9 @@ from typing import Annotated, Any, Self
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field, model_validator
 
+from patchstream.errors import ContractError
 from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name, view_ref
-from patchstream.stores.overlay_service import OverlayService, RefInUseError
+from patchstream.stores.overlay_service import OverlayService, RefInUseError, check_branch_base
 from patchstream.stores.overlays import OverlayInfo
 
 log = logging.getLogger("patchstream.overlays")
@@ -75,8 +76,10 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
     def declare(body: DeclareIn, tenant: Tenant) -> dict[str, Any]:
         ref = view_ref(body.ref, body.workspace)
         try:
+            if body.base is not None:  # a branch: over an indexed branch, never over itself
+                check_branch_base(overlays().graph, tenant, body.repo, ref, body.base)
             found = overlays().declare(tenant, body.repo, ref, body.base or body.ref)
-        except ValueError as exc:
+        except (ValueError, ContractError) as exc:
             raise HTTPException(422, str(exc)) from exc
         return overlay_info(found)
 

@@ -5,8 +5,11 @@ janitor (``agent/janitor.py``) both use it."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 
+from patchstream.errors import ContractError
+from patchstream.schemas.events import _NAME_PATTERN, check_name
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import OverlayInfo, split_workspace
@@ -18,6 +21,25 @@ log = logging.getLogger("patchstream.overlays")
 
 class RefInUseError(ValueError):
     """A ref other overlays read as their base: dropping it would leave them reading a gap."""
+
+
+def check_branch_base(graph: GraphStore, tenant: str, repo: str, ref: str, base: str) -> None:
+    """A branch overlay's base must be a branch that is indexed (an overlay over nothing
+    would store every file as its own) and must not read the branch itself. ContractError
+    says which."""
+    if not re.fullmatch(_NAME_PATTERN, base) or "~" in base:
+        raise ContractError(f"base {base!r} is not a branch name")
+    try:
+        check_name(base)
+    except ValueError as exc:
+        raise ContractError(str(exc)) from exc
+    if ref in graph.overlay_chain(tenant, repo, base):
+        raise ContractError(f"{ref!r} over {base!r} would be a cycle")
+    known = graph.known_refs(tenant, repo)
+    if base not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        raise ContractError(f"base {base!r} of {repo!r} is not indexed (refs: {listed});"
+                            f" index it first")  # fmt: skip
 
 
 class OverlayService:
