@@ -222,12 +222,17 @@ class Other:
 """
 
 
-def _held(caller: str) -> set[str]:
-    state = build_state(FileStateBuilder(), "pkg/held.py", HELD)
-    prefix = "r::pkg/held.py::"
+def _inferred(path: str, source: bytes, caller: str) -> set[str]:
+    """What ``caller`` reaches by inferred CALLS/INSTANTIATES edges in ``source``."""
+    state = build_state(FileStateBuilder(), path, source)
+    prefix = f"r::{path}::"
     return {e.dst.removeprefix(prefix) for e in state.edges
             if e.type.value in ("CALLS", "INSTANTIATES") and e.src == prefix + caller
             and e.resolution is not None and e.resolution.value == "inferred"}  # fmt: skip
+
+
+def _held(caller: str) -> set[str]:
+    return _inferred("pkg/held.py", HELD, caller)
 
 
 def test_what_a_function_returns_is_reached_by_calling_its_result() -> None:
@@ -344,11 +349,7 @@ class Model:
 
 
 def _bound(caller: str) -> set[str]:
-    state = build_state(FileStateBuilder(), "pkg/bound.py", BOUND)
-    prefix = "r::pkg/bound.py::"
-    return {e.dst.removeprefix(prefix) for e in state.edges
-            if e.type.value in ("CALLS", "INSTANTIATES") and e.src == prefix + caller
-            and e.resolution is not None and e.resolution.value == "inferred"}  # fmt: skip
+    return _inferred("pkg/bound.py", BOUND, caller)
 
 
 def test_chains_nested_tuples_and_starred_names_bind_each_name_to_its_values() -> None:
