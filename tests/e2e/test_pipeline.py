@@ -522,4 +522,8 @@ def test_a_client_with_no_store_access_indexes_through_the_server(
         assert "Traceback" not in refused.stderr
     finally:
         graph.close()
+    status = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert [line.split()[0] for line in status.stdout.splitlines()] == ["query", "gateway"]
     assert list(empty.iterdir()) == []  # the client wrote nothing of a stack's

@@ -155,10 +155,14 @@ def up(data_dir: str | None) -> None:
 @click.option("--quiet", is_flag=True, help="Print nothing; exit 0 only if everything answers.")
 def status(quiet: bool) -> None:
     """Whether the services of the configured stack answer on their ports: the broker, the
-    stores, the query service and the gateway, and (embedded stack) every worker and sink."""
+    stores, the query service and the gateway, and (embedded stack) every worker and sink.
+    As a client of a server (a gateway URL set), the query service and the gateway only,
+    each asked over HTTP with its key."""
     from patchstream.embedded.services import port_is_open
 
     settings = get_settings()
+    if settings.gateway.url:
+        sys.exit(_server_status(settings, quiet))
     milvus = settings.vector.milvus_uri.split("://", 1)[-1]
     gateway = settings.gateway.url.split("://", 1)[-1].rstrip("/") or (
         f"{settings.gateway.host}:{settings.gateway.port}")  # fmt: skip
@@ -178,6 +182,25 @@ def status(quiet: bool) -> None:
         if not quiet:
             click.echo(f"{name:<12} {address:<22} {'up' if up_now else 'DOWN'}")
     sys.exit(0 if healthy else 1)
+
+
+def _server_status(settings: Any, quiet: bool) -> int:
+    """0 when the server's query service and gateway answer /healthz with their keys."""
+    import httpx
+
+    healthy = True
+    for name, section in (("query", settings.query), ("gateway", settings.gateway)):
+        key = section.api_key.get_secret_value()
+        try:
+            answer = httpx.get(f"{section.url.rstrip('/')}/healthz", timeout=10,
+                               headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+            state = "up" if answer.status_code == 200 else f"answered {answer.status_code}"
+        except httpx.HTTPError as exc:
+            state = f"DOWN ({type(exc).__name__})"
+        healthy &= state == "up"
+        if not quiet:
+            click.echo(f"{name:<12} {section.url:<40} {state}")
+    return 0 if healthy else 1
 
 
 def _embedded_workers(settings: Any) -> dict[str, str]:
