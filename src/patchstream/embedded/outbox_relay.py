@@ -45,9 +45,21 @@ MAX_REDELIVERIES = 3  # per entry and tender: one a stage refuses is not sent fo
 # Applied entries are checked again this often: the restart soak saw Milvus Lite, after a
 # kill, stop showing 128 files' records it had shown after its restart, until the next one.
 RECHECK_S = 120.0
+# ... and every tend for the first minutes after Milvus (re)started: the restart soak saw
+# records of files nobody was writing vanish two to four minutes after a SIGKILL restart
+# (round 16 of 2026-12-03, 108 files), found by the next recheck and republished.
+RECHECK_AFTER_START_S = 600.0
 # The vector tier is checked against itself this often beside the running sinks (found:
 # leftover rows and reset records after restarts); suspects are confirmed a tend later.
 AUDIT_S = 300.0
+
+
+def next_recheck_at(now: float, started_since: float | None) -> float:
+    """When the retained entries are checked next: at every tend (30 s) for
+    ``RECHECK_AFTER_START_S`` after Milvus (re)started, every ``RECHECK_S`` otherwise."""
+    if started_since is not None and now - started_since < RECHECK_AFTER_START_S:
+        return now
+    return now + RECHECK_S
 
 
 @dataclass
@@ -179,16 +191,20 @@ class OutboxTender:
         self.next_prune = 0.0
         self.next_recheck = 0.0
         self.next_audit = 0.0
+        self.started_since: float | None = None  # when Milvus last (re)started, tend's clock
+        self.vectors_started = False
         self.suspects: RepairPlan | None = None
         self.redelivered: dict[int, int] = {}  # entry id -> times published again
         self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
 
     def vectors_restarted(self) -> None:
-        self.audit_due = self.replay_due = True
+        self.audit_due = self.replay_due = self.vectors_started = True
 
     def tend(self, now: float) -> None:
         if not self.settings.gateway.outbox or not (self.replay_due or now >= self.next_prune):
             return
+        if self.vectors_started:
+            self.vectors_started, self.started_since = False, now
         try:
             graph, vectors = self._opened()
             if self.audit_vectors(now):
@@ -199,7 +215,7 @@ class OutboxTender:
             self.replay_due = False
             self.next_prune = now + 30.0
             if recheck:
-                self.next_recheck = now + RECHECK_S
+                self.next_recheck = next_recheck_at(now, self.started_since)
         except Exception as exc:  # a store or the broker is not back yet: next round
             log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
             self.close()
