@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.milvus_server import MEMORY_ENV, malloc_trim
+from patchstream.embedded.milvus_server import MEMORY_ENV, OPEN_FILES, malloc_trim
 from patchstream.embedded.services import Service, free_port, start_milvus_lite
 
 
@@ -59,3 +59,40 @@ def test_compaction_is_bounded_by_the_launcher(monkeypatch: pytest.MonkeyPatch) 
     assert (compaction.MAX_SEGMENT_ROWS, compaction.MAX_DATA_FILES) == (SEGMENT_ROWS, DATA_FILES)
     # The forced merge of full segments comes no sooner than with the shipped bounds.
     assert SEGMENT_ROWS * DATA_FILES >= 100_000 * 32
+
+
+def _open_files_limit(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError("no open-files line")
+
+
+def test_the_server_has_room_for_a_flood_of_connections(milvus_service: Service) -> None:
+    """Issue #32: the restart soak's clients, connecting in a tight loop while Milvus Lite
+    was busy, ran it out of its 20,000 descriptors; then it failed to open its own data files
+    (Errno 24). The server raises its soft limit to the hard one (a desktop's soft 1,024
+    is what it would otherwise get), and the hard one where it may."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert _open_files_limit(milvus_service.process.pid) >= min(hard, OPEN_FILES)
+
+
+def test_raising_the_open_files_limit_never_lowers_it() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import resource\n"
+        "from patchstream.embedded.milvus_server import raise_open_files\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "got = raise_open_files(4096)\n"
+        "now = resource.getrlimit(resource.RLIMIT_NOFILE)[0]\n"
+        "assert got == now >= min(4096, hard), (got, now, hard)\n"
+        "assert raise_open_files(64) == now  # a smaller wish keeps what it has\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr

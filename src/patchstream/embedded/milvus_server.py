@@ -1,4 +1,5 @@
-"""``milvus-lite server`` with its memory kept in check: what ``up`` runs as Milvus Lite.
+"""``milvus-lite server`` with its memory kept in check and room for open files: what ``up``
+runs as Milvus Lite.
 
 Milvus Lite 3.x is Python over Arrow. Measured on scipy's 42k chunk rows (peak RSS of a
 fresh server): 1,050 MiB as shipped, 739 MiB with Arrow on the system allocator and glibc
@@ -36,6 +37,10 @@ TRIM_INTERVAL_S = 5.0
 SEGMENT_ROWS = 25_000
 DATA_FILES = 128
 _PR_SET_NAME = 15
+# Every client connection is a file descriptor. The restart soak's clients, connecting in a
+# tight loop to a server busy loading, ran it out of its 20,000 ("[Errno 24] Failed to open
+# local file .../delta_*.parquet"); from then on it could not open its own data files.
+OPEN_FILES = 1 << 20
 
 
 def malloc_trim() -> Callable[[], object] | None:
@@ -66,7 +71,25 @@ def bound_compaction() -> None:
     compaction.MAX_DATA_FILES = DATA_FILES
 
 
+def raise_open_files(wanted: int = OPEN_FILES) -> int:
+    """The soft limit on open files raised to ``wanted`` (the hard limit too where the
+    process may raise it): the limit it ends at."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        with contextlib.suppress(ValueError, OSError):  # unprivileged: the hard limit stays
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
+            return wanted
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return int(soft)
+
+
 def main(argv: list[str] | None = None) -> int:
+    raise_open_files()
     bound_compaction()
     trim = malloc_trim()
     if trim is not None:
