@@ -235,3 +235,28 @@ def test_an_audit_beside_a_running_writer_repairs_only_what_a_second_pass_confir
     confirmed = audit.confirm_suspects(vectors, suspects)
     assert list(confirmed.damaged) == [milvus_rows.file_uid(b)]
     assert vectors.file_versions(tenant, "app", "main") == {"a.py": 2}  # b.py owed again
+
+
+def test_a_collection_released_between_pages_is_loaded_and_read_again(
+    vectors: MilvusVectorStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #32, restart soak E round 21: Milvus restarted between two pages of a read and
+    held the collection released; the iterator's own call raised an untyped MilvusException
+    (code 101) and failed an index. The read loads the collection and reads again."""
+    from pymilvus.client.iterator.query_iterator import QueryIterator
+
+    vectors.apply([upsert(tenant, f"m{i}.py", f"X{i} = {i}\n", 1) for i in range(1100)],
+                  flush=True)  # fmt: skip
+    original = QueryIterator.next
+    released: list[bool] = []
+
+    def next_then_release(self: QueryIterator) -> object:
+        page = original(self)
+        if not released:  # after the first page of 1,000: as a restart would leave it
+            released.append(True)
+            vectors.client.release_collection(vectors.files)
+        return page
+
+    monkeypatch.setattr(QueryIterator, "next", next_then_release)
+    assert len(vectors.file_versions(tenant, "app", "main")) == 1100
+    assert released == [True]

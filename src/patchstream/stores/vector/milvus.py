@@ -28,6 +28,7 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import View
 from patchstream.stores.vector.milvus_client import (
+    NOT_LOADED,
     DeadlinedClient,
     connect,
     lit,
@@ -343,16 +344,28 @@ class MilvusVectorStore:
         self, where: str, fields: list[str], collection: str | None = None
     ) -> list[dict[str, Any]]:
         """Every row of ``collection`` (the chunks by default) matching ``where``."""
-        rows: list[dict[str, Any]] = []
-        iterator = self.client.query_iterator(
-            collection or self.chunks, batch_size=1000, filter=where, output_fields=fields
-        )
-        try:
-            while batch := iterator.next():
-                rows.extend(batch)
-        finally:
-            iterator.close()
-        return rows
+        name = collection or self.chunks
+        for attempt in range(2):
+            rows: list[dict[str, Any]] = []
+            iterator = self.client.query_iterator(
+                name, batch_size=1000, filter=where, output_fields=fields
+            )
+            try:
+                # The iterator's pages are calls of its own, past the client's wrapper: a
+                # Milvus restarted between them holds the collection released (the restart
+                # soak's round 21 failed an index on it), and its errors are untyped.
+                while batch := iterator.next():
+                    rows.extend(batch)
+                return rows
+            except MilvusException as exc:
+                if exc.code != NOT_LOADED or attempt:
+                    raise milvus_error(f"query of {name} failed", exc) from exc
+                self.client.load(name)
+            except grpc.RpcError as exc:
+                raise milvus_error(f"query of {name} failed", exc) from exc
+            finally:
+                iterator.close()
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def search(
         self,

@@ -70,7 +70,7 @@ class DeadlinedClient:
                 except MilvusException as exc:
                     # A restarted Milvus holds every collection released: load it, once.
                     collection = kwargs.get("collection_name", args[0] if args else None)
-                    if exc.code != _NOT_LOADED or not isinstance(collection, str):
+                    if exc.code != NOT_LOADED or not isinstance(collection, str):
                         raise
                     self.load(collection)
                     return attribute(*args, **kwargs)
@@ -96,7 +96,7 @@ class DeadlinedClient:
             raise milvus_error(f"load_collection {collection} failed", exc) from exc
 
 
-_NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
+NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
 _UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
