@@ -421,6 +421,11 @@ class Settings(BaseSettings):
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )
+    remote: bool = Field(
+        default=False,
+        description="the CLI is a client of a server (PATCHSTREAM_REMOTE): `index` and "
+        "`status` use only gateway.url and query.url with their keys, never a store",
+    )
 
     def embedding_settings(self) -> EmbeddingSettings:
         if self.embedder is None:

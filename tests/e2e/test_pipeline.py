@@ -459,9 +459,9 @@ def test_a_traced_run_adds_the_calls_no_static_name_shows_until_an_edit(
 def test_a_client_with_no_store_access_indexes_through_the_server(
     stack: Supervisor, tmp_path: Path
 ) -> None:
-    """Issue #36: ``patchstream index`` with a server URL runs as a client: its environment
-    holds the gateway's and the query service's URLs and keys, an empty data dir and dead
-    addresses for the broker and both stores. It uploads only what the server lacks (a
+    """Issue #36: ``patchstream index`` with PATCHSTREAM_REMOTE runs as a client: its
+    environment holds the gateway's and the query service's URLs and keys, an empty data
+    dir and dead addresses for the broker and both stores. It uploads only what the server lacks (a
     re-index of an unchanged tree sends no file), deletes what the tree lost, and ``--base``
     makes a branch overlay that holds only what differs."""
     import subprocess
@@ -482,6 +482,7 @@ def test_a_client_with_no_store_access_indexes_through_the_server(
         "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": 1}),
         "PATCHSTREAM_VECTOR": json.dumps({"milvus_uri": "http://127.0.0.1:1"}),
         "PATCHSTREAM_EMBEDDED": json.dumps({"data_dir": str(empty)}),
+        "PATCHSTREAM_REMOTE": "1",
     })  # fmt: skip
     assert "PATCHSTREAM_FALKORDB" not in env and sections["PATCHSTREAM_GATEWAY"]
 

@@ -156,12 +156,12 @@ def up(data_dir: str | None) -> None:
 def status(quiet: bool) -> None:
     """Whether the services of the configured stack answer on their ports: the broker, the
     stores, the query service and the gateway, and (embedded stack) every worker and sink.
-    As a client of a server (a gateway URL set), the query service and the gateway only,
+    As a client of a server (PATCHSTREAM_REMOTE=1), the query service and the gateway only,
     each asked over HTTP with its key."""
     from patchstream.embedded.services import port_is_open
 
     settings = get_settings()
-    if settings.gateway.url:
+    if settings.remote:
         sys.exit(_server_status(settings, quiet))
     milvus = settings.vector.milvus_uri.split("://", 1)[-1]
     gateway = settings.gateway.url.split("://", 1)[-1].rstrip("/") or (

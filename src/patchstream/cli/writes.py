@@ -36,9 +36,9 @@ def index(
 ) -> None:  # fmt: skip
     """Index a directory and wait until the graph and the vectors have applied it.
 
-    With a gateway URL set (PATCHSTREAM_GATEWAY__URL, and the query service's in
-    PATCHSTREAM_QUERY__URL), it runs as a client of that server: it uploads only the files
-    whose content the server lacks, and the key's tenant is used."""
+    With PATCHSTREAM_REMOTE=1 it runs as a client of the server at PATCHSTREAM_GATEWAY__URL
+    and PATCHSTREAM_QUERY__URL: it uploads only the files whose content the server lacks,
+    and the key's tenant is used."""
     import asyncio
 
     from patchstream.indexing.remote import index_remote
@@ -49,7 +49,10 @@ def index(
     refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
     configure_logging("WARNING" if as_json else None)
     settings = get_settings()
-    if settings.gateway.url:
+    if settings.remote:
+        if not (settings.gateway.url and settings.query.url):
+            raise click.UsageError("PATCHSTREAM_REMOTE needs PATCHSTREAM_GATEWAY__URL and "
+                                   "PATCHSTREAM_QUERY__URL")  # fmt: skip
         if tenant != "default":
             raise click.UsageError("--tenant: a server's API key decides the tenant")
         summary = index_remote(settings, root, repo=repo or root.name, ref=ref,
