@@ -93,9 +93,14 @@ def test_status_names_every_service_workers_and_sinks_included(durable_stack: Su
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
-                          env=durable_stack.environment(), capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    def status() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
+                              env=durable_stack.environment(), capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+
+    # A sink serves /metrics once its store answered: right after a start it may not yet.
+    wait_for(lambda: status().returncode == 0, timeout=180, what="every service up")
+    done = status()
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {line.split()[0]: line.split()[-1] for line in done.stdout.splitlines()}
     expected = {"kafka", "falkordb", "milvus", "query", "gateway", "parse-0", "parse-1",

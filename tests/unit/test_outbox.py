@@ -60,17 +60,19 @@ def test_overdue_is_by_age_and_by_times_sent() -> None:
     assert [e.id for e in overdue(pending, 200.0, 60.0, {1: 3, 3: 2}, 3)] == [3]
 
 
-def test_retained_entries_are_rechecked_at_every_tend_for_ten_minutes_after_a_start() -> None:
+def test_retained_entries_are_rechecked_every_minute_for_ten_minutes_after_a_start() -> None:
     """Issue #32: the restart soak (round 16) saw Milvus drop the records of 108 untouched
     files two to four minutes after a SIGKILL restart; the recheck every 120 s found them
-    late. Right after Milvus (re)started the tender rechecks at every tend."""
+    late. Right after Milvus (re)started the tender rechecks every minute."""
     from patchstream.embedded.outbox_relay import (
         RECHECK_AFTER_START_S,
+        RECHECK_EARLY_S,
         RECHECK_S,
         next_recheck_at,
     )
 
+    assert RECHECK_EARLY_S < RECHECK_S
     assert next_recheck_at(1000.0, None) == 1000.0 + RECHECK_S
-    assert next_recheck_at(1000.0, 900.0) == 1000.0  # 100 s after a start: at once
+    assert next_recheck_at(1000.0, 900.0) == 1000.0 + RECHECK_EARLY_S  # 100 s after a start
     late = 900.0 + RECHECK_AFTER_START_S
     assert next_recheck_at(late, 900.0) == late + RECHECK_S

@@ -45,20 +45,21 @@ MAX_REDELIVERIES = 3  # per entry and tender: one a stage refuses is not sent fo
 # Applied entries are checked again this often: the restart soak saw Milvus Lite, after a
 # kill, stop showing 128 files' records it had shown after its restart, until the next one.
 RECHECK_S = 120.0
-# ... and every tend for the first minutes after Milvus (re)started: the restart soak saw
+# ... and every minute for the first minutes after Milvus (re)started: the restart soak saw
 # records of files nobody was writing vanish two to four minutes after a SIGKILL restart
 # (round 16 of 2026-12-03, 108 files), found by the next recheck and republished.
 RECHECK_AFTER_START_S = 600.0
+RECHECK_EARLY_S = 60.0
 # The vector tier is checked against itself this often beside the running sinks (found:
 # leftover rows and reset records after restarts); suspects are confirmed a tend later.
 AUDIT_S = 300.0
 
 
 def next_recheck_at(now: float, started_since: float | None) -> float:
-    """When the retained entries are checked next: at every tend (30 s) for
+    """When the retained entries are checked next: every ``RECHECK_EARLY_S`` for
     ``RECHECK_AFTER_START_S`` after Milvus (re)started, every ``RECHECK_S`` otherwise."""
     if started_since is not None and now - started_since < RECHECK_AFTER_START_S:
-        return now
+        return now + RECHECK_EARLY_S
     return now + RECHECK_S
 
 
