@@ -329,11 +329,9 @@ class Supervisor:
     def check(self) -> None:
         """Restart whatever died, with exponential backoff per child."""
         now = time.monotonic()
-        steady = True  # every service answered: the outbox tender's store reads will too
         for index, service in enumerate(self.services):
             if service.alive() and not service.alive_and_answering():
                 service.stop(timeout=5)  # alive but not answering: restart it below
-            steady &= service.alive()
             if not service.alive():
                 log.warning(
                     "event=service_died service=%s code=%s",
@@ -366,8 +364,7 @@ class Supervisor:
             worker.restarts += 1
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.outbox.replay_due = True
-        if steady:  # else its reads would wait on a store being restarted: next check
-            self.tend_outbox(now)
+        self.tend_outbox(now)
         self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)))
         self.maybe_reconcile(now)
 
