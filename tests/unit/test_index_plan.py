@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchstream.indexing.plan import PlannedWrite, held_by_both, plan_index
+from patchstream.indexing.plan import PlannedWrite, plan_index
 from patchstream.indexing.remote import MAX_WRITES, batches
 from patchstream.indexing.scan import ScanResult
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.stores.overlays import held_by_both
 
 
 def _tree(root: Path, files: dict[str, str]) -> ScanResult:

@@ -34,12 +34,6 @@ class IndexPlan:
     invalid_paths: int = 0
 
 
-def held_by_both(graph: Mapping[str, str], vectors: Mapping[str, str]) -> dict[str, str | None]:
-    """Path -> the content hash both tiers hold (None where they differ or one lacks it)."""
-    return {path: graph.get(path) if graph.get(path) == vectors.get(path) else None
-            for path in graph.keys() | vectors.keys()}  # fmt: skip
-
-
 def plan_index(
     root: Path, scan: ScanResult, held: Mapping[str, str | None], commits: int
 ) -> IndexPlan:

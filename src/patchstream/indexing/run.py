@@ -16,14 +16,13 @@ from typing import Any, TypeVar
 from aiokafka.errors import KafkaError
 
 from patchstream.errors import StoreUnavailable
-from patchstream.indexing.plan import IndexPlan, held_by_both, plan_index
+from patchstream.indexing.plan import IndexPlan, plan_index
 from patchstream.indexing.scan import scan_directory
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
-from patchstream.stores.overlay_service import check_branch_base
-from patchstream.stores.overlays import merged_hashes
+from patchstream.stores.overlay_service import check_branch_base, held_view
 from patchstream.streams.producer import EventPublisher
 
 _Store = TypeVar("_Store")
@@ -156,12 +155,7 @@ async def index_directory(
         if base is not None:
             check_branch_base(graph, tenant, repo, ref, base)
             graph.declare_overlay(tenant, repo, ref, base, "branch")
-        chain = graph.overlay_chain(tenant, repo, ref)
-        held = held_by_both(
-            merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain),
-            merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo, chain),
-        )
-        plan = plan_index(root, scan, held, commits)
+        plan = plan_index(root, scan, held_view(graph, vectors, tenant, repo, ref), commits)
         summary.count(plan)
         common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
                   "source": "snapshot", "actor": "patchstream-index",

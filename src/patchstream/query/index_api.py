@@ -14,25 +14,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
-from patchstream.indexing.plan import held_by_both
 from patchstream.schemas.events import _NAME_PATTERN, VIEW_REF_PATTERN, check_name
 from patchstream.stores.graph.base import GraphStore
-from patchstream.stores.overlays import merged_hashes, split_workspace
+from patchstream.stores.overlay_service import held_view
+from patchstream.stores.overlays import split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 
 MAX_PAGE = 10_000
 _PATH_CURSOR = r"^[^\x00-\x1f\x7f]*$"
-
-
-def held_files(
-    graph: GraphStore, vectors: MilvusVectorStore, tenant: str, repo: str, ref: str
-) -> dict[str, str | None]:
-    """Path -> the hash both tiers hold for it in ``ref``'s view (its overlays merged)."""
-    chain = graph.overlay_chain(tenant, repo, ref)
-    return held_by_both(
-        merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain),
-        merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo, chain),
-    )
 
 
 def page_of(held: dict[str, str | None], after: str, limit: int) -> dict[str, Any]:
@@ -74,7 +63,7 @@ def index_router(
     ) -> dict[str, Any]:
         checked(repo, ref)
         graph, vectors = stores()
-        held = await asyncio.to_thread(held_files, graph, vectors, tenant, repo, ref)
+        held = await asyncio.to_thread(held_view, graph, vectors, tenant, repo, ref)
         return page_of(held, after, limit)
 
     @router.get("/v1/index/progress")

@@ -12,11 +12,23 @@ from patchstream.errors import ContractError
 from patchstream.schemas.events import _NAME_PATTERN, check_name
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.overlays import OverlayInfo, split_workspace
+from patchstream.stores.overlays import OverlayInfo, held_by_both, merged_hashes, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.search_mirror import SearchMirror
 
 log = logging.getLogger("patchstream.overlays")
+
+
+def held_view(
+    graph: GraphStore, vectors: MilvusVectorStore, tenant: str, repo: str, ref: str
+) -> dict[str, str | None]:
+    """Path -> the hash both tiers hold for it in ``ref``'s view (its overlays merged): what
+    an index compares a directory with, locally or through ``GET /v1/files``."""
+    chain = graph.overlay_chain(tenant, repo, ref)
+    return held_by_both(
+        merged_hashes(graph.file_hashes, graph.file_versions, tenant, repo, chain),
+        merged_hashes(vectors.file_hashes, vectors.file_versions, tenant, repo, chain),
+    )
 
 
 class RefInUseError(ValueError):

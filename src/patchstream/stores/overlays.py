@@ -10,7 +10,7 @@ reader sees.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 WORKSPACE_MARK = "~"
@@ -107,3 +107,9 @@ def merged_hashes(
         merged = {p: h for p, h in merged.items() if p not in held}
         merged.update(hashes(tenant, repo, ref))
     return merged
+
+
+def held_by_both(graph: Mapping[str, str], vectors: Mapping[str, str]) -> dict[str, str | None]:
+    """Path -> the content hash both tiers hold (None where they differ or one lacks it)."""
+    return {path: graph.get(path) if graph.get(path) == vectors.get(path) else None
+            for path in graph.keys() | vectors.keys()}  # fmt: skip
