@@ -200,6 +200,11 @@ class EmbeddedSettings(BaseModel):
     kafka_port: int = 19092
     falkordb_port: int = 6479
     milvus_port: int = 19630
+    milvus_socket: bool = Field(
+        default=True,
+        description="serve Milvus on a Unix socket only this user can open (data dir's "
+        "milvus.sock), not on milvus_port: no other client can reach or flood the store",
+    )
     parse_workers: int = Field(
         default_factory=lambda: os.cpu_count() or 1,
         gt=0,

@@ -7,12 +7,13 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from patchstream.embedded.services import free_port, port_is_open
+from patchstream.embedded.services import free_port, milvus_socket_path, port_is_open
 from tests.e2e.conftest import wait_for
 
 
@@ -57,10 +58,14 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     ports = _ports()
     process, output = _start_up(tmp_path, ports)
     assert "patchstream is up" in output, output
-    for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"]),
-                       ("milvus", ports["milvus_port"])):  # fmt: skip
+    for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"])):
         assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
         assert port_is_open("127.0.0.1", port)
+    # Milvus: on a socket only this user can open, and on no port.
+    milvus_socket = milvus_socket_path(tmp_path / "data")
+    assert re.search(rf"milvus\s+listening on unix:{re.escape(str(milvus_socket))}", output)
+    assert stat.S_IMODE(milvus_socket.stat().st_mode) & 0o077 == 0
+    assert not port_is_open("127.0.0.1", ports["milvus_port"])
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
     assert len(pids) == 6  # 2 parse workers, graph sink, vector sink, query service, gateway
     # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.

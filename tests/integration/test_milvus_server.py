@@ -4,6 +4,8 @@ README rest on these)."""
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,56 @@ def test_raising_the_open_files_limit_never_lowers_it() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def _descriptors(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+@pytest.mark.parametrize("on_socket", [True, False], ids=["unix-socket", "tcp"])
+def test_a_client_flood_cannot_run_the_server_out_of_descriptors(
+    tmp_path: Path, on_socket: bool
+) -> None:
+    """Three threads connect and hang up in a tight loop (the restart soak's knocker): before
+    the bound, the server held up to 16,582 descriptors at once (3,593 over TCP) against this
+    machine's limit of 20,000, and then failed to open its own data files."""
+    from patchstream.embedded.milvus_server import MAX_CONNECTIONS
+    from patchstream.testing.restarts import StoreKnocker
+
+    socket_path = tmp_path / "milvus.sock"
+    service = start_milvus_lite(tmp_path / "milvus", free_port(),
+                                socket_path=socket_path if on_socket else None)  # fmt: skip
+    try:
+        pid = service.process.pid
+        if on_socket:
+            assert service.url == f"unix:{socket_path}"
+            assert socket_path.stat().st_mode & 0o077 == 0  # this user only
+        target: int | Path = socket_path if on_socket else service.port
+        most = 0
+        with StoreKnocker({"milvus": target}, "") as knocker:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                most = max(most, _descriptors(pid))
+                time.sleep(0.05)
+        assert knocker.knocks > 10_000
+        assert most < 2 * MAX_CONNECTIONS + 100, most
+        assert service.answers()  # and it serves once the flood is over
+    finally:
+        service.stop()
+
+
+def test_a_dead_servers_socket_is_replaced_and_a_live_ones_refused(tmp_path: Path) -> None:
+    from patchstream.embedded.services import ensure_socket_free
+    from patchstream.errors import ConfigError
+
+    socket_path = tmp_path / "milvus.sock"
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(socket_path))  # bound, never listening: what a killed server leaves
+    stale.close()
+    service = start_milvus_lite(tmp_path / "milvus", 0, socket_path=socket_path)
+    try:
+        assert service.answers()
+        with pytest.raises(ConfigError, match="another server listens"):
+            ensure_socket_free("milvus", socket_path)
+    finally:
+        service.stop()

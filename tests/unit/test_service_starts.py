@@ -81,6 +81,9 @@ class _SlowStore:
     def ready(self) -> bool:
         return time.monotonic() >= self.ready_at
 
+    def accepts(self) -> bool:
+        return self.sock is not None
+
     def stop(self) -> None:
         self.stopped = True
         if self.sock:

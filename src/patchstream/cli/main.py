@@ -158,6 +158,7 @@ def status(quiet: bool) -> None:
     stores, the query service and the gateway, and (embedded stack) every worker and sink.
     As a client of a server (PATCHSTREAM_REMOTE=1), the query service and the gateway only,
     each asked over HTTP with its key."""
+    from patchstream.embedded.probes import unix_socket_accepts
     from patchstream.embedded.services import port_is_open
 
     settings = get_settings()
@@ -176,8 +177,11 @@ def status(quiet: bool) -> None:
     targets.update(_embedded_workers(settings))
     healthy = True
     for name, address in targets.items():
-        host, _, port = address.rpartition(":")
-        up_now = port_is_open(host, int(port))
+        if address.startswith("unix:"):  # the embedded Milvus
+            up_now = unix_socket_accepts(address.removeprefix("unix:"))
+        else:
+            host, _, port = address.rpartition(":")
+            up_now = port_is_open(host, int(port))
         healthy &= up_now
         if not quiet:
             click.echo(f"{name:<12} {address:<22} {'up' if up_now else 'DOWN'}")

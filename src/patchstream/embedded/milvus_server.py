@@ -7,17 +7,30 @@ held to two malloc arenas. Arrow's own pool keeps freed buffers, and each gRPC w
 otherwise grows its own arena. A thread here also hands freed heap pages back to the kernel
 every few seconds (``malloc_trim``): inserts build and drop Python lists of floats for every
 vector, which leave holes the heap never returns by itself.
+
+It listens on ``--listen host:port`` or ``unix:PATH``: the embedded stack's socket is made
+mode 0700 in its data dir, so no other user's client reaches the store. A client that opens
+connections in a tight loop ran the server out of file descriptors (each one held until its
+close is processed): the server accepts at most MAX_CONNECTIONS at a time.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent import futures
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grpc
 
 # Read at process start (glibc) or at pyarrow's import, so they go in the child's environment;
 # a value the operator set wins.
@@ -37,6 +50,9 @@ TRIM_INTERVAL_S = 5.0
 SEGMENT_ROWS = 25_000
 DATA_FILES = 128
 _PR_SET_NAME = 15
+MAX_MESSAGE_BYTES = 256 << 20  # as Milvus Lite's own server (and Milvus standalone)
+# The stack's own clients hold a few channels each; the rest is for CLIs and tools.
+MAX_CONNECTIONS = 256
 # Every client connection is a file descriptor. The restart soak's clients, connecting in a
 # tight loop to a server busy loading, ran it out of its 20,000 ("[Errno 24] Failed to open
 # local file .../delta_*.parquet"); from then on it could not open its own data files.
@@ -88,16 +104,71 @@ def raise_open_files(wanted: int = OPEN_FILES) -> int:
     return int(soft)
 
 
+def build_server(db: object, max_workers: int) -> grpc.Server:
+    """Milvus Lite's gRPC server, with its message bounds, and at most
+    MAX_CONNECTIONS connections: past them the server closes a new one at once."""
+    import grpc
+    from milvus_lite.adapter.grpc.servicer import MilvusServicer
+    from pymilvus.grpc_gen import milvus_pb2_grpc
+
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+        ],
+    )
+    milvus_pb2_grpc.add_MilvusServiceServicer_to_server(MilvusServicer(db), server)
+    return server
+
+
+def serve(data_dir: str, address: str, max_workers: int = 10) -> None:
+    """Milvus Lite on ``address`` (``host:port``, or ``unix:PATH``, replaced if a dead server
+    left it): until the process is signalled, as ``milvus-lite server``."""
+    from milvus_lite.db import MilvusLite
+
+    db = MilvusLite(data_dir)  # opens (and recovers) its files before anyone can connect
+    server = build_server(db, max_workers)
+    previous = os.umask(0o077)  # a socket is created 0700: connect needs write permission
+    try:
+        if address.startswith("unix:"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(address.removeprefix("unix:")).unlink()  # nothing listens on it any more
+        if not server.add_insecure_port(address) and not address.startswith("unix:"):
+            raise OSError(f"cannot listen on {address}")
+        server.start()
+    finally:
+        os.umask(previous)
+    print(f"MilvusLite gRPC server listening on {address} (data_dir={data_dir!r})", flush=True)
+    try:
+        server.wait_for_termination()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop(grace=5)
+        db.close()
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m patchstream.embedded.milvus_server")
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--listen", required=True, help="host:port or unix:PATH")
+    parser.add_argument("--max-workers", type=int, default=10)
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     raise_open_files()
     bound_compaction()
     trim = malloc_trim()
     if trim is not None:
         threading.Thread(target=_trim_forever, args=(trim, TRIM_INTERVAL_S), daemon=True,
                          name="malloc-trim").start()  # fmt: skip
-    from milvus_lite.cmdline import main as milvus_main
-
-    return int(milvus_main(argv) or 0)
+    args = _arguments(argv)
+    serve(args.data_dir, args.listen, args.max_workers)
+    return 0
 
 
 if __name__ == "__main__":

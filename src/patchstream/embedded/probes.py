@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from pathlib import Path
 
 _API_VERSIONS = 18
 _PROBE_ID = 0x7073  # a correlation id the answer must echo
@@ -27,11 +28,12 @@ def kafka_answers(host: str, port: int, timeout: float = 3.0) -> bool:
     return correlation == _PROBE_ID
 
 
-def grpc_answers(host: str, port: int, timeout: float = 3.0) -> bool:
-    """An HTTP/2 connection a gRPC server (Milvus) must complete itself."""
+def grpc_answers(target: str, timeout: float = 3.0) -> bool:
+    """An HTTP/2 connection a gRPC server (Milvus) must complete itself; ``target`` is
+    ``host:port`` or ``unix:PATH``."""
     import grpc
 
-    channel = grpc.insecure_channel(f"{host}:{port}")
+    channel = grpc.insecure_channel(target)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout)
         return True
@@ -39,6 +41,13 @@ def grpc_answers(host: str, port: int, timeout: float = 3.0) -> bool:
         return False
     finally:
         channel.close()
+
+
+def unix_socket_accepts(path: str | Path, timeout: float = 0.2) -> bool:
+    """Whether something accepts connections on the Unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        return sock.connect_ex(str(path)) == 0
 
 
 def _read(sock: socket.socket, count: int) -> bytes | None:

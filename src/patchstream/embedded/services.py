@@ -7,13 +7,16 @@ waits until the service answers, and returns a handle that stops it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import logging
 import os
 import secrets
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +26,13 @@ from patchstream.embedded import falkordb_load
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
-from patchstream.embedded.probes import grpc_answers, kafka_answers
+from patchstream.embedded.probes import grpc_answers, kafka_answers, unix_socket_accepts
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.procfs import TICKS_PER_S, cpu_ticks
 
 log = logging.getLogger("patchstream.up")
 PORT_RELEASE_WAIT_S = 20.0
+SOCKET_PATH_MAX = 100  # of the kernel's 108 bytes, with room to spare
 
 
 class ServiceError(PatchstreamError):
@@ -95,6 +99,7 @@ class Service:
     log_path: Path
     _log: IO[bytes] | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    socket_path: Path | None = None  # where it listens instead of host:port (Milvus)
     failed_probes: int = 0
     failing_since: float | None = None  # monotonic time of the first failed probe in a row
     cpu_at_probe: int | None = None  # its CPU ticks at the last failed probe
@@ -133,7 +138,7 @@ class Service:
         if self.name == "tansu":
             return "ready" if kafka_answers(self.host, self.port) else "down"
         if self.name == "milvus":
-            return "ready" if grpc_answers(self.host, self.port) else "down"
+            return "ready" if grpc_answers(self.url) else "down"
         if self.name != "falkordb":
             return "ready" if port_is_open(self.host, self.port) else "down"
         import redis
@@ -152,7 +157,13 @@ class Service:
 
     @property
     def url(self) -> str:
-        return f"{self.host}:{self.port}"
+        return f"unix:{self.socket_path}" if self.socket_path else f"{self.host}:{self.port}"
+
+    def accepts(self) -> bool:
+        """Whether it accepts connections (not whether it answers them)."""
+        if self.socket_path is not None:
+            return unix_socket_accepts(self.socket_path)
+        return port_is_open(self.host, self.port)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -206,7 +217,7 @@ def wait_until_ready(service: Service, timeout: float = 60.0, patience_s: float 
         if service.ready():
             return
         near_deadline = time.monotonic() + 0.1 >= deadline
-        if near_deadline and deadline < limit and port_is_open(service.host, service.port):
+        if near_deadline and deadline < limit and service.accepts():
             deadline = min(deadline + 5.0, limit)  # alive and accepting: keep waiting
         time.sleep(0.1)
     service.stop()
@@ -316,16 +327,62 @@ def milvus_lite_command() -> list[str]:
     return [sys.executable, "-m", "patchstream.embedded.milvus_server"]
 
 
-def start_milvus_lite(data_dir: Path, port: int, host: str = "127.0.0.1", nice: int = 0) -> Service:
-    """``milvus-lite server``; ``nice`` lowers its CPU priority (the graph tier goes first)."""
+def milvus_socket_path(data_dir: Path) -> Path:
+    """Where the embedded Milvus listens: in its data dir, or where the path is too long for
+    a socket (the kernel caps it at 108 bytes), in this user's private runtime directory
+    under a name derived from the data dir (the same at every start, for clients that
+    outlive a restart of the server)."""
+    data_dir = data_dir.resolve()
+    inside = data_dir / "milvus.sock"
+    if len(os.fsencode(inside)) <= SOCKET_PATH_MAX:
+        return inside
+    digest = hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:20]
+    path = private_runtime_dir() / f"milvus-{digest}.sock"
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise ConfigError(f"no socket path for Milvus under {SOCKET_PATH_MAX} bytes ({path}): "
+                          f"use a shorter data dir or XDG_RUNTIME_DIR")  # fmt: skip
+    return path
+
+
+def private_runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR/patchstream`` or ``/tmp/patchstream-UID``: made mode 0700, and
+    refused if another user owns it or can enter it."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    name = "patchstream" if os.environ.get("XDG_RUNTIME_DIR") else f"patchstream-{os.getuid()}"
+    path = Path(base) / name
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ConfigError(f"{path} must be a directory only this user owns and enters (0700)")
+    return path
+
+
+def ensure_socket_free(name: str, path: Path, wait_s: float = 0.0) -> None:
+    """As ``ensure_port_free``, for a Unix socket: a socket a live server still accepts on is
+    waited for, then refused; one nothing accepts on is stale and the server replaces it."""
+    deadline = time.monotonic() + wait_s
+    while unix_socket_accepts(path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if unix_socket_accepts(path):
+        raise ConfigError(f"cannot start {name}: another server listens on {path}; stop it")
+
+
+def start_milvus_lite(
+    data_dir: Path, port: int, host: str = "127.0.0.1", nice: int = 0,
+    socket_path: Path | None = None,
+) -> Service:  # fmt: skip
+    """``milvus-lite server``; ``nice`` lowers its CPU priority (the graph tier goes first).
+    With ``socket_path`` it listens there (mode 0600) and on no port."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    argv = [
-        *milvus_lite_command(), "server",
-        "--data-dir", str(data_dir),
-        "--host", host,
-        "--port", str(port),
-    ]  # fmt: skip
+    if socket_path is not None:
+        ensure_socket_free("milvus", socket_path, PORT_RELEASE_WAIT_S)
+        listen, port = f"unix:{socket_path}", 0
+    else:
+        listen = f"{host}:{port}"
+    argv = [*milvus_lite_command(), "--data-dir", str(data_dir), "--listen", listen]
     service = _spawn("milvus", argv, host, port, data_dir, env_defaults=MEMORY_ENV)
+    service.socket_path = socket_path
     if nice:
         lower_priority(service.process.pid, nice)
     # Milvus Lite serves gRPC once it has loaded its collections: slow after a kill on a busy

@@ -31,6 +31,7 @@ from patchstream.embedded.services import (
     ensure_port_free,
     falkordb_password,
     free_port,
+    milvus_socket_path,
     port_is_open,
     start_falkordb,
     start_milvus_lite,
@@ -76,7 +77,7 @@ def with_embedded_addresses(settings: Settings) -> Settings:
                 }
             ),
             "vector": settings.vector.model_copy(
-                update={"milvus_uri": f"http://{BACKING_HOST}:{embedded.milvus_port}"}
+                update={"milvus_uri": embedded_milvus_uri(settings)}
             ),
             "query": settings.query.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.query.port}"}
@@ -93,6 +94,13 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             ),
         }
     )
+
+
+def embedded_milvus_uri(settings: Settings) -> str:
+    embedded = settings.embedded
+    if embedded.milvus_socket:
+        return f"unix:{milvus_socket_path(Path(embedded.data_dir))}"
+    return f"http://{BACKING_HOST}:{embedded.milvus_port}"
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:
@@ -210,9 +218,10 @@ class Supervisor:
         if name == "tansu":
             return start_tansu(data, port, BACKING_HOST)
         if name == "milvus":
-            return start_milvus_lite(
-                data, port, BACKING_HOST, nice=self.settings.embedded.vector_nice
-            )
+            embedded = self.settings.embedded
+            socket_path = milvus_socket_path(self.data_dir) if embedded.milvus_socket else None
+            return start_milvus_lite(data, port, BACKING_HOST, nice=embedded.vector_nice,
+                                     socket_path=socket_path)  # fmt: skip
         graph = self.settings.graph
         password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
         return start_falkordb(data, port, BACKING_HOST, password, graph.query_timeout_ms)

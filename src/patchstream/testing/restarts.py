@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchstream.embedded.services import falkordb_password, port_is_open
+from patchstream.embedded.services import falkordb_password, milvus_socket_path, port_is_open
 from patchstream.indexing.run import index_directory
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
@@ -44,9 +44,10 @@ class RestartResult:
 
 
 class StoreKnocker:
-    """Threads that connect to each store's port in a tight loop until stopped."""
+    """Threads that connect to each store in a tight loop until stopped: at its port, or at
+    its Unix socket (as a client of the same user can)."""
 
-    def __init__(self, ports: dict[str, int], falkordb_password: str) -> None:
+    def __init__(self, ports: dict[str, int | Path], falkordb_password: str) -> None:
         secret = falkordb_password
         self.hello = (f"*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n"
                       f"${len(secret)}\r\n{secret}\r\n").encode()  # fmt: skip
@@ -66,16 +67,29 @@ class StoreKnocker:
         for thread in self.threads:
             thread.join()
 
-    def _knock(self, name: str, port: int) -> None:
+    def _knock(self, name: str, where: int | Path) -> None:
         while not self.stop.is_set():
             self.knocks += 1
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                with _connect(where) as sock:
                     if name == "falkordb":
                         sock.sendall(self.hello)
                         sock.recv(64)
             except OSError:
                 time.sleep(0.002)  # refused: the store is not listening yet
+
+
+def _connect(where: int | Path) -> socket.socket:
+    if isinstance(where, int):
+        return socket.create_connection(("127.0.0.1", where), timeout=1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1)
+    try:
+        sock.connect(str(where))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class RestartSoak(FaultSoak):
@@ -99,8 +113,9 @@ class RestartSoak(FaultSoak):
         self.stop_stack(hard)
         index.join(60)
         embedded = self.settings.embedded
-        ports = {"falkordb": embedded.falkordb_port, "milvus": embedded.milvus_port,
-                 "tansu": embedded.kafka_port}  # fmt: skip
+        milvus = embedded.milvus_port if not embedded.milvus_socket else milvus_socket_path(
+            Path(embedded.data_dir))  # fmt: skip
+        ports = {"falkordb": embedded.falkordb_port, "milvus": milvus, "tansu": embedded.kafka_port}
         password = falkordb_password(Path(embedded.data_dir).resolve() / "falkordb")
         with StoreKnocker(ports, password) as knocker:
             try:
