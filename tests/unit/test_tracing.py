@@ -112,6 +112,23 @@ def test_pairs_map_to_symbols_and_the_rest_is_left_out_by_reason(tmp_path: Path)
     }
 
 
+def test_a_lambda_bound_to_a_name_is_its_symbol_as_caller_and_callee(tmp_path: Path) -> None:
+    """``key = lambda x: helper(x)`` is the function ``key`` statically, so its runtime
+    edges name it too: found by the line its code starts on."""
+    source = "def helper(x):\n    return x\n\n\nkey = lambda x: helper(x)\nkey(1)\n"
+    (tmp_path / "a.py").write_text(source)
+    (tmp_path / "traced.py").write_text(
+        "import sys\nsys.path.insert(0, '.')\nimport a\n"
+        "print([c for c in (lambda: a.key(2),)][0]())\n"
+    )
+    result = trace_command([sys.executable, "traced.py"], tmp_path, tenant="t", repo="r",
+                           ref="main")  # fmt: skip
+    found = {(c.caller.rsplit("::", 1)[1], c.callee.rsplit("::", 1)[1])
+             for e in result.events for c in e.calls}  # fmt: skip
+    assert {("<module>", "key"), ("key", "helper")} <= found
+    assert ("<module>", "helper") not in found  # the lambda's call is its own
+
+
 def test_hostile_trace_files_are_refused_row_by_row(tmp_path: Path) -> None:
     root, out = tmp_path / "repo", tmp_path / "out"
     (root / "pkg").mkdir(parents=True)

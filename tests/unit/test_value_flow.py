@@ -378,3 +378,59 @@ def _module_calls() -> set[str]:
     module = next(s.id for s in state.symbols if s.kind.value == "module")
     return {e.dst.removeprefix(prefix) for e in state.edges
             if e.type.value in ("CALLS", "INSTANTIATES") and e.src == module}  # fmt: skip
+
+
+LAMBDAS = b"""
+def helper(x):
+    return x
+
+
+def other():
+    return 0
+
+
+by_rank = lambda item: helper(item)
+
+
+def apply(fn):
+    return fn(1)
+
+
+def shadowed(helper):
+    return helper()
+
+
+class Table:
+    key = lambda self: other()
+
+
+def main():
+    by_rank(2)
+    apply(by_rank)
+    shadowed(other)
+"""
+
+
+def _calls(content: bytes) -> dict[tuple[str, str], str]:
+    state = build_state(FileStateBuilder(), "pkg/lam.py", content)
+    prefix = "r::pkg/lam.py::"
+    return {(e.src.removeprefix(prefix), e.dst.removeprefix(prefix)): e.resolution.value
+            for e in state.edges if e.type.value == "CALLS"}  # fmt: skip
+
+
+def test_a_lambda_bound_to_a_name_is_that_names_function() -> None:
+    state = build_state(FileStateBuilder(), "pkg/lam.py", LAMBDAS)
+    functions = {s.qualified_name for s in state.symbols if s.kind.value == "function"}
+    assert {"by_rank", "Table.key"} <= functions
+    edges = _calls(LAMBDAS)
+    assert edges[("by_rank", "helper")] == "exact"  # its calls are its own
+    assert edges[("Table.key", "other")] == "exact"
+    assert edges[("main", "by_rank")] == "exact"  # a call of the name reaches it
+    assert edges[("apply", "by_rank")] == "inferred"  # passed, called through the parameter
+    assert ("main", "helper") not in edges and ("<module>", "helper") not in edges
+
+
+def test_a_parameter_named_like_a_function_is_what_callers_pass() -> None:
+    edges = _calls(LAMBDAS)
+    assert edges[("shadowed", "other")] == "inferred"
+    assert ("shadowed", "helper") not in edges  # the module's helper is not what it calls

@@ -5,6 +5,7 @@ definitions are in different branches of one ``if``/``try``. Pure functions of n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import tree_sitter as ts
 
@@ -157,3 +158,21 @@ def written_callee(callee: ts.Node, src: Source) -> str:
     while inner.type == "binary_expression" and (right := inner.child_by_field_name("right")):
         inner = right
     return f"{src.text(inner)}.{src.text(member)}"
+
+
+def python_parameters(definition: ts.Node, read: Callable[[ts.Node], str]) -> list[str]:
+    """A Python function's parameter names in order (``*args``/``**kwargs`` left out)."""
+    listed = definition.child_by_field_name("parameters")
+    names: list[str] = []
+    for parameter in listed.named_children if listed is not None else []:
+        if parameter.type == "identifier":
+            names.append(read(parameter))
+        elif parameter.type in ("default_parameter", "typed_default_parameter"):
+            name = parameter.child_by_field_name("name")
+            if name is not None:
+                names.append(read(name))
+        elif parameter.type == "typed_parameter":
+            first = parameter.named_children[0] if parameter.named_child_count else None
+            if first is not None and first.type == "identifier":
+                names.append(read(first))
+    return names

@@ -12,6 +12,7 @@ from collections import defaultdict
 import tree_sitter as ts
 
 from patchstream.parsing.modules import ImportBinding
+from patchstream.parsing.node_text import python_parameters
 from patchstream.parsing.receiver_calls import BuiltReceivers
 from patchstream.parsing.receiver_types import (
     SELF_WORDS,
@@ -73,6 +74,7 @@ class Resolution(BuiltReceivers):
         # Qualified name of an alias (``scope.name``) -> what it names (None: ambiguous).
         self._aliases: dict[str, tuple[str, ...] | None] = {}
         self._alias_depth = 0
+        self._parameters_of: dict[int, list[str]] = {}  # a function's node id -> parameters
         self._typing = False
         # Set while resolving one call when a type on its way came from a constructor call.
         self._guessed = False
@@ -131,6 +133,21 @@ class Resolution(BuiltReceivers):
         first = parameters.named_children[0] if parameters and parameters.named_children else None
         return first is not None and self.src.text(first) in ("self", "cls")
 
+    def _a_parameter(self, name: str, around: _Def | None) -> bool:
+        """Whether ``name`` is a parameter of the Python function (or lambda) the call is in,
+        or of one around it: ``def run(g): g()`` calls what is passed, not the module's ``g``."""
+        if self.language != "python" or name in SELF_WORDS:
+            return False
+        while around is not None and around.kind == "function":
+            key = around.node.id
+            names = self._parameters_of.get(key)
+            if names is None:
+                names = self._parameters_of[key] = python_parameters(around.node, self.src.text)
+            if name in names:
+                return True
+            around = around.parent
+        return False
+
     def _resolve(self, parts: list[str], around: _Def | None) -> _Def | Reference:
         """A local definition for the written name, or a reference to resolve elsewhere."""
         if "?" in parts[:-1] or not parts or parts[-1] == "?":
@@ -158,6 +175,8 @@ class Resolution(BuiltReceivers):
                 return typed
             self._guessed = guessed  # no type helped: what follows is a name binding
         dotted = ".".join(parts)
+        if len(parts) == 1 and self._a_parameter(dotted, around):
+            return Reference(name=dotted)  # whatever callers pass: value flow's part
         if len(parts) == 1:
             nearest: _Def | None = None
             for prefix in self._scopes(around):

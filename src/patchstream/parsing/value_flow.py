@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import name_parts
+from patchstream.parsing.node_text import name_parts, python_parameters
 from patchstream.parsing.receiver_types import _Def, _scope_key
 from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.value_holders import HeldValues, assigned_values, calls_of
@@ -91,7 +91,7 @@ class ValueFlow(HeldValues, Resolution):
         through: list[tuple[ts.Node, _Def | None, _Def, str]] = []
         calls = [m for m in matches if "reference.call" in m]
         self._parameter_names = {
-            d.node.id: _parameters(d.node, self.src.text)
+            d.node.id: python_parameters(d.node, self.src.text)
             for d in self.defs
             if d.kind in ("function", "method")
         }
@@ -301,21 +301,3 @@ def _constant(node: ts.Node, read: Reader) -> str | None:
         quote = stripped[:3] if stripped[:3] in ('"""', "'''") else stripped[:1]
         return stripped[len(quote) : len(stripped) - len(quote)]
     return None
-
-
-def _parameters(definition: ts.Node, read: Reader) -> list[str]:
-    """A Python function's parameter names in order (``*args``/``**kwargs`` left out)."""
-    listed = definition.child_by_field_name("parameters")
-    names: list[str] = []
-    for parameter in listed.named_children if listed is not None else []:
-        if parameter.type == "identifier":
-            names.append(read(parameter))
-        elif parameter.type in ("default_parameter", "typed_default_parameter"):
-            name = parameter.child_by_field_name("name")
-            if name is not None:
-                names.append(read(name))
-        elif parameter.type == "typed_parameter":
-            first = parameter.named_children[0] if parameter.named_child_count else None
-            if first is not None and first.type == "identifier":
-                names.append(read(first))
-    return names

@@ -45,7 +45,11 @@ class RestartResult:
 
 class StoreKnocker:
     """Threads that connect to each store in a tight loop until stopped: at its port, or at
-    its Unix socket (as a client of the same user can)."""
+    its Unix socket (as a client of the same user can). Each knock opens what a client opens
+    first: FalkorDB's ``HELLO 3 AUTH``, Milvus's HTTP/2 preface (its answer read), so the
+    loop runs at the pace of the store's answers, as real clients do. A bare connect and
+    hang-up on a Unix socket would only fill its accept queue, which refuses every client
+    for as long as that lasts (measured in ``docs/architecture/durability.md``)."""
 
     def __init__(self, ports: dict[str, int | Path], falkordb_password: str) -> None:
         secret = falkordb_password
@@ -68,15 +72,22 @@ class StoreKnocker:
             thread.join()
 
     def _knock(self, name: str, where: int | Path) -> None:
+        first = {"falkordb": self.hello, "milvus": HTTP2_PREFACE}.get(name)
+        if name == "milvus" and isinstance(where, int):
+            first = None  # over TCP the kernel paces a flood (its SYN queue): bare connects
         while not self.stop.is_set():
             self.knocks += 1
             try:
                 with _connect(where) as sock:
-                    if name == "falkordb":
-                        sock.sendall(self.hello)
+                    if first is not None:
+                        sock.sendall(first)
                         sock.recv(64)
             except OSError:
                 time.sleep(0.002)  # refused: the store is not listening yet
+
+
+# A gRPC client's first bytes: the HTTP/2 connection preface and an empty SETTINGS frame.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def _connect(where: int | Path) -> socket.socket:

@@ -1,10 +1,12 @@
 """Traced pairs -> trace events: Python's code names mapped to the graph's symbol ids. Pure.
 
 Python names a code object ``outer.<locals>.inner``; the graph names that symbol
-``outer.inner``. Code that runs inside a lambda or a comprehension belongs, as a caller, to
-the function around it (static extraction attributes it there too). As a callee, a lambda, a
-comprehension, a module body or a class body is no symbol of the graph: such pairs are
-counted by reason and left out, never guessed.
+``outer.inner``. A lambda bound to a name (``key = lambda x: ...``) is that name's symbol,
+found by the line it starts on (the reader names its code ``outer.<lambda>@12``). Code that
+runs inside another lambda or a comprehension belongs, as a caller, to the function around
+it (static extraction attributes it there too). As a callee, such a lambda, a comprehension,
+a module body or a class body is no symbol of the graph: those pairs are counted by reason
+and left out, never guessed.
 """
 
 from __future__ import annotations
@@ -34,11 +36,17 @@ def graph_name(qualname: str) -> str:
     return ".".join(part for part in qualname.split(".") if part != "<locals>")
 
 
-def caller_name(qualname: str) -> str:
-    """The symbol a caller's code belongs to: anonymous code belongs to the function around
-    it; nothing around it is the module."""
+def _anonymous(part: str) -> bool:
+    return part.partition("@")[0] in _ANONYMOUS
+
+
+def caller_name(qualname: str, named: Mapping[str, object] | None = None) -> str:
+    """The symbol a caller's code belongs to: a named lambda its own (when ``named`` holds
+    it), other anonymous code the function around it; nothing around it is the module."""
     parts = graph_name(qualname).split(".")
-    while parts and parts[-1] in _ANONYMOUS:
+    while parts and _anonymous(parts[-1]):
+        if named is not None and ".".join(parts) in named:
+            return ".".join(parts)
         parts.pop()
     return ".".join(parts) if parts and parts != [_MODULE] else _MODULE
 
@@ -63,11 +71,13 @@ def trace_events(
             mapped.left_out["file unreadable or changed during the run"] += 1
             continue
         callee_key = graph_name(callee)
-        if callee_key == _MODULE or any(p in _ANONYMOUS for p in callee_key.split(".")):
+        named_lambda = callee_key in names[callee_path]
+        anonymous = any(_anonymous(p) for p in callee_key.split("."))
+        if callee_key == _MODULE or (anonymous and not named_lambda):
             mapped.left_out["callee is a lambda, comprehension or module body"] += 1
             continue
         callee_symbol = names[callee_path].get(callee_key)
-        caller_symbol = names[caller_path].get(caller_name(caller))
+        caller_symbol = names[caller_path].get(caller_name(caller, names[caller_path]))
         if callee_symbol is None or caller_symbol is None:
             mapped.left_out["name not among the file's symbols"] += 1
             continue
@@ -93,13 +103,18 @@ def trace_events(
 
 
 def _symbols(state: FileState) -> dict[str, tuple[str, SymbolKind]]:
-    """qualified name -> (symbol id, kind); the module under ``<module>``."""
+    """qualified name -> (symbol id, kind); the module under ``<module>``, a lambda bound to
+    a name also under the code's name (``outer.<lambda>@12``)."""
     found: dict[str, tuple[str, SymbolKind]] = {}
     for symbol in state.symbols:
         if symbol.kind == SymbolKind.MODULE:
             found[_MODULE] = (symbol.id, symbol.kind)
         elif symbol.kind in (SymbolKind.FUNCTION, SymbolKind.CLASS):
             found.setdefault(symbol.qualified_name, (symbol.id, symbol.kind))
+            if (symbol.signature or "").startswith("lambda"):
+                scope = symbol.qualified_name.rpartition(".")[0]
+                code = f"{scope}.<lambda>@{symbol.start_line}" if scope else None
+                found.setdefault(code or f"<lambda>@{symbol.start_line}", (symbol.id, symbol.kind))
     return found
 
 

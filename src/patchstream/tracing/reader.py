@@ -78,7 +78,7 @@ def _take(trace: RawTrace, row: object, real_root: str, relative: dict[str, str 
     ):
         trace.refused["malformed row"] += 1
         return
-    caller_file, caller, _, callee_file, callee, _, count = row
+    caller_file, caller, caller_line, callee_file, callee, callee_line, count = row
     if not 1 <= count <= MAX_COUNT:
         trace.refused["implausible count"] += 1
         return
@@ -89,7 +89,14 @@ def _take(trace: RawTrace, row: object, real_root: str, relative: dict[str, str 
     if len(caller) > 1000 or len(callee) > 1000:
         trace.refused["name over 1,000 characters"] += 1
         return
+    caller, callee = _lambda_at(caller, caller_line), _lambda_at(callee, callee_line)
     trace.counts[(paths[0], caller, paths[1], callee)] += count
+
+
+def _lambda_at(qualname: str, line: int) -> str:
+    """A lambda's code is named by where it starts (``f.<locals>.<lambda>@12``): a lambda
+    bound to a name is that name's symbol, found by its line."""
+    return f"{qualname}@{line}" if qualname.endswith("<lambda>") else qualname
 
 
 def _relative(path: str, real_root: str, seen: dict[str, str | None]) -> str | None:

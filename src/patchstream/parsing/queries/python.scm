@@ -1,6 +1,9 @@
 ; Definitions: @definition.<kind> is the declaration, @name its name.
 (class_definition name: (identifier) @name) @definition.class
 (function_definition name: (identifier) @name) @definition.function
+; A lambda bound to a name is that name's function (``key = lambda item: item.rank``): its
+; calls are its own, and a call of the name reaches it.
+(assignment left: (identifier) @name right: (lambda) @definition.function)
 
 (module (expression_statement (assignment left: (identifier) @name) @definition.variable))
 (class_definition

@@ -5,6 +5,7 @@ literals that Milvus Lite's parser cannot misread."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,17 +36,35 @@ def lit_list(values: Iterable[str]) -> str:
 # ping per 5 minutes without data and answers more with GOAWAY "too_many_pings", after which
 # the shared channel's recovery failed (CI, a store connecting after 20 idle minutes). The
 # deadline on every call (below) already bounds a dead connection, so pings stay rare.
+#
+# A refused connection is tried again within 0.1-0.5 s, not gRPC's 1-120 s: a Unix socket
+# whose accept queue is full (a client flooding it) refuses at once, where TCP waits.
+RECONNECT_OPTIONS = {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.min_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 500,
+}
 CHANNEL_OPTIONS = {
     "grpc.keepalive_time_ms": 300_000,
     "grpc.keepalive_permit_without_calls": 0,
+    **RECONNECT_OPTIONS,
 }
 
 
 def connect(uri: str, token: str, timeout_s: float) -> MilvusClient:
-    """A client on its own channel: one store's broken channel never stalls another's."""
-    return MilvusClient(
-        uri=uri, token=token, timeout=timeout_s, dedicated=True, grpc_options=CHANNEL_OPTIONS
-    )
+    """A client on its own channel: one store's broken channel never stalls another's. A
+    refused connection is tried again until ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.05
+    while True:
+        try:
+            return MilvusClient(uri=uri, token=token, timeout=timeout_s, dedicated=True,
+                                grpc_options=CHANNEL_OPTIONS)  # fmt: skip
+        except MilvusException as exc:
+            if exc.code != Status.CONNECT_FAILED or time.monotonic() + pause >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 class DeadlinedClient:
