@@ -256,6 +256,11 @@ class QuerySettings(BaseModel):
     api_key: SecretStr = Field(
         default=SecretStr("dev-local-key"), description="the key the CLI and MCP server send"
     )
+    gateway_upstream: str = Field(
+        default="",
+        description="the gateway this service forwards /v1/patches, /v1/traces and the "
+        "webhooks to, so a client needs one URL (`up` sets it; empty: not forwarded)",
+    )
     rate_per_key: float = Field(
         default=200.0,
         ge=0,
@@ -426,6 +431,8 @@ class Settings(BaseSettings):
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )
+    server: str = Field(default="", description="a server's one URL for the client commands")
+    api_key: SecretStr | None = Field(default=None, description="the key sent to `server`")
     remote: bool = Field(
         default=False,
         description="the CLI is a client of a server (PATCHSTREAM_REMOTE): `index` and "
@@ -440,5 +447,9 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment (a client command's aimed
+    at its server: ``client_profile.use_client_profile``)."""
+    from patchstream import client_profile
+
+    settings = Settings()
+    return client_profile.as_client(settings) if client_profile.CLIENT_MODE else settings

@@ -44,8 +44,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             port=free_port(),
             api_keys={"key-acme": "acme", "key-default": "default", "key-rebuild": "rebuild"},
         ),
-        gateway=GatewaySettings(port=free_port()),
-    )
+        # The query service's keys too (and the dev key): a client of the server holds one key.
+        gateway=GatewaySettings(port=free_port(), api_keys={
+            "dev-local-key": "default", "key-acme": "acme", "key-default": "default",
+            "key-rebuild": "rebuild"}),
+    )  # fmt: skip
     with running(settings) as supervisor:
         yield supervisor
 

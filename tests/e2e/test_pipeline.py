@@ -528,3 +528,68 @@ def test_a_client_with_no_store_access_indexes_through_the_server(
     assert status.returncode == 0, status.stdout + status.stderr
     assert [line.split()[0] for line in status.stdout.splitlines()] == ["query", "gateway"]
     assert list(empty.iterdir()) == []  # the client wrote nothing of a stack's
+
+
+def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -> None:
+    """Issue #36: with PATCHSTREAM_SERVER and PATCHSTREAM_API_KEY only (dead broker and store
+    addresses, an empty data dir), an agent write into a workspace, read-your-writes, a run,
+    a memory and ``status`` all go to the query service's one URL, which forwards writes to
+    the gateway. The same from a profile file, refused while others may read it."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    server, key = stack.settings.query.url, "key-default"
+    home = tmp_path / "client-home"
+    (home / "patchstream").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env.update({
+        "PATCHSTREAM_SERVER": server, "PATCHSTREAM_API_KEY": key, "XDG_CONFIG_HOME": str(home),
+        "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": "127.0.0.1:1"}),
+        "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": 1}),
+        "PATCHSTREAM_VECTOR": json.dumps({"milvus_uri": "http://127.0.0.1:1"}),
+        "PATCHSTREAM_EMBEDDED": json.dumps({"data_dir": str(tmp_path / "no-stack")}),
+    })  # fmt: skip
+
+    def cli(*args: str, stdin: str | None = None, environ: dict[str, str] = env) -> str:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], env=environ,
+                              input=stdin, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    wrote = json.loads(cli("emit", "--repo", "oneurl", "--path", "pkg/a.py", "--workspace",
+                           "w1", "--stdin", stdin="def alpha():\n    return 1\n"))  # fmt: skip
+    with httpx.Client(base_url=server, timeout=90,
+                      headers={"Authorization": f"Bearer {key}"}) as client:  # fmt: skip
+        waited = client.get("/v1/wait", params={"read_token": wrote["read_token"], "timeout": 60})
+        assert waited.status_code == 200 and waited.json()["applied"], waited.text
+        files = client.get("/v1/files", params={"repo": "oneurl", "ref": "main~w1"}).json()
+        assert [f["path"] for f in files["files"]] == ["pkg/a.py"]
+        run = json.loads(cli("run", "start", "ship alpha", "--repo", "oneurl"))
+        assert run["status"] == "RUNNING"
+        remembered = client.post("/v1/memory/proposals", json={
+            "scope": "project", "owner": "oneurl", "content": "alpha returns one",
+            "memory_type": "fact", "source": {"kind": "agent"},
+            "subject": {"kind": "repo", "id": "oneurl"}})  # fmt: skip
+        assert remembered.status_code == 201, remembered.text
+        assert "alpha returns one" in cli("memory", "list")
+        # The gateway's answers come back as they are: a refusal keeps its status and reason.
+        refused = client.post("/v1/patches", json={"writes": [{"repo": "oneurl", "ref": "main",
+                              "path": "../x.py", "op": "upsert", "content": ""}]})  # fmt: skip
+        assert refused.status_code == 422 and "path" in refused.text
+    status = cli("status").splitlines()
+    assert [line.split()[0] for line in status] == ["query", "gateway"]
+    assert all(line.split()[-1] == "up" for line in status)
+    # The same from a profile; not while other users may read its key.
+    profile = home / "patchstream" / "client.toml"
+    profile.write_text(f'server = "{server}"\napi_key = "{key}"\n')
+    profile.chmod(0o644)
+    bare = {k: v for k, v in env.items() if k not in ("PATCHSTREAM_SERVER", "PATCHSTREAM_API_KEY")}
+    open_profile = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
+                                  env=bare, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert open_profile.returncode != 0 and "chmod 600" in open_profile.stderr
+    assert "Traceback" not in open_profile.stderr
+    profile.chmod(0o600)
+    assert "alpha returns one" in cli("memory", "list", environ=bare)
+    assert not (tmp_path / "no-stack").exists()  # the client wrote nothing of a stack's

@@ -24,6 +24,7 @@ from patchstream.cli.runs import run, session
 from patchstream.cli.trace import trace
 from patchstream.cli.workspace import workspace
 from patchstream.cli.writes import emit, index
+from patchstream.client_profile import use_client_profile
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
@@ -31,11 +32,22 @@ from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import get_settings
 
+# Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
+# at one URL with one key. Services, workers and operator commands keep their own settings.
+CLIENT_COMMANDS = frozenset({"query", "index", "emit", "run", "session", "memory", "workspace",
+                             "repo", "status", "mcp", "trace", "hook"})  # fmt: skip
+
 
 @click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="patchstream")
-def cli() -> None:
-    """Keep coding agents' knowledge of codebases correct and fresh."""
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Keep coding agents' knowledge of codebases correct and fresh.
+
+    A client of a shared server needs only PATCHSTREAM_SERVER and PATCHSTREAM_API_KEY (or
+    `server` and `api_key` in ~/.config/patchstream/client.toml, mode 0600)."""
+    if ctx.invoked_subcommand in CLIENT_COMMANDS:
+        use_client_profile()
 
 
 def delta_summary(delta: FileDelta) -> dict[str, Any]:
@@ -192,11 +204,15 @@ def _server_status(settings: Any, quiet: bool) -> int:
     """0 when the server's query service and gateway answer /healthz with their keys."""
     import httpx
 
+    from patchstream.query.gateway_forward import GATEWAY_HEALTH
+
     healthy = True
     for name, section in (("query", settings.query), ("gateway", settings.gateway)):
         key = section.api_key.get_secret_value()
+        forwarded = name == "gateway" and section.url == settings.query.url  # one server URL
+        path = GATEWAY_HEALTH if forwarded else "/healthz"
         try:
-            answer = httpx.get(f"{section.url.rstrip('/')}/healthz", timeout=10,
+            answer = httpx.get(f"{section.url.rstrip('/')}{path}", timeout=10,
                                headers={"Authorization": f"Bearer {key}"})  # fmt: skip
             state = "up" if answer.status_code == 200 else f"answered {answer.status_code}"
         except httpx.HTTPError as exc:

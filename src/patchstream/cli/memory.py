@@ -74,6 +74,9 @@ def purge(
     if not yes:
         click.confirm(f"Delete {what} of tenant {tenant}?", abort=True)
     settings = get_settings()
+    if settings.remote:
+        raise click.UsageError("`memory purge` is an operator command: it opens the stores, "
+                               "so it runs beside the server, not as its client")  # fmt: skip
     graph = open_graph_store(settings)
     vectors = open_vector_store(settings)
     service = MemoryService.open(settings, graph, vectors)

@@ -80,7 +80,11 @@ def with_embedded_addresses(settings: Settings) -> Settings:
                 update={"milvus_uri": embedded_milvus_uri(settings)}
             ),
             "query": settings.query.model_copy(
-                update={"host": host, "url": f"http://{host}:{settings.query.port}"}
+                update={
+                    "host": host,
+                    "url": f"http://{host}:{settings.query.port}",
+                    "gateway_upstream": f"http://{host}:{settings.gateway.port}",
+                }
             ),
             "gateway": settings.gateway.model_copy(
                 update={"host": host, "url": f"http://{host}:{settings.gateway.port}"}

@@ -26,6 +26,7 @@ from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
+from patchstream.query.gateway_forward import gateway_router
 from patchstream.query.index_api import index_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
@@ -183,6 +184,8 @@ def create_api(
         for task in tasks:
             task.cancel()
         await relay.close()
+        if "forward_client" in state:
+            await state["forward_client"].aclose()
         if state["service"].mirror is not None:
             state["service"].mirror.close()
 
@@ -370,6 +373,9 @@ def create_api(
     app.include_router(trace_router(state_tenant, lambda: service().graph))
     app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
+    if settings.query.gateway_upstream:  # one address for clients: writes go on to the gateway
+        forward, state["forward_client"] = gateway_router(settings.query.gateway_upstream)
+        app.include_router(forward)
 
     @app.get("/v1/freshness")
     async def freshness(tenant: Tenant, repo: NameParam, ref: RefParam = "main") -> dict[str, Any]:
