@@ -530,9 +530,30 @@ def test_a_client_with_no_store_access_indexes_through_the_server(
     assert list(empty.iterdir()) == []  # the client wrote nothing of a stack's
 
 
+# argv: PORT, then the CLI's arguments, or ``--probe PORT2``: connect there and say what came.
+LANDLOCKED_CLIENT = """
+import errno, os, socket, sys
+import landlockpy
+port, args = int(sys.argv[1]), sys.argv[2:]
+ruleset = landlockpy.Ruleset(handled_fs=landlockpy.AccessFS.NONE,
+                             handled_net=landlockpy.AccessNet.CONNECT_TCP, best_effort=False)
+ruleset.allow_port(port, landlockpy.AccessNet.CONNECT_TCP)
+ruleset.restrict()
+if args[:1] == ["--probe"]:
+    try:
+        socket.create_connection(("127.0.0.1", int(args[1])), timeout=5).close()
+        print("connected")
+    except OSError as exc:
+        print("refused by landlock" if exc.errno == errno.EACCES else f"other {exc}")
+    sys.exit(0)
+os.execv(sys.executable, [sys.executable, "-m", "patchstream.cli.main", *args])
+"""
+
+
 def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -> None:
     """Issue #36: with PATCHSTREAM_SERVER and PATCHSTREAM_API_KEY only (dead broker and store
-    addresses, an empty data dir), an agent write into a workspace, read-your-writes, a run,
+    addresses, an empty data dir, and Landlock letting it connect to the server's port
+    only), an agent write into a workspace, read-your-writes, a run,
     a memory and ``status`` all go to the query service's one URL, which forwards writes to
     the gateway. The same from a profile file, refused while others may read it."""
     import subprocess
@@ -552,9 +573,19 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
         "PATCHSTREAM_EMBEDDED": json.dumps({"data_dir": str(tmp_path / "no-stack")}),
     })  # fmt: skip
 
+    # The client may open TCP connections to the server's port only (Landlock, kept across
+    # exec): the broker's and FalkorDB's ports are out of its reach, checked first.
+    port = int(server.rsplit(":", 1)[1])
+    fenced = [sys.executable, "-c", LANDLOCKED_CLIENT, str(port)]
+    stores = stack.settings.embedded
+    for closed in (stores.kafka_port, stores.falkordb_port):
+        probe = subprocess.run([*fenced, "--probe", str(closed)], capture_output=True, text=True,
+                               timeout=60)  # fmt: skip
+        assert probe.stdout.strip() == "refused by landlock", probe.stdout + probe.stderr
+
     def cli(*args: str, stdin: str | None = None, environ: dict[str, str] = env) -> str:
-        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], env=environ,
-                              input=stdin, capture_output=True, text=True, timeout=120)  # fmt: skip
+        done = subprocess.run([*fenced, *args], env=environ, input=stdin, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
@@ -586,8 +617,8 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
     profile.write_text(f'server = "{server}"\napi_key = "{key}"\n')
     profile.chmod(0o644)
     bare = {k: v for k, v in env.items() if k not in ("PATCHSTREAM_SERVER", "PATCHSTREAM_API_KEY")}
-    open_profile = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
-                                  env=bare, capture_output=True, text=True, timeout=60)  # fmt: skip
+    open_profile = subprocess.run([*fenced, "status"], env=bare, capture_output=True, text=True,
+                                  timeout=60)  # fmt: skip
     assert open_profile.returncode != 0 and "chmod 600" in open_profile.stderr
     assert "Traceback" not in open_profile.stderr
     profile.chmod(0o600)
