@@ -65,6 +65,7 @@ def test_retained_entries_are_rechecked_every_minute_for_ten_minutes_after_a_sta
     files two to four minutes after a SIGKILL restart; the recheck every 120 s found them
     late. Right after Milvus (re)started the tender rechecks every minute."""
     from patchstream.embedded.outbox_relay import (
+        AUDIT_S,
         RECHECK_AFTER_START_S,
         RECHECK_EARLY_S,
         RECHECK_S,
@@ -74,5 +75,8 @@ def test_retained_entries_are_rechecked_every_minute_for_ten_minutes_after_a_sta
     assert RECHECK_EARLY_S < RECHECK_S
     assert next_recheck_at(1000.0, None) == 1000.0 + RECHECK_S
     assert next_recheck_at(1000.0, 900.0) == 1000.0 + RECHECK_EARLY_S  # 100 s after a start
+    # The vector tier's own audit: as early after a start, every AUDIT_S otherwise.
+    assert next_recheck_at(1000.0, 900.0, AUDIT_S) == 1000.0 + RECHECK_EARLY_S
+    assert next_recheck_at(1000.0, None, AUDIT_S) == 1000.0 + AUDIT_S
     late = 900.0 + RECHECK_AFTER_START_S
     assert next_recheck_at(late, 900.0) == late + RECHECK_S

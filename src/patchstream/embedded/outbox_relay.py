@@ -55,12 +55,13 @@ RECHECK_EARLY_S = 60.0
 AUDIT_S = 300.0
 
 
-def next_recheck_at(now: float, started_since: float | None) -> float:
-    """When the retained entries are checked next: every ``RECHECK_EARLY_S`` for
-    ``RECHECK_AFTER_START_S`` after Milvus (re)started, every ``RECHECK_S`` otherwise."""
+def next_recheck_at(now: float, started_since: float | None, later_s: float = RECHECK_S) -> float:
+    """When the retained entries (or, with ``later_s`` AUDIT_S, the vector tier's rows) are
+    checked next: every ``RECHECK_EARLY_S`` for ``RECHECK_AFTER_START_S`` after Milvus
+    (re)started, every ``later_s`` (RECHECK_S by default) otherwise."""
     if started_since is not None and now - started_since < RECHECK_AFTER_START_S:
         return now + RECHECK_EARLY_S
-    return now + RECHECK_S
+    return now + later_s
 
 
 @dataclass
@@ -256,7 +257,9 @@ class OutboxTender:
             plan = audit_vector_tier(vectors, repair_now=False).plan
             self.suspects = plan if plan.damaged or plan.leftovers else None
             self.audit_due = False
-            self.next_audit = now + AUDIT_S
+            # Soon after a start too: replays of what a killed Milvus lost land then, and rows
+            # they leave behind (soak H round 20: 2 extra rows, past the 180 s the soak waits).
+            self.next_audit = next_recheck_at(now, self.started_since, AUDIT_S)
         return False
 
     def _opened(self) -> tuple[GraphStore, MilvusVectorStore]:
