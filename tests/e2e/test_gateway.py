@@ -482,6 +482,15 @@ def test_reconcile_restores_what_the_stores_lost(gateway_stack: Supervisor) -> N
         assert commit is not None
         tree = sorted(c.path for c in mirror.files(commit).changes)
         wait_for(lambda: set(tree) <= _paths(gateway_stack), what="the indexed tree")
+
+        def settled() -> bool:  # both tiers hold the same content of every file of the tree
+            in_graph = graph.file_hashes("acme", "shop", "main")
+            in_vectors = vectors.file_hashes("acme", "shop", "main")
+            return all(in_graph.get(p) is not None and in_graph.get(p) == in_vectors.get(p)
+                       for p in tree)  # fmt: skip
+
+        # Earlier tests' writes may still be landing (seen: one file republished as well).
+        wait_for(settled, what="both tiers to agree on the tree")
         victim = tree[-1]
         # Lose a file the commit has, and gain one it does not have, in both tiers.
         lost = delete("acme", victim, time.time_ns(), repo="shop")

@@ -33,10 +33,12 @@ def grpc_answers(target: str, timeout: float = 3.0) -> bool:
     ``host:port`` or ``unix:PATH``."""
     import grpc
 
-    # Refused connections retried within 0.1-0.5 s (a flooded Unix socket refuses at once).
+    # Refused connections retried within 0.1-0.5 s (a flooded Unix socket refuses at once);
+    # a connection of its own, never one of the process's pool that a stopped server opened
+    # before it stopped (the probe then said "answering" of a SIGSTOPped Milvus).
     channel = grpc.insecure_channel(target, options=[
         ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 500),
+        ("grpc.max_reconnect_backoff_ms", 500), ("grpc.use_local_subchannel_pool", 1),
     ])  # fmt: skip
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout)
