@@ -470,7 +470,7 @@ def test_a_gateway_restart_resumes_the_pushes_it_had_accepted(
 
 
 def test_reconcile_restores_what_the_stores_lost(gateway_stack: Supervisor) -> None:
-    from patchstream.embedded.supervisor import settings_environment
+    from patchstream.embedded.child_settings import settings_environment
     from tests.integration.deltas import delete, upsert
 
     gateway_stack.check()  # the broker may have been stopped by an earlier test

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from patchstream.embedded.child_settings import settings_environment, with_embedded_addresses
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.services import free_port, port_is_open
-from patchstream.embedded.supervisor import settings_environment, with_embedded_addresses
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.run import IndexSummary, index_directory
 from patchstream.parsing.hashing import hash_bytes
