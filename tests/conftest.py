@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,15 @@ def build_state(
 ) -> FileState:
     target = FileRef(tenant="t", repo=repo, ref="main", path=path, version=version)
     return builder.build(target, content, previous)
+
+
+@pytest.fixture(autouse=True)
+def _no_client_profile_between_tests() -> Iterator[None]:
+    """A CLI test of a client command turns the process's client mode on (the CLI does, once
+    per process); later tests start without it, whatever profile this machine's user has."""
+    from patchstream import client_profile
+
+    yield
+    if client_profile.CLIENT_MODE:
+        client_profile.CLIENT_MODE = False
+        client_profile.get_settings.cache_clear()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from patchstream.cli.main import cli
@@ -114,3 +115,21 @@ def test_repo_drop_asks_first_and_a_no_drops_nothing() -> None:
     assert "Aborted" in result.output and "unreachable" not in result.output
     result = CliRunner().invoke(cli, ["repo", "drop", "demo", "--ref", "x", "--yes"], env=env)
     assert result.exit_code != 0 and "unreachable" in result.output  # it did try, with --yes
+
+
+def test_operator_commands_refuse_to_run_as_clients_of_a_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #36: `reconcile` and `dlq` open the broker and the stores; with only a server URL
+    they say so in one line instead of failing on a store address they never had."""
+    from patchstream.settings import get_settings
+
+    monkeypatch.setenv("PATCHSTREAM_SERVER", "https://ps.example.com")
+    get_settings.cache_clear()
+    try:
+        for argv in (["reconcile", "--all"], ["dlq", "list"]):
+            result = CliRunner().invoke(cli, argv)
+            assert result.exit_code == 2, (argv, result.output)
+            assert "is an operator command" in result.output and "Traceback" not in result.output
+    finally:
+        get_settings.cache_clear()

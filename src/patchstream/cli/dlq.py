@@ -13,7 +13,8 @@ from patchstream.streams.dlq import read_dead_letters, replay, select
 
 @click.group()
 def dlq() -> None:
-    """Dead letters: what was rejected, why, and replay."""
+    """Dead letters: what was rejected, why, and replay. An operator command: it reads the
+    broker, so it runs beside the server."""
 
 
 @dlq.command("list")

@@ -48,6 +48,10 @@ def cli(ctx: click.Context) -> None:
     `server` and `api_key` in ~/.config/patchstream/client.toml, mode 0600)."""
     if ctx.invoked_subcommand in CLIENT_COMMANDS:
         use_client_profile()
+    elif ctx.invoked_subcommand in ("reconcile", "dlq") and get_settings().server:
+        raise click.UsageError(f"`{ctx.invoked_subcommand}` is an operator command: it opens the "
+                               "broker and the stores, so it runs beside the server, not as a "
+                               "client of PATCHSTREAM_SERVER")  # fmt: skip
 
 
 def delta_summary(delta: FileDelta) -> dict[str, Any]:

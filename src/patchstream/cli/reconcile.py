@@ -19,7 +19,8 @@ from patchstream.settings import get_settings
 def reconcile(
     tenant: str | None, repo: str | None, ref: str | None, everything: bool, as_json: bool
 ) -> None:
-    """Republish what the stores miss and delete what they hold that the commit does not."""
+    """Republish what the stores miss and delete what they hold that the commit does not. An
+    operator command: it opens the stores and the broker, so it runs beside the server."""
     from patchstream.indexing.reconcile import mirrored_branches, reconcile_branch
 
     settings = get_settings()
