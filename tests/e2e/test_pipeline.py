@@ -609,6 +609,13 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
         refused = client.post("/v1/patches", json={"writes": [{"repo": "oneurl", "ref": "main",
                               "path": "../x.py", "op": "upsert", "content": ""}]})  # fmt: skip
         assert refused.status_code == 422 and "path" in refused.text
+    # index and query through the same URL: the uploads go on to the gateway.
+    root = make_repo(tmp_path / "one", {"pkg/beta.py": "def beta_total():\n    return 2\n"})
+    indexed = json.loads(cli("index", str(root), "--repo", "oneidx", "--json", "--commits", "0",
+                             "--timeout", "180"))  # fmt: skip
+    assert (indexed["published"], indexed["complete"]) == (2, True)  # the module, .gitignore
+    found = json.loads(cli("query", "search", "beta_total", "--repo", "oneidx", "--json"))
+    assert any(h["path"] == "pkg/beta.py" for h in found["hits"]), found
     status = cli("status").splitlines()
     assert [line.split()[0] for line in status] == ["query", "gateway"]
     assert all(line.split()[-1] == "up" for line in status)
