@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -51,16 +52,21 @@ def port_is_open(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def _still_taken(taken: Callable[[], bool], name: str, where: str, wait_s: float) -> bool:
+    """Whether ``where`` is still taken after waiting up to ``wait_s`` for it to be let go."""
+    deadline = time.monotonic() + wait_s
+    if taken() and wait_s > 0:
+        log.warning("event=port_busy service=%s address=%s waiting_s=%.0f reason='a previous "
+                    "run may still be exiting'", name, where, wait_s)  # fmt: skip
+    while taken() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return taken()
+
+
 def ensure_port_free(name: str, host: str, port: int, wait_s: float = 0.0) -> None:
     """A taken port is a clear error, after ``wait_s`` for a previous run's dying child to
     let go of it (a ``kill -9``'d stack's children take a moment to exit)."""
-    deadline = time.monotonic() + wait_s
-    if port_is_open(host, port) and wait_s > 0:
-        log.warning("event=port_busy service=%s address=%s:%d waiting_s=%.0f reason='a previous "
-                    "run may still be exiting'", name, host, port, wait_s)  # fmt: skip
-    while port_is_open(host, port) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if port_is_open(host, port):
+    if _still_taken(lambda: port_is_open(host, port), name, f"{host}:{port}", wait_s):
         raise ConfigError(
             f"cannot start {name}: {host}:{port} is already in use; stop what listens there "
             f"or choose another port in the settings"
@@ -361,10 +367,7 @@ def private_runtime_dir() -> Path:
 def ensure_socket_free(name: str, path: Path, wait_s: float = 0.0) -> None:
     """As ``ensure_port_free``, for a Unix socket: a socket a live server still accepts on is
     waited for, then refused; one nothing accepts on is stale and the server replaces it."""
-    deadline = time.monotonic() + wait_s
-    while unix_socket_accepts(path) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if unix_socket_accepts(path):
+    if _still_taken(lambda: unix_socket_accepts(path), name, str(path), wait_s):
         raise ConfigError(f"cannot start {name}: another server listens on {path}; stop it")
 
 
@@ -373,7 +376,7 @@ def start_milvus_lite(
     socket_path: Path | None = None,
 ) -> Service:  # fmt: skip
     """``milvus-lite server``; ``nice`` lowers its CPU priority (the graph tier goes first).
-    With ``socket_path`` it listens there (mode 0600) and on no port."""
+    With ``socket_path`` it listens there (mode 0700) and on no port."""
     data_dir.mkdir(parents=True, exist_ok=True)
     if socket_path is not None:
         ensure_socket_free("milvus", socket_path, PORT_RELEASE_WAIT_S)

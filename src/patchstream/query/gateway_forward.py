@@ -37,10 +37,8 @@ def gateway_router(upstream: str, timeout_s: float = 60.0) -> tuple[APIRouter, h
         try:
             answer = await client.post(request.url.path, content=await request.body(),
                                        headers=headers)  # fmt: skip
-        except httpx.TransportError as exc:  # a 502 the caller may retry; no address in it
-            detail = f"the gateway did not answer ({type(exc).__name__}); retry"
-            return Response(json.dumps({"detail": detail}), status_code=502,
-                            media_type="application/json")  # fmt: skip
+        except httpx.TransportError as exc:
+            return _unreachable(exc)
         kept = {k: v for k, v in answer.headers.items() if k.lower() in _FORWARDED_RESPONSE}
         return Response(answer.content, status_code=answer.status_code, headers=kept)
 
@@ -48,9 +46,7 @@ def gateway_router(upstream: str, timeout_s: float = 60.0) -> tuple[APIRouter, h
         try:
             answer = await client.get("/healthz")
         except httpx.TransportError as exc:
-            detail = f"the gateway did not answer ({type(exc).__name__})"
-            return Response(json.dumps({"detail": detail}), status_code=502,
-                            media_type="application/json")  # fmt: skip
+            return _unreachable(exc)
         return Response(answer.content, status_code=answer.status_code,
                         media_type=answer.headers.get("content-type"))  # fmt: skip
 
@@ -58,3 +54,9 @@ def gateway_router(upstream: str, timeout_s: float = 60.0) -> tuple[APIRouter, h
         router.add_api_route(path, forward, methods=["POST"], include_in_schema=False)
     router.add_api_route(GATEWAY_HEALTH, gateway_health, methods=["GET"], include_in_schema=False)
     return router, client
+
+
+def _unreachable(exc: Exception) -> Response:
+    """A 502 the caller may retry; it names no address (an internal one is not theirs)."""
+    detail = f"the gateway did not answer ({type(exc).__name__}); retry"
+    return Response(json.dumps({"detail": detail}), status_code=502, media_type="application/json")

@@ -113,8 +113,8 @@ def _symbols(state: FileState) -> dict[str, tuple[str, SymbolKind]]:
             found.setdefault(symbol.qualified_name, (symbol.id, symbol.kind))
             if (symbol.signature or "").startswith("lambda"):
                 scope = symbol.qualified_name.rpartition(".")[0]
-                code = f"{scope}.<lambda>@{symbol.start_line}" if scope else None
-                found.setdefault(code or f"<lambda>@{symbol.start_line}", (symbol.id, symbol.kind))
+                code = ".".join(p for p in (scope, f"<lambda>@{symbol.start_line}") if p)
+                found.setdefault(code, (symbol.id, symbol.kind))
     return found
 
 
