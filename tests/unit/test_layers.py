@@ -11,8 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "patchstream"
 
 # Lowest first. Within a floor, modules may import each other.
 FLOORS = [
-    {"__init__", "errors", "settings", "logs", "http_errors", "http_security", "http_limits",
-     "git_safety", "text_flags", "client", "client_profile", "procfs"},
+    {"__init__", "errors", "settings", "query_settings", "logs", "http_errors", "http_security",
+     "http_limits", "git_safety", "text_flags", "client", "client_profile", "procfs"},
     {"schemas"},
     {"parsing", "embedders"},
     {"stores"},

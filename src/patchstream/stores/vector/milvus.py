@@ -28,13 +28,13 @@ from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import View
 from patchstream.stores.vector.milvus_client import (
-    NOT_LOADED,
     DeadlinedClient,
     connect,
     lit,
     lit_list,
     milvus_error,
 )
+from patchstream.stores.vector.milvus_file_reads import QUERY_LIMIT, FileRecordReads
 from patchstream.stores.vector.milvus_plan import (
     TOMBSTONE_TENANT_MARK,
     credit_embeddings,
@@ -65,10 +65,8 @@ from patchstream.stores.vector.milvus_schema import (
 )
 from patchstream.stores.vector.milvus_search import search_filter, visible
 
-_QUERY_LIMIT = 16_384
 
-
-class MilvusVectorStore:
+class MilvusVectorStore(FileRecordReads):
     """Chunk vectors for one embedder."""
 
     def __init__(
@@ -255,66 +253,6 @@ class MilvusVectorStore:
             )  # fmt: skip
         return vectors, set(missing)
 
-    def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
-        """Files of a branch whose applied version is >= ``min_version``."""
-        if not tenant:
-            return 0
-        scope = scope_of(tenant, repo, ref)
-        rows = self.client.query(
-            self.files,
-            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} "
-            f"and version >= {int(min_version)}",
-            output_fields=["count(*)"],
-        )
-        return int(rows[0]["count(*)"]) if rows else 0
-
-    def file_version(self, tenant: str, repo: str, ref: str, path: str) -> int | None:
-        """The applied version of one file, or None."""
-        if not tenant:
-            return None
-        fuid = f"{scope_of(tenant, repo, ref)}|{path}"
-        rows = self.client.query(
-            self.files,
-            filter=f"tenant == {lit(tenant)} and file_uid == {lit(fuid)}",
-            output_fields=["version"],
-            limit=1,
-        )
-        return int(rows[0]["version"]) if rows else None
-
-    def embed_counts(self, tenant: str, repo: str, ref: str, min_version: int) -> tuple[int, int]:
-        """(chunks embedded, chunks reused) by the files applied at ``min_version`` or later."""
-        if not tenant:
-            return (0, 0)
-        scope = scope_of(tenant, repo, ref)
-        rows = self.client.query(
-            self.files,
-            filter=f"tenant == {lit(tenant)} and scope == {lit(scope)} "
-            f"and version >= {int(min_version)}",
-            output_fields=["chunks_embedded", "chunks_reused"],
-            limit=_QUERY_LIMIT,
-        )
-        return (
-            sum(int(r["chunks_embedded"]) for r in rows),
-            sum(int(r["chunks_reused"]) for r in rows),
-        )
-
-    def file_hashes(self, tenant: str, repo: str, ref: str) -> dict[str, str]:
-        """Path -> content hash of every live file of a branch (for reconcile scans)."""
-        if not tenant:
-            return {}
-        scope = scope_of(tenant, repo, ref)
-        where = f"tenant == {lit(tenant)} and scope == {lit(scope)} and deleted == false"
-        rows = self.query_all(where, ["path", "content_hash"], collection=self.files)
-        return {row["path"]: row["content_hash"] for row in rows}
-
-    def file_versions(self, tenant: str, repo: str, ref: str) -> dict[str, int]:
-        """Path -> applied version of every file of a branch, deleted ones included."""
-        if not tenant:
-            return {}
-        where = f"tenant == {lit(tenant)} and scope == {lit(scope_of(tenant, repo, ref))}"
-        rows = self.query_all(where, ["path", "version"], collection=self.files)
-        return {row["path"]: int(row["version"]) for row in rows}
-
     def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
         """See ``milvus_plan.tombstone_record``; sealed before it returns."""
         scope = scope_of(tenant, repo, ref)
@@ -339,33 +277,6 @@ class MilvusVectorStore:
         self.client.flush(self.files)
 
     # -- reads ----------------------------------------------------------------------------
-
-    def query_all(
-        self, where: str, fields: list[str], collection: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Every row of ``collection`` (the chunks by default) matching ``where``."""
-        name = collection or self.chunks
-        for attempt in range(2):
-            rows: list[dict[str, Any]] = []
-            iterator = self.client.query_iterator(
-                name, batch_size=1000, filter=where, output_fields=fields
-            )
-            try:
-                # The iterator's pages are calls of its own, past the client's wrapper: a
-                # Milvus restarted between them holds the collection released (the restart
-                # soak's round 21 failed an index on it), and its errors are untyped.
-                while batch := iterator.next():
-                    rows.extend(batch)
-                return rows
-            except MilvusException as exc:
-                if exc.code != NOT_LOADED or attempt:
-                    raise milvus_error(f"query of {name} failed", exc) from exc
-                self.client.load(name)
-            except grpc.RpcError as exc:
-                raise milvus_error(f"query of {name} failed", exc) from exc
-            finally:
-                iterator.close()
-        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def search(
         self,
@@ -422,7 +333,7 @@ class MilvusVectorStore:
             where += f" and ref == {lit(ref)}"
         fields = search_fields()
         rows = self.client.query(self.chunks, filter=where, output_fields=fields,
-                                 limit=_QUERY_LIMIT)  # fmt: skip
+                                 limit=QUERY_LIMIT)  # fmt: skip
         hits = [hit_from_row(row, 0.0) for row in rows if row.get("tenant") == tenant]
         return sorted(hits, key=lambda h: (h.path, h.start_line, h.chunk_id))
 
@@ -436,7 +347,7 @@ class MilvusVectorStore:
                 f" and file_uid like {lit(scope_of(tenant, repo, '').rsplit('|', 1)[0] + '|%')}"
             )
         rows = self.client.query(self.files, filter=where, output_fields=["applied_at"],
-                                 limit=_QUERY_LIMIT)  # fmt: skip
+                                 limit=QUERY_LIMIT)  # fmt: skip
         times = [float(r["applied_at"]) for r in rows]
         return (len(times), max(times) if times else None)
 
