@@ -53,8 +53,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def measure_edits(
-    settings: Settings, root: Path, repo: str, count: int
+    settings: Settings, root: Path, repo: str, count: int, pause_s: float = 0.0
 ) -> dict[str, list[float]]:
+    """edit->applied seconds per tier for ``count`` edits of different files, each after
+    ``pause_s`` of quiet (the idle bench's first edit after a pause)."""
     graph = open_graph_store(settings)
     vectors = open_vector_store(settings)
     # Typical agent edits: source files of 2-40 kB, spread over the tree.
@@ -64,6 +66,7 @@ async def measure_edits(
     latencies: dict[str, list[float]] = {"graph": [], "vector": []}
     async with EventPublisher(settings.kafka) as publisher:
         for file in files:
+            await asyncio.sleep(pause_s)
             rel = file.relative_to(root).as_posix()
             text = file.read_text(errors="replace")
             middle = text.find("\n", len(text) // 2) + 1

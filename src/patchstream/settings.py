@@ -157,6 +157,19 @@ class KafkaSettings(BaseModel):
         gt=0,
         description="Tansu answers a fetch only when this expires, so it bounds each hop's latency",
     )
+    idle_fetch_wait_ms: int = Field(
+        default=500,
+        gt=0,
+        description="the fetch wait of a consumer whose topics have been quiet for "
+        "idle_after_s: an idle stack asks the broker less often, and the first event after a "
+        "quiet spell waits up to this long per hop (one <= fetch_max_wait_ms turns this off)",
+    )
+    idle_after_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="quiet that lengthens a consumer's fetch wait (an agent at work writes "
+        "more often than this, so its edits keep the short wait)",
+    )
     request_timeout_ms: int = Field(
         default=30_000, gt=0, description="how long any broker request may take before it fails"
     )

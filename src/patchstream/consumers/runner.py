@@ -17,13 +17,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics
 from patchstream.settings import Settings
 from patchstream.streams.codec import dead_letter, decode_delta
+from patchstream.streams.fetch_pacing import PacedConsumer, pacer_for
 from patchstream.streams.producer import make_producer
 from patchstream.streams.topics import Topics
 
@@ -138,8 +139,9 @@ class SinkRunner:
 
     def _kafka_clients(self) -> tuple[DeltaConsumer, RecordProducer]:
         kafka = self.settings.kafka
-        consumer = AIOKafkaConsumer(
+        consumer = PacedConsumer(
             self.topic,
+            pacer=pacer_for(kafka),
             bootstrap_servers=kafka.bootstrap,
             group_id=self.group_id,
             enable_auto_commit=False,

@@ -23,10 +23,11 @@ from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.jail import state_builder
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import Settings
+from patchstream.settings import KafkaSettings, Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
+from patchstream.streams.fetch_pacing import pace, pacer_for
 from patchstream.streams.parse_batch import (
     Outcome,
     PreviousStates,
@@ -39,18 +40,25 @@ log = logging.getLogger("patchstream.parse")
 AGENT_CRASHED = 70  # the exit status of a worker whose parse agent failed (EX_SOFTWARE)
 
 
-def _limit_fetch_wait(group_id: str, milliseconds: int) -> None:
+def _limit_fetch_wait(group_id: str, kafka: KafkaSettings) -> None:
     """Faust hard-codes ``fetch_max_wait_ms=1500`` for its consumer, and Tansu holds every
     fetch until that wait expires: up to 1.5 s per event. Faust builds its consumer from the
     ``aiokafka`` module, so the worker process swaps in a subclass that uses our wait for
-    this app's group only."""
+    this app's group only, paced like every consumer here (``fetch_pacing``)."""
     original = getattr(aiokafka, "_patchstream_original", aiokafka.AIOKafkaConsumer)
 
     class Consumer(original):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._pacer = None
             if kwargs.get("group_id") == group_id:
-                kwargs["fetch_max_wait_ms"] = milliseconds
+                kwargs["fetch_max_wait_ms"] = kafka.fetch_max_wait_ms
+                self._pacer = pacer_for(kafka)
             super().__init__(*args, **kwargs)
+
+        async def start(self) -> None:
+            await super().start()
+            if self._pacer is not None:
+                pace(self, self._pacer)
 
     aiokafka._patchstream_original = original
     aiokafka.AIOKafkaConsumer = Consumer
@@ -59,7 +67,7 @@ def _limit_fetch_wait(group_id: str, milliseconds: int) -> None:
 def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
     metrics = metrics or Metrics("parse", settings.metrics)
     kafka = settings.kafka
-    _limit_fetch_wait(f"{kafka.topic_prefix}parse", kafka.fetch_max_wait_ms)
+    _limit_fetch_wait(f"{kafka.topic_prefix}parse", kafka)
     topics = Topics.from_settings(kafka)
     app = faust.App(
         f"{kafka.topic_prefix}parse",
