@@ -46,6 +46,7 @@ from patchstream.streams.topics import ensure_topics
 
 log = logging.getLogger("patchstream.up")
 _MAX_BACKOFF_S = 30.0
+VECTOR_SINK = TIER_SERVICES["vector"]
 
 
 @dataclass
@@ -110,6 +111,11 @@ class Supervisor:
         self.reconciler: subprocess.Popen[bytes] | None = None
         self.next_reconcile = time.monotonic() + settings.embedded.reconcile_interval_s
         self.stalls = StallTender(settings.embedded.consumer_stall_s)
+        # The vector sink waits for the start's audit of the vector tier: a killed Milvus
+        # Lite can come back without chunk rows its file records still list, and the sink
+        # applying an index meanwhile made that index look complete (the restart soak's
+        # rounds 38 and 44 of 2026-12-03, with Milvus too loaded to answer the first audit).
+        self.vector_sink_held = False
 
     def start_services(self) -> None:
         embedded = self.settings.embedded
@@ -210,13 +216,12 @@ class Supervisor:
         asyncio.run(ensure_topics(self.settings.kafka))
         self.outbox.settings = self.settings
         self.outbox.vectors_restarted()
-        try:  # before the sinks start: nothing writes while the vector tier is compared
-            self.outbox.audit_at_start()
-        except Exception as exc:  # Milvus not answering yet: the first check tries again
-            log.warning("event=vector_audit_deferred error=%s: %s", type(exc).__name__,
-                        str(exc)[:200])  # fmt: skip
         self.workers = self.worker_specs()
+        # before the sinks start: nothing writes while the vector tier is compared
+        self.vector_sink_held = not self._audited_at_start()
         for worker in self.workers:
+            if worker.service == VECTOR_SINK and self.vector_sink_held:
+                continue  # started by the check that audits
             for port in (worker.port, worker.metrics_port):
                 if port is not None:  # a previous run's dying child may still hold it
                     ensure_port_free(worker.name, self.settings.query.host, port,
@@ -233,6 +238,15 @@ class Supervisor:
                     # the checks restart it with backoff, as any crashed child; `up` goes on
                     log.warning("event=worker_start_failed worker=%s reason=%r", worker.name,
                                 str(exc))  # fmt: skip
+
+    def _audited_at_start(self) -> bool:
+        try:
+            self.outbox.audit_at_start()
+            return True
+        except Exception as exc:  # Milvus not answering yet: the next check tries again
+            log.warning("event=vector_audit_deferred error=%s: %s", type(exc).__name__,
+                        str(exc)[:200])  # fmt: skip
+            return False
 
     def _wait_for_port(self, worker: Worker, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -252,8 +266,10 @@ class Supervisor:
             where = f"listening on {self.settings.query.host}:{w.port}, " if w.port else ""
             if w.metrics_port:
                 where = f"/metrics on {self.settings.metrics.host}:{w.metrics_port}, "
-            pid = w.process.pid if w.process else "-"
-            lines.append(f"{w.name:<12} {where}running, pid {pid}  (log {w.log_path})")
+            state = f"running, pid {w.process.pid}" if w.process else "not started"
+            if w.service == VECTOR_SINK and self.vector_sink_held:
+                state = "waits for the vector tier's start audit (Milvus not answering yet)"
+            lines.append(f"{w.name:<12} {where}{state}  (log {w.log_path})")
         return lines
 
     def check(self) -> None:
@@ -281,9 +297,14 @@ class Supervisor:
                     self.outbox.replay_due = True  # and none of what it had acknowledged
                 if service.name == "milvus":  # killed, it may have lost rows it had flushed
                     self.outbox.vectors_restarted()
+        if self.vector_sink_held and self._audited_at_start():
+            self.vector_sink_held = False
+            log.info("event=vector_sink_released reason=vector_tier_audited")
         env = self.environment()
         for worker in self.workers:
             if worker.alive() or now < worker.next_start:
+                continue
+            if worker.service == VECTOR_SINK and self.vector_sink_held:
                 continue
             code = worker.process.returncode if worker.process else None
             log.warning("event=worker_restart worker=%s code=%s restarts=%d", worker.name, code,

@@ -1,0 +1,45 @@
+"""The vector sink waits for the start's audit of the vector tier: while Milvus does not
+answer it, the supervisor's checks leave the sink stopped and every other worker running;
+the first check whose audit passes starts it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from patchstream.embedded.supervisor import VECTOR_SINK, Supervisor, Worker
+from patchstream.errors import StoreUnavailable
+from patchstream.settings import EmbeddedSettings, Settings
+
+
+def test_the_vector_sink_starts_after_the_first_audit_that_passes(tmp_path: Path) -> None:
+    supervisor = Supervisor(Settings(embedded=EmbeddedSettings(data_dir=str(tmp_path))))
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    supervisor.workers = [
+        Worker("graph-sink", sleeper, tmp_path / "graph.log", service="graph-sink"),
+        Worker("vector-sink", sleeper, tmp_path / "vector.log", service=VECTOR_SINK),
+    ]
+    answers = iter([False, False, True])  # Milvus answers the third audit
+
+    def audit_at_start() -> None:
+        if not next(answers):
+            raise StoreUnavailable("Milvus has_collection failed: not answering")
+        supervisor.outbox.audit_due = False
+
+    supervisor.outbox.audit_at_start = audit_at_start  # type: ignore[method-assign]
+    # What a check also tends (the outbox, stalls, reconcile) needs the stores: not here.
+    supervisor.tend_outbox = lambda now: None  # type: ignore[method-assign]
+    supervisor.maybe_reconcile = lambda now: None  # type: ignore[method-assign]
+    supervisor.stalls.tend = lambda *args: None  # type: ignore[method-assign]
+    supervisor.vector_sink_held = not supervisor._audited_at_start()
+    graph, vector = supervisor.workers
+    try:
+        assert supervisor.vector_sink_held
+        supervisor.check()
+        assert graph.alive() and not vector.alive() and supervisor.vector_sink_held
+        supervisor.check()
+        assert vector.alive() and not supervisor.vector_sink_held
+        assert not supervisor.outbox.audit_due
+    finally:
+        for worker in supervisor.workers:
+            worker.stop(timeout=5)
