@@ -176,6 +176,20 @@ def cpu_seconds(stack: Any) -> dict[str, float]:
     return _per_process(stack, used)
 
 
+def index_corpus(stack: Any, corpus: Path) -> Any:
+    """``corpus`` indexed through a running stack's pipeline as repository ``corpus`` of
+    tenant ``bench``; the bench exits when the index does not complete."""
+    import asyncio
+
+    from patchstream.indexing.run import index_directory
+
+    summary = asyncio.run(index_directory(stack.settings, corpus, repo="corpus", tenant="bench",
+                                          progress=False))  # fmt: skip
+    if not summary.complete:
+        raise SystemExit(f"the index did not complete: {summary.as_dict()}")
+    return summary
+
+
 def format_memory(peaks: dict[str, float]) -> str:
     return ", ".join(f"{name} {mib:.0f}" for name, mib in peaks.items())
 

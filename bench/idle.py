@@ -23,13 +23,13 @@ from _common import (
     build_corpus,
     corpus_label,
     cpu_seconds,
+    index_corpus,
     machine,
     print_rows,
     stack_settings,
     update_results_row,
 )
 from patchstream.embedded.supervisor import Supervisor
-from patchstream.indexing.run import index_directory
 from patchstream.settings import KafkaSettings
 from pipeline import measure_edits, percentile
 
@@ -70,10 +70,7 @@ def main() -> None:
         stack = Supervisor(settings)
         try:
             stack.start()
-            summary = asyncio.run(index_directory(stack.settings, corpus, repo="corpus",
-                                                  tenant="bench", progress=False))  # fmt: skip
-            if not summary.complete:
-                raise SystemExit(f"index did not complete: {summary.as_dict()}")
+            summary = index_corpus(stack, corpus)
             rows["corpus"] = f"{corpus_label(args.corpus)}, {summary.files_scanned} files"
             time.sleep(args.quiet_s)
             shares = idle_shares(stack, args.window_s)

@@ -10,7 +10,6 @@ an agent pastes an issue: paragraphs, code blocks, tracebacks).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 import sys
@@ -30,6 +29,7 @@ from _common import (
     corpus_size,
     cpu_seconds,
     format_memory,
+    index_corpus,
     machine,
     peak_rss_mib,
     print_rows,
@@ -38,7 +38,6 @@ from _common import (
 )
 from _stages import stage_profile
 from patchstream.embedded.supervisor import Supervisor
-from patchstream.indexing.run import index_directory
 from patchstream.stores.factory import open_graph_store
 from pipeline import percentile
 
@@ -138,10 +137,7 @@ def main() -> None:
         stack = Supervisor(settings)
         try:
             stack.start()
-            summary = asyncio.run(index_directory(stack.settings, corpus, repo="corpus",
-                                                  tenant="bench", progress=False))  # fmt: skip
-            if not summary.complete:
-                raise SystemExit(f"cold index did not complete: {summary.as_dict()}")
+            summary = index_corpus(stack, corpus)
             rows["corpus"] = (f"{corpus_label(args.corpus)}, {summary.files_scanned} files, "
                               f"{lines} lines, {summary.symbols} symbols, "
                               f"{summary.chunks_embedded} chunks")  # fmt: skip
