@@ -8,10 +8,9 @@ first record brings the short wait back. The price is paid once per quiet spell:
 event after it waits up to ``idle_ms`` longer per hop.
 
 ``FetchPacer`` is the rule, pure; ``pace`` fits it to a started aiokafka consumer
-(``PacedConsumer`` does that when it starts), whose fetcher
-reads its wait from ``_fetch_max_wait_ms`` each time it builds a request. That attribute is
-private: where a future aiokafka lacks it, the consumer keeps its fixed wait and one warning
-says so.
+(``PacedConsumer`` does that when it starts), whose fetcher reads its wait from
+``_fetch_max_wait_ms`` each time it builds a request. That attribute is private: where a
+future aiokafka lacks it, the consumer keeps its fixed wait and one warning says so.
 """
 
 from __future__ import annotations
