@@ -3,6 +3,9 @@ the first record."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from patchstream.settings import KafkaSettings
 from patchstream.streams.fetch_pacing import FetchPacer, pace, pacer_for
 
@@ -49,3 +52,12 @@ def test_a_consumer_without_the_known_fetcher_keeps_its_fixed_wait() -> None:
         _fetcher = object()
 
     assert pace(Stranger(), FetchPacer(50, 500, 30)) is False
+
+
+@pytest.mark.parametrize("field", ["idle_fetch_wait_ms", "idle_after_s"])
+@pytest.mark.parametrize("value", [0, -1, "soon"])
+def test_the_settings_refuse_a_wait_or_a_quiet_spell_that_is_not_positive(
+    field: str, value: object
+) -> None:
+    with pytest.raises(ValidationError):
+        KafkaSettings(**{field: value})
