@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import logging
 import os
 import sys
 import threading
@@ -27,7 +28,10 @@ import time
 from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from patchstream.embedded.milvus_rewrite import DELTA_FILES_BOUND, compact_delete_logs
+from patchstream.logs import configure_logging
 
 if TYPE_CHECKING:
     import grpc
@@ -123,12 +127,40 @@ def build_server(db: object, max_workers: int) -> grpc.Server:
     return server
 
 
-def serve(data_dir: str, address: str, max_workers: int = 10) -> None:
+def open_collections(db: Any) -> int:
+    """Open (and so recover) every collection now, before anyone can connect, and make any
+    later open one at a time.
+
+    Milvus Lite opens a collection at its first request, and its ``get_collection`` has no
+    lock: requests that arrive together while a collection recovers (seconds to minutes with
+    thousands of delta files) each build their own instance over the same files, each with
+    a WAL and a background compactor. One's recovery can delete as an orphan the data file
+    another has just flushed and not yet committed to the manifest: rows gone after a start
+    that looked clean. Four threads asking at once got four instances."""
+    lock = threading.Lock()
+    get_collection = db.get_collection
+
+    def one_at_a_time(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return get_collection(*args, **kwargs)
+
+    db.get_collection = one_at_a_time
+    names = list(db.list_collections())
+    for name in names:
+        db.get_collection(name)
+    return len(names)
+
+
+def serve(data_dir: str, address: str, max_workers: int = 10,
+          rewrite_delta_files: int = DELTA_FILES_BOUND) -> None:  # fmt: skip
     """Milvus Lite on ``address`` (``host:port``, or ``unix:PATH``, replaced if a dead server
-    left it): until the process is signalled, as ``milvus-lite server``."""
+    left it): until the process is signalled, as ``milvus-lite server``. A collection with
+    more than ``rewrite_delta_files`` delta files (0: no bound) is rewritten first."""
     from milvus_lite.db import MilvusLite
 
-    db = MilvusLite(data_dir)  # opens (and recovers) its files before anyone can connect
+    db = MilvusLite(data_dir)
+    compact_delete_logs(db, Path(data_dir), rewrite_delta_files)
+    open_collections(db)
     server = build_server(db, max_workers)
     previous = os.umask(0o077)  # a socket is created 0700: connect needs write permission
     try:
@@ -155,6 +187,12 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--listen", required=True, help="host:port or unix:PATH")
     parser.add_argument("--max-workers", type=int, default=10)
+    parser.add_argument(
+        "--rewrite-delta-files",
+        type=int,
+        default=DELTA_FILES_BOUND,
+        help="rewrite a collection with more delta files at start (0: never)",
+    )
     return parser.parse_args(argv)
 
 
@@ -167,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=_trim_forever, args=(trim, TRIM_INTERVAL_S), daemon=True,
                          name="malloc-trim").start()  # fmt: skip
     args = _arguments(argv)
-    serve(args.data_dir, args.listen, args.max_workers)
+    configure_logging()
+    for chatty in ("milvus_lite", "faiss"):  # compaction and library loading, at INFO
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    serve(args.data_dir, args.listen, args.max_workers, args.rewrite_delta_files)
     return 0
 
 
