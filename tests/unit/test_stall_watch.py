@@ -4,7 +4,9 @@ commits, and a tier it restarted gets twice the time before the next restart."""
 
 from __future__ import annotations
 
-from patchstream.embedded.stall_watch import StallWatch
+import pytest
+
+from patchstream.embedded.stall_watch import StallTender, StallWatch
 from patchstream.query.lag import GroupLag
 
 
@@ -48,3 +50,27 @@ def test_a_broker_restart_that_resets_the_offsets_starts_the_period_over() -> No
     watch.observe({"parse": lag({0: 4}, {0: 90})}, 0.0)
     assert watch.observe({"parse": lag({0: 4}, {0: 0})}, 70.0) == {}  # a new, shorter log
     assert watch.observe({"parse": lag({0: 4}, {0: 0})}, 130.0) == {"parse": [0]}
+
+
+def test_a_held_tier_is_not_restarted_and_keeps_its_patience(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The vector sink held for the start audit has events pending and commits nothing: that
+    is the hold, not a stall. The tender skips it (it logged `consumer_stalled ... restarting
+    it` for a sink that was not running) and its clock starts over at release."""
+    from patchstream.embedded import stall_watch
+    from patchstream.settings import KafkaSettings
+
+    stuck = {"vector": lag({0: 9}, {0: 3}, "vector")}
+    monkeypatch.setattr(stall_watch, "read_lags", lambda kafka: stuck)
+    tender = StallTender(60)
+    killed: list[str] = []
+    for now in (0.0, 30.0, 60.0, 90.0):
+        tender.next_check = 0.0
+        tender.tend(now, KafkaSettings(), killed.append, held=frozenset({"vector-sink"}))
+    assert killed == []
+    assert tender.watch is not None
+    assert tender.watch.observe(stuck, 119.0) == {}  # its 60 s started over at 60 s
+    tender.next_check = 0.0
+    tender.tend(150.0, KafkaSettings(), killed.append)  # released, and still stuck
+    assert killed == ["vector-sink"]

@@ -61,6 +61,11 @@ class StallWatch:
     def restarted(self, tier: str, now: float) -> None:
         """The tier's processes were restarted: they get twice the time before the next."""
         self._patience[tier] = 2 * self._patience.get(tier, self.stall_s)
+        self.held(tier, now)
+
+    def held(self, tier: str, now: float) -> None:
+        """The tier is not running on purpose (its sink waits for an audit): its clock starts
+        over, its patience stays."""
         for key, seen in self._seen.items():
             if key[0] == tier:
                 seen.since = now
@@ -87,7 +92,9 @@ class StallTender:
         self.watch = StallWatch(stall_s) if stall_s else None
         self.next_check = 0.0
 
-    def tend(self, now: float, kafka: KafkaSettings, kill: Callable[[str], None]) -> None:
+    def tend(self, now: float, kafka: KafkaSettings, kill: Callable[[str], None],
+             held: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        """Restart (``kill``) the services of a tier that stalled, except ``held`` ones."""
         watch = self.watch
         if watch is None or now < self.next_check:
             return
@@ -96,6 +103,9 @@ class StallTender:
         if lags is None:
             return
         for tier, partitions in watch.observe(lags, now).items():
+            if TIER_SERVICES[tier] in held:
+                watch.held(tier, now)
+                continue
             log.warning("event=consumer_stalled tier=%s partitions=%s pending=%d; restarting it",
                         tier, partitions, lags[tier].pending)  # fmt: skip
             kill(TIER_SERVICES[tier])

@@ -240,6 +240,10 @@ class Supervisor:
                                 str(exc))  # fmt: skip
 
     def _audited_at_start(self) -> bool:
+        milvus = next((s for s in self.services if s.name == "milvus"), None)
+        if milvus is not None and not milvus.answers():  # recovering: it listens once done
+            log.debug("event=vector_audit_deferred error=milvus_not_answering")
+            return False
         try:
             self.outbox.audit_at_start()
             return True
@@ -316,7 +320,8 @@ class Supervisor:
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.outbox.replay_due = True
         self.tend_outbox(now)
-        self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)))
+        held = frozenset({VECTOR_SINK} if self.vector_sink_held else ())
+        self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)), held)
         self.maybe_reconcile(now)
 
     def _kill_consumers(self, services: tuple[str, ...]) -> None:
