@@ -341,9 +341,9 @@ class FaultSoak:
                     vectors.file_hashes(FAULT_TENANT, REPO, "main")]  # fmt: skip
             lost = sum(1 for path, digest in expected.items()
                        if any(tier.get(path) != digest for tier in held))  # fmt: skip
-            faulty = _normalized(graph.snapshot(FAULT_TENANT), vectors.rows(FAULT_TENANT),
+            faulty = normalized(graph.snapshot(FAULT_TENANT), vectors.rows(FAULT_TENANT),
                                  FAULT_TENANT)  # fmt: skip
-            rebuilt = _normalized(graph.snapshot(clean), vectors.rows(clean), clean)
+            rebuilt = normalized(graph.snapshot(clean), vectors.rows(clean), clean)
             counts = [graph.scope_counts(t, REPO, "main") for t in (FAULT_TENANT, clean)]
         finally:
             graph.close()
@@ -421,7 +421,7 @@ def _where(extra: set[str], missing: set[str], shown: int = 4) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _normalized(
+def normalized(
     graph: GraphSnapshot, rows: set[tuple[str, ...]], tenant: str
 ) -> tuple[set[str], set[str], set[str]]:
     """Symbols, edges and chunks of a tenant, with the tenant's name and per-run fields out."""
