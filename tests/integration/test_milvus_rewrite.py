@@ -65,9 +65,15 @@ def edited_store(tmp_path: Path) -> Iterator[tuple[Path, tuple[Any, ...], str]]:
             store.apply(deltas)
             store.apply([delete("t", f"m{edit % 6}.py", version)])
             version += 1
+        # Written and never flushed, then a kill: these rows are in the write-ahead log only,
+        # and the start that rewrites replays them into its memtable first.
+        store.apply([upsert("t", "late.py", "def late_total(parts):\n    return 0\n",
+                            version)], flush=False)  # fmt: skip
         state = _state(store)
         chunks = store.chunks
         store.close()
+        service.process.kill()
+        service.process.wait()
     finally:
         service.stop()
     yield tmp_path, state, chunks

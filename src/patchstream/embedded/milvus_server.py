@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging()
     for chatty in ("milvus_lite", "faiss"):  # compaction and library loading, at INFO
         logging.getLogger(chatty).setLevel(logging.WARNING)
+    # pymilvus's query iterator asks for AllocTimestamp, which Milvus Lite does not have (the
+    # client falls back on its own clock): a traceback per iterator otherwise.
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
     serve(args.data_dir, args.listen, args.max_workers, args.rewrite_delta_files)
     return 0
 
