@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     build_corpus,
     corpus_label,
+    format_memory,
     machine,
+    peak_rss_mib,
     print_rows,
     stack_settings,
     update_results_row,
@@ -345,6 +347,8 @@ def main() -> None:
                 if step.oldest_end_s > 60:  # far past what it holds: the rest says nothing new
                     break
             load.step = None
+            peaks = peak_rss_mib(stack)
+            peaks.pop("bench driver (indexer)", None)  # the writers, watcher and queries
             load.stop_deadline = time.monotonic() + 600
             load.stop.set()
             watcher.join(610)
@@ -360,6 +364,8 @@ def main() -> None:
         "highest write rate held (goals: graph p99 <= 500 ms, search/context <= 150/300)":
             f"{max(held):g}/s" if held else "none of the steps",
         "after the load: stores vs a clean rebuild": equal,
+        "peak RSS MiB, the stack in all (goal <= 2048)": f"{sum(peaks.values()):.0f}",
+        "peak RSS MiB by process": format_memory(peaks),
     }  # fmt: skip
     print_rows(rows)
     if args.update_results:
