@@ -118,6 +118,7 @@ class _Extractor(TypeEdges):
         self._index_scopes()
         self._collect_imports(captures)
         self._collect_type_facts()
+        self._collect_call_site_types(captures)
         self._collect_references(captures)
         self._collect_value_flow(captures)
         self._collect_overrides()

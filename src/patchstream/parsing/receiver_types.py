@@ -72,6 +72,7 @@ class _Typed:
     element: bool = False  # ``parts`` is a call whose result's elements the name takes
     through: str | None = None  # "iter"/"item": an element of the container ``parts`` names
     position: int | None = None  # with ``element``: that item of the call's tuple
+    from_callers: bool = False  # a parameter typed by what this file's calls pass it
 
 
 class ReceiverTypes(abc.ABC):
@@ -215,6 +216,8 @@ class ReceiverTypes(abc.ABC):
             if typed is None and self.language == "java":  # a field a base of another file has
                 return self._field_reference(["this", receiver[0]], method, around)
             self._note(typed)
+            if typed is not None and typed.from_callers:
+                self._inferred = True  # callers in other files may pass something else
             known = typed.parts if typed is not None else None
             called = typed is not None and not typed.declared
             if typed is not None and typed.through == "callback" and known is not None:

@@ -3,12 +3,12 @@ which base method a method overrides (OVERRIDES). A mixin of the extractor."""
 
 from __future__ import annotations
 
+from patchstream.parsing.call_site_types import CallSiteTypes
 from patchstream.parsing.receiver_types import _Def, class_like
-from patchstream.parsing.value_flow import ValueFlow
 from patchstream.schemas.graph import Edge, EdgeType
 
 
-class TypeEdges(ValueFlow):
+class TypeEdges(CallSiteTypes):
     edges: set[Edge]
 
     def _collect_returns(self) -> None:
