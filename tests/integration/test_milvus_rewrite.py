@@ -209,3 +209,32 @@ def test_requests_that_arrive_together_share_one_collection(
         assert instances(db) == 1
     finally:
         db.close()
+
+
+def test_a_collection_that_cannot_be_opened_is_set_aside(
+    edited_store: tuple[Path, tuple[Any, ...], str],
+) -> None:
+    """Its files are kept in ``damaged/``, the others open, and the stack can start: the
+    client creates the collection again and the outbox fills it."""
+    from milvus_lite.db import MilvusLite
+
+    data_dir, _, chunks = edited_store
+    (data_dir / "collections" / chunks / "schema.json").write_text("{not json")
+    db = MilvusLite(str(data_dir))
+    try:
+        assert open_collections(db) == 3
+        assert chunks not in db.list_collections()
+        assert len(db.list_collections()) == 2
+    finally:
+        db.close()
+    kept = list((data_dir / "damaged").iterdir())
+    assert [p.name.rsplit("-", 1)[0] for p in kept] == [chunks]
+    assert (kept[0] / "schema.json").read_text() == "{not json"
+    assert (kept[0] / "manifest.json").is_file()  # nothing of it deleted
+    service = start_milvus_lite(data_dir, free_port())
+    try:
+        store = _store(service.port)  # creates the collection again
+        assert store.query_all('pk != ""', ["pk"]) == []
+        store.close()
+    finally:
+        service.stop()

@@ -74,10 +74,11 @@ def compact_delete_logs(db: Any, data_dir: Path, bound: int = DELTA_FILES_BOUND)
     done = []
     for name in sorted(db.list_collections()):
         count = delta_file_count(_collection_dir(db, name))
-        if count <= bound or not needs_rewrite(count, db.get_collection(name).num_entities, bound):
+        if count <= bound:
             continue
         try:
-            done.append(rewrite(db, data_dir, name, count))
+            if needs_rewrite(count, db.get_collection(name).num_entities, bound):
+                done.append(rewrite(db, data_dir, name, count))
         except Exception as exc:  # the store still opens as it was: a slower start, no loss
             log.warning("event=milvus_rewrite_skipped collection=%s error=%s: %s", name,
                         type(exc).__name__, str(exc)[:300])  # fmt: skip

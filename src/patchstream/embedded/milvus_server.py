@@ -36,6 +36,8 @@ from patchstream.logs import configure_logging
 if TYPE_CHECKING:
     import grpc
 
+log = logging.getLogger(__name__)
+
 # Read at process start (glibc) or at pyarrow's import, so they go in the child's environment;
 # a value the operator set wins.
 MEMORY_ENV = {
@@ -147,8 +149,23 @@ def open_collections(db: Any) -> int:
     db.get_collection = one_at_a_time
     names = list(db.list_collections())
     for name in names:
-        db.get_collection(name)
+        try:
+            db.get_collection(name)
+        except Exception as exc:  # damaged: kept aside, and the vector tier rebuilt without it
+            aside = set_aside(db, name)
+            log.error("event=milvus_collection_set_aside collection=%s to=%s error=%s: %s", name,
+                      aside, type(exc).__name__, str(exc)[:300])  # fmt: skip
     return len(names)
+
+
+def set_aside(db: Any, name: str) -> Path:
+    """A collection Milvus Lite cannot open, moved (never deleted) out of its collections into
+    ``damaged/``: the stack then starts with the collection missing, which the client creates
+    again and the outbox fills, as after a lost data dir."""
+    aside = Path(db.data_dir) / "damaged" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    Path(db._collection_dir(name)).rename(aside)
+    return aside
 
 
 def serve(data_dir: str, address: str, max_workers: int = 10,
