@@ -111,6 +111,7 @@ class FaultSoak:
         )  # fmt: skip
         self.up: subprocess.Popen[bytes] | None = None
         self.rounds = 0
+        self.mutations = 0  # names the added files: a round may mutate twice
         self.cold_index_s = 4.0  # a guess until the first clean rebuild has measured it
 
     # -- the stack ------------------------------------------------------------------------
@@ -196,15 +197,16 @@ class FaultSoak:
     def mutate(self) -> None:
         """Edit 20% of the files, delete 1%, add 1%: a mass refactor's worth of work for the
         fault to land in (the first round indexes the corpus as it is)."""
+        self.mutations += 1
         files = sorted(p for p in self.source.rglob("*.py") if p.name != "__init__.py")
         count = max(1, len(files) // 100)
-        for path in self.rng.sample(files, count * 20):
+        for path in self.rng.sample(files, min(len(files), count * 20)):
             path.write_text(path.read_text() + f"\n\ndef edited_{self.rounds}():\n    return 1\n")
         for path in self.rng.sample(files, count):
             path.unlink()
-        for i in range(count):
-            (self.source / f"added_{self.rounds}_{i}.py").write_text(
-                f"def added_{self.rounds}_{i}():\n    return {i}\n"
+        for i in range(count):  # as many added as deleted: the corpus keeps its size
+            (self.source / f"added_{self.mutations}_{i}.py").write_text(
+                f"def added_{self.mutations}_{i}():\n    return {i}\n"
             )
 
     def round(self, victim: str | None = None, timeout_s: float = 600.0) -> RoundResult:
