@@ -48,6 +48,31 @@ def _state(store: MilvusVectorStore) -> tuple[list[Any], list[Any], list[str]]:
     )
 
 
+def _finish_interrupted(data_dir: Path) -> None:
+    """What the next start does first: no copy and no old collection is left behind."""
+    from milvus_lite.db import MilvusLite
+
+    db = MilvusLite(str(data_dir))
+    try:
+        finish_interrupted(db, data_dir)
+        assert sorted(n for n in db.list_collections() if "__ps_" in n) == []
+    finally:
+        db.close()
+
+
+def _read_back(data_dir: Path) -> tuple[list[Any], list[Any], list[str]]:
+    """The store's state through a server started on ``data_dir``."""
+    service = start_milvus_lite(data_dir, free_port())
+    try:
+        store = _store(service.port)
+        try:
+            return _state(store)
+        finally:
+            store.close()
+    finally:
+        service.stop()
+
+
 @pytest.fixture
 def edited_store(tmp_path: Path) -> Iterator[tuple[Path, tuple[Any, ...], str]]:
     """A stopped Milvus Lite data dir after many flushed edits and deletes, the state its
@@ -94,13 +119,7 @@ def test_a_long_delete_log_is_rewritten_with_the_same_rows(
         db.close()
     assert chunks in {r.collection for r in done}
     assert delta_file_count(data_dir / "collections" / chunks) == 0
-    service = start_milvus_lite(data_dir, free_port())
-    try:
-        store = _store(service.port)
-        assert _state(store) == before  # rows, vectors, records and BM25 search alike
-        store.close()
-    finally:
-        service.stop()
+    assert _read_back(data_dir) == before  # rows, vectors, records and BM25 search alike
     names = {p.name for p in (data_dir / "collections").iterdir()}
     assert not {n for n in names if n.endswith((REWRITE_SUFFIX, OLD_SUFFIX))}
 
@@ -123,20 +142,9 @@ def test_a_kill_after_the_copy_finishes_the_swap(
     db.close()
     assert (data_dir / "collections" / (chunks + REWRITE_SUFFIX)).is_dir()
     monkeypatch.undo()
-    db = MilvusLite(str(data_dir))
-    try:
-        finish_interrupted(db, data_dir)
-        assert sorted(n for n in db.list_collections() if "__ps_" in n) == []
-    finally:
-        db.close()
+    _finish_interrupted(data_dir)
     assert delta_file_count(data_dir / "collections" / chunks) == 0  # the copy took its place
-    service = start_milvus_lite(data_dir, free_port())
-    try:
-        store = _store(service.port)
-        assert _state(store) == before
-        store.close()
-    finally:
-        service.stop()
+    assert _read_back(data_dir) == before
 
 
 def test_a_kill_during_the_copy_keeps_the_old_collection(
@@ -154,20 +162,9 @@ def test_a_kill_during_the_copy_keeps_the_old_collection(
     db.close()
     monkeypatch.undo()
     deltas = delta_file_count(data_dir / "collections" / chunks)
-    db = MilvusLite(str(data_dir))
-    try:
-        finish_interrupted(db, data_dir)
-        assert sorted(n for n in db.list_collections() if "__ps_" in n) == []
-    finally:
-        db.close()
+    _finish_interrupted(data_dir)
     assert delta_file_count(data_dir / "collections" / chunks) == deltas > 16  # untouched
-    service = start_milvus_lite(data_dir, free_port())
-    try:
-        store = _store(service.port)
-        assert _state(store) == before
-        store.close()
-    finally:
-        service.stop()
+    assert _read_back(data_dir) == before
 
 
 def test_requests_that_arrive_together_share_one_collection(
