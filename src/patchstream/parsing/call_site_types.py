@@ -41,9 +41,16 @@ class CallSiteTypes(ValueFlow):
                 continue
             self._check()
             callee_node, call = match["name"][0], match["reference.call"][0]
+            text = self.src.text(callee_node)
+            if text.rsplit(".", 1)[-1].strip() not in names:  # most calls: cheaply out
+                continue
             arguments = call.child_by_field_name("arguments")
-            written = name_parts(self.src.text(callee_node))
+            written = name_parts(text)
             if arguments is None or arguments.type != "argument_list" or written[-1] not in names:
+                continue
+            # ``f(x)`` and ``self.m(x)`` only: typing any other receiver to find the callee
+            # cost the extraction half again on scipy (8.5 against 5.7 s for 300 files).
+            if len(written) > 2 or (len(written) == 2 and written[0] not in SELF_WORDS):
                 continue
             around = self._enclosing_def(call)
             callee = self._value(callee_node, around, call, receiver_ok=True)
@@ -72,20 +79,25 @@ class CallSiteTypes(ValueFlow):
     def _receiver_parameters(self, matches: list[Match]) -> dict[int, set[str]]:
         """Function node id -> its parameters that a call in it is made on (``p.m()``)."""
         found: dict[int, set[str]] = defaultdict(set)
-        parameters: dict[int, list[str]] = {}
+        parameters: dict[int, list[str]] = {
+            d.node.id: python_parameters(d.node, self.src.text)
+            for d in self.defs
+            if d.kind in ("function", "method")
+        }
+        any_parameter = {p for names in parameters.values() for p in names} - SELF_WORDS
         for match in matches:
             if "reference.call" not in match:
                 continue
-            parts = name_parts(self.src.text(match["name"][0]))  # Python's: ``jar.add``
+            text = self.src.text(match["name"][0])  # Python's: ``jar.add``
+            if "." not in text or text.split(".", 1)[0].strip() not in any_parameter:
+                continue
+            parts = name_parts(text)
             head = parts[0]
             if len(parts) < 2 or head in SELF_WORDS:
                 continue
             scope = self._enclosing_def(match["reference.call"][0])
             while scope is not None and scope.kind in ("function", "method"):
-                listed = parameters.setdefault(
-                    scope.node.id, python_parameters(scope.node, self.src.text)
-                )
-                if head in listed:
+                if head in parameters.get(scope.node.id, ()):
                     found[scope.node.id].add(head)
                     break
                 scope = scope.parent
