@@ -373,11 +373,154 @@ def test_a_decorator_is_called_where_the_definition_runs_with_the_definition() -
 
 
 def _module_calls() -> set[str]:
-    state = build_state(FileStateBuilder(), "pkg/bound.py", BOUND)
-    prefix = "r::pkg/bound.py::"
+    return _module_calls_of("pkg/bound.py", BOUND)
+
+
+DECORATED = b"""
+from functools import wraps
+
+
+def outer(function):
+    def outer_wrapper():
+        return function()
+
+    return outer_wrapper
+
+
+def inner(function):
+    @wraps(function)
+    def inner_wrapper():
+        return function()
+
+    return inner_wrapper
+
+
+def registering(function):
+    return function
+
+
+def make(tag):
+    def decorate(function):
+        return function
+
+    return decorate
+
+
+@outer
+@inner
+def job():
+    return 1
+
+
+@registering
+def plain():
+    return 2
+
+
+@make("x")
+def tagged():
+    return 3
+
+
+def caller():
+    job()
+    plain()
+    tagged()
+"""
+
+
+def test_a_call_of_a_decorated_name_reaches_what_the_decorators_returned() -> None:
+    """Issue #34: ``@outer @inner def job`` binds ``job`` to ``outer(inner(job))``: a call of
+    ``job`` runs ``outer_wrapper``, which calls ``inner_wrapper``, which calls ``job``. A
+    decorator that returns its argument changes nothing; ``@make("x")`` applies what
+    ``make`` returns."""
+    calls = _calls(DECORATED)
+    assert calls[("caller", "job")] == "exact"  # the definition a reader names stays
+    assert calls[("caller", "outer.outer_wrapper")] == "inferred"
+    assert ("caller", "inner.inner_wrapper") not in calls  # outer's wrapper calls it
+    assert calls[("outer.outer_wrapper", "inner.inner_wrapper")] == "inferred"
+    assert calls[("inner.inner_wrapper", "job")] == "inferred"
+    assert ("outer.outer_wrapper", "job") not in calls  # outer is passed inner's wrapper
+    assert {dst for src, dst in calls if src == "caller"} == {
+        "job", "outer.outer_wrapper", "plain", "tagged",
+    }  # fmt: skip
+    module = _module_calls_of("pkg/lam.py", DECORATED)
+    assert {"outer", "inner", "registering", "make", "make.decorate"} <= module
+
+
+def _module_calls_of(path: str, content: bytes) -> set[str]:
+    state = build_state(FileStateBuilder(), path, content)
+    prefix = f"r::{path}::"
     module = next(s.id for s in state.symbols if s.kind.value == "module")
     return {e.dst.removeprefix(prefix) for e in state.edges
             if e.type.value in ("CALLS", "INSTANTIATES") and e.src == module}  # fmt: skip
+
+
+ITERATED = b"""
+def on_done():
+    return 0
+
+
+def fallback():
+    return 1
+
+
+def pick():
+    return on_done
+
+
+def run(callback=fallback):
+    return callback()
+
+
+class Countdown:
+    def __init__(self, start):
+        self.left = start
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.left -= 1
+        return self.left
+
+
+class Lines:
+    def __iter__(self):
+        yield "a"
+
+
+def loops(n):
+    for _ in Countdown(n):
+        pass
+    lines = Lines()
+    for _ in lines:
+        pass
+    return [x for x in range(n)]
+
+
+def passes():
+    run()
+    run(pick())
+"""
+
+
+def test_a_loop_calls_the_iteration_protocol_of_a_class_the_file_types() -> None:
+    """``for x in Countdown(n)`` calls ``__iter__`` and (it returns ``self``) ``__next__``;
+    a generator ``__iter__`` has no ``__next__`` of the class; ``range`` is not the file's."""
+    calls = _calls(ITERATED)
+    reached = {dst for src, dst in calls if src == "loops" and not dst.startswith("ref:")}
+    assert reached == {"Countdown.__iter__", "Countdown.__next__", "Lines.__iter__"}
+    assert calls[("loops", "Countdown.__next__")] == "inferred"
+
+
+def test_defaults_and_returned_functions_are_what_a_parameter_holds() -> None:
+    """``def run(callback=fallback)`` runs ``fallback`` when nothing is passed, and
+    ``run(pick())`` passes what ``pick`` returns."""
+    calls = _calls(ITERATED)
+    reached = {dst for src, dst in calls if src == "run" and not dst.startswith("ref:")}
+    assert reached == {"fallback", "on_done"}
+    assert calls[("run", "on_done")] == "inferred"
 
 
 LAMBDAS = b"""

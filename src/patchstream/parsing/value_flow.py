@@ -8,8 +8,13 @@ CALLS (or INSTANTIATES) edges, every one ``inferred``, for:
   a constant reaches every value), and what is stored into it later (``HANDLERS["put"] =
   on_put``, also into a name bound to anything else: ``d = {}``);
 - a loop over such a literal (or a name bound to one): ``for hook in (a, b): hook()``;
-- a function (or class) passed as an argument, positionally or by keyword, and called through
-  the parameter: ``run(on_done)`` with ``def run(cb): cb()`` makes ``run -> on_done``.
+- a function (or class) passed as an argument, positionally or by keyword, as a parameter's
+  default, or returned by a call that is the argument, and called through the parameter:
+  ``run(on_done)`` with ``def run(cb): cb()`` makes ``run -> on_done``;
+- decorators: the call of ``dec`` where the definition runs, the definition passed to its
+  first parameter, and a call of the decorated name reaching what ``dec`` returned;
+- the iteration protocol of the file's classes: ``for x in Countdown(3)`` calls
+  ``Countdown.__iter__`` (and ``__next__`` when ``__iter__`` returns ``self``).
 
 Flow-insensitive on purpose (a name bound twice reaches both values), so precision rests on
 what a value is: only names that resolve to a definition of this file or to an import count,
@@ -30,10 +35,12 @@ from patchstream.parsing.node_text import name_parts, python_parameters
 from patchstream.parsing.receiver_types import _Def, _scope_key
 from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.value_holders import HeldValues, assigned_values, calls_of
-from patchstream.schemas.graph import CallResolution, EdgeType, Reference
+from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Reference
 
 _VALUE_TYPES = frozenset({"identifier", "attribute"})
+_ARGUMENT_TYPES = _VALUE_TYPES | {"keyword_argument", "call"}  # a call: what it returns
 _CALLABLE_KINDS = frozenset({"function", "method", "class"})
+_FUNCTION_KINDS = frozenset({"function", "method"})
 _SELF_PARAMETERS = frozenset({"self", "cls"})
 Target = _Def | Reference
 Reader = Callable[[ts.Node], str]  # Source.text
@@ -55,6 +62,7 @@ class ValueFlow(HeldValues, Resolution):
     defs: list[_Def]
     _parameter_names: dict[int, list[str]]  # a function's node id -> its parameter names
     def_by_node: dict[tuple[int, int, str], _Def]
+    _edge_keys: dict[tuple[str, str, str], Edge]  # (src, edge type, dst) -> the edge
 
     def _collect_value_flow(self, matches: list[dict[str, list[ts.Node]]]) -> None:
         """``matches``: the extraction query's (``queries/python.scm``: its ``flow.*``
@@ -79,13 +87,15 @@ class ValueFlow(HeldValues, Resolution):
         for match in matches:  # stores after the literals: they add to the table they name
             if "flow.store" in match:
                 self._store(match, tables)
+        self._collect_held(matches)  # first: decorators and loops read what functions return
         for match in matches:
             self._check()
             if "flow.subscript_call" in match:
                 self._through_subscript(match, tables)
             elif "flow.loop" in match:
                 self._through_loop(match, tables)
-        self._collect_held(matches)
+            elif "flow.iteration" in match:
+                self._through_iteration(match["flow.iterable"][0])
         # Calls of a parameter first: only the functions they are in need their call sites'
         # arguments resolved (resolving every call's arguments would double a file's cost).
         through: list[tuple[ts.Node, _Def | None, _Def, str]] = []
@@ -108,6 +118,7 @@ class ValueFlow(HeldValues, Resolution):
         if not through:
             return
         passed = self._passed_values(calls, {holder.name for _, _, holder, _ in through})
+        self._defaults([holder for _, _, holder, _ in through], passed)
         for parameter, wrapped in decorated.items():
             passed[parameter].extend(wrapped)
         for _, around, holder, name in through:
@@ -120,26 +131,90 @@ class ValueFlow(HeldValues, Resolution):
         self, decorations: list[dict[str, list[ts.Node]]]
     ) -> dict[tuple[str, str], list[Target]]:
         """``@dec`` over a definition calls ``dec`` where the definition runs, with the
-        defined function or class as its first argument: the edge to ``dec``, and (function's
-        symbol id, first parameter) -> what it is passed, for calls through the parameter."""
+        defined function or class as its first argument, and binds the name to what ``dec``
+        returns. Decorators apply innermost first, so ``@a @b def f`` passes ``a`` what ``b``
+        returned. Gives the edges to each decorator (``@make()``: to what ``make`` returns),
+        (decorator's symbol id, first parameter) -> what it is passed, for calls through the
+        parameter, and makes a call of the name reach the wrapper too (``calls_of_wrappers``).
+        """
         passed: dict[tuple[str, str], list[Target]] = defaultdict(list)
+        groups: dict[int, tuple[ts.Node, ts.Node, list[ts.Node]]] = {}
         for match in decorations:
+            node = match["flow.decoration"][0]
+            group = groups.setdefault(node.id, (node, match["flow.decorated"][0], []))
+            group[2].append(match["flow.decorator"][0])
+        wrappers: dict[str, list[Target]] = {}
+        for node, definition, expressions in groups.values():
             self._check()
-            node, definition = match["flow.decoration"][0], match["flow.decorated"][0]
             around = self._enclosing_def(node)
-            decorator = self._value(match["flow.decorator"][0], around, node)
-            if decorator is None:
-                continue
-            self._edge(around, decorator)
             wrapped = self.def_by_node.get(
                 (definition.start_byte, definition.end_byte, definition.type)
             )
-            if wrapped is None or not isinstance(decorator, _Def):
+            held: list[Target] = [wrapped] if wrapped is not None else []
+            for expression in sorted(expressions, key=lambda n: n.start_byte, reverse=True):
+                applied = self._decorators_of(expression, around, node)
+                for decorator in applied:
+                    self._edge(around, decorator)
+                held = self._applied(applied, held, passed)
+            others = [target for target in held if target is not wrapped]
+            if wrapped is not None and others:
+                wrappers[wrapped.symbol_id] = others
+        if wrappers:
+            self._calls_of_wrappers(wrappers)
+        return passed
+
+    def _decorators_of(self, expression: ts.Node, around: _Def | None, at: ts.Node) -> list[Target]:
+        """``@dec``: ``dec``; ``@make(...)``: what ``make`` (a function of the file) returns."""
+        if expression.type != "call":
+            found = self._value(expression, around, at)
+            return [found] if found is not None else []
+        callee = expression.child_by_field_name("function")
+        factory = self._value(callee, around, at) if callee is not None else None
+        if not isinstance(factory, _Def) or factory.kind not in _FUNCTION_KINDS:
+            return []
+        returned = [self._value(v, self._enclosing_def(v), v)
+                    for v in self._returned.get(factory.node.id, [])]  # fmt: skip
+        return [target for target in returned if isinstance(target, _Def)]
+
+    def _applied(
+        self, applied: list[Target], held: list[Target], passed: dict[tuple[str, str], list[Target]]
+    ) -> list[Target]:
+        """What the name holds after ``applied`` decorators (alternatives) take ``held``: a
+        decorator the file cannot see into (imported, a class, no return) keeps it."""
+        if not applied:
+            return held
+        result: list[Target] = []
+        for decorator in applied:
+            if not isinstance(decorator, _Def) or decorator.kind not in _FUNCTION_KINDS:
+                result.extend(held)
                 continue
             parameters = self._parameter_names.get(decorator.node.id, [])
             if parameters:
-                passed[(decorator.symbol_id, parameters[0])].append(wrapped)
-        return passed
+                passed[(decorator.symbol_id, parameters[0])].extend(held)
+            returns = self._returned.get(decorator.node.id, [])
+            if not returns:
+                result.extend(held)
+            for value in returns:
+                if parameters and self.src.text(value) == parameters[0]:
+                    result.extend(held)  # ``return f``: the function itself
+                    continue
+                target = self._value(value, self._enclosing_def(value), value)
+                if target is not None:
+                    result.append(target)
+        unique: dict[int, Target] = {id(target): target for target in result}
+        return list(unique.values())
+
+    def _calls_of_wrappers(self, wrappers: dict[str, list[Target]]) -> None:
+        """A call of a decorated name runs what the decorator returned in its place: the
+        callers of the definition reach that wrapper too (inferred; the edge to the
+        definition stays, as a reader of the code names it)."""
+        calls = EdgeType.CALLS.value
+        callers = [(src, dst) for src, kind, dst in list(self._edge_keys)
+                   if kind == calls and dst in wrappers]  # fmt: skip
+        for src, dst in callers:
+            for target in wrappers[dst]:
+                self._add(self._call_type(EdgeType.CALLS, target), src, target,
+                          CallResolution.INFERRED)  # fmt: skip
 
     # -- containers ---------------------------------------------------------------------
 
@@ -193,6 +268,25 @@ class ValueFlow(HeldValues, Resolution):
 
     # -- parameters ---------------------------------------------------------------------
 
+    def _through_iteration(self, iterable: ts.Node) -> None:
+        """``for x in c`` calls ``c.__iter__()``, and ``__next__`` of its class when
+        ``__iter__`` returns ``self``: when the file types ``c`` as a class of its own that
+        defines them (``c = Counter()``, ``for x in Counter(3)``)."""
+        around = self._enclosing_def(iterable)
+        self._guessed, self._inferred, self._at = False, False, iterable.start_byte
+        if iterable.type == "call":
+            found = self._member_of_built(iterable, "__iter__", around)
+        else:
+            parts = name_parts(self.src.text(iterable))
+            found = None if "?" in parts else self._typed_member([*parts, "__iter__"], around)
+        if not isinstance(found, _Def) or found.parent is None or found.name != "__iter__":
+            return
+        self._edge(around, found)
+        if any(self.src.text(value) == "self" for value in self._returned.get(found.node.id, [])):
+            following = self._member(found.parent.qualified_name, "__next__")
+            if isinstance(following, _Def):
+                self._edge(around, following)
+
     def _passed_values(
         self, calls: list[dict[str, list[ts.Node]]], names: set[str]
     ) -> dict[tuple[str, str], list[Target]]:
@@ -205,8 +299,7 @@ class ValueFlow(HeldValues, Resolution):
             arguments = call.child_by_field_name("arguments")
             if arguments is None or name_parts(self.src.text(callee_node))[-1] not in names:
                 continue
-            if not any(a.type in _VALUE_TYPES or a.type == "keyword_argument"
-                       for a in arguments.named_children):  # fmt: skip
+            if not any(a.type in _ARGUMENT_TYPES for a in arguments.named_children):
                 continue
             around = self._enclosing_def(call)
             callee = self._value(callee_node, around, call, receiver_ok=True)
@@ -228,12 +321,36 @@ class ValueFlow(HeldValues, Resolution):
                 else:
                     value_node = argument
                     parameter = parameters[position] if position < len(parameters) else None
-                if parameter is None or value_node.type not in _VALUE_TYPES:
+                if parameter is None:
                     continue
-                value = self._value(value_node, around, call)
+                if value_node.type == "call":  # run(make()): what make returns
+                    for returned in self._returns_of(value_node, self._returned):
+                        value = self._value(returned, self._enclosing_def(returned), returned)
+                        if value is not None:
+                            passed[(callee.symbol_id, parameter)].append(value)
+                    continue
+                value = (
+                    self._value(value_node, around, call)
+                    if value_node.type in _VALUE_TYPES
+                    else None
+                )
                 if value is not None:
                     passed[(callee.symbol_id, parameter)].append(value)
         return passed
+
+    def _defaults(self, holders: list[_Def], passed: dict[tuple[str, str], list[Target]]) -> None:
+        """``def run(cb=on_done): cb()``: a call that passes nothing runs the default."""
+        for holder in {id(h): h for h in holders}.values():
+            listed = holder.node.child_by_field_name("parameters")
+            for parameter in listed.named_children if listed is not None else []:
+                if parameter.type not in ("default_parameter", "typed_default_parameter"):
+                    continue
+                name, value = (parameter.child_by_field_name(f) for f in ("name", "value"))
+                if name is None or value is None or value.type not in _VALUE_TYPES:
+                    continue
+                target = self._value(value, holder.parent, value)
+                if target is not None:
+                    passed[(holder.symbol_id, self.src.text(name))].append(target)
 
     def _parameter_holder(self, around: _Def | None, name: str) -> _Def | None:
         """The innermost function around a call of ``name`` that has it as a parameter

@@ -42,6 +42,7 @@ class HeldValues(abc.ABC):
     """Tables of held values, filled from the extraction query's ``flow.*`` matches."""
 
     src: Source
+    _returned: dict[int, list[ts.Node]]  # function node id -> the values it returns
 
     @abc.abstractmethod
     def _enclosing_def(self, node: ts.Node) -> _Def | None: ...
@@ -63,6 +64,7 @@ class HeldValues(abc.ABC):
         bound: dict[tuple[str, str], list[ts.Node]] = defaultdict(list)  # (scope, name)
         made: dict[tuple[str, str], list[ts.Node]] = defaultdict(list)  # name = call(...)
         attributes: dict[tuple[str, str], list[ts.Node]] = defaultdict(list)  # (class, attr)
+        self._returned = returned  # decorators read what they return (value_flow)
         read = self.src.text
         for match in matches:
             if "flow.return" in match or "flow.yield" in match:

@@ -22,7 +22,7 @@
 
 ; Values called later (parsing/value_flow.py): a literal of callables bound to a name, a call
 ; through a subscript, a loop over a literal or a name, and a decorator applied.
-(decorated_definition (decorator [(identifier) (attribute)] @flow.decorator)
+(decorated_definition (decorator [(identifier) (attribute) (call)] @flow.decorator)
   definition: (_) @flow.decorated) @flow.decoration
 (assignment left: (identifier) @flow.name right: [(dictionary) (list) (tuple)] @flow.table
   ) @flow.bind
@@ -42,5 +42,7 @@
 (assignment left: (attribute object: (identifier) @flow.owner attribute: (identifier) @flow.attr)
   right: [(identifier) (attribute)] @flow.value) @flow.attr_bind
 (call function: (call) @flow.inner) @flow.call_of_call
+(for_statement right: [(identifier) (attribute) (call)] @flow.iterable) @flow.iteration
+(for_in_clause right: [(identifier) (attribute) (call)] @flow.iterable) @flow.iteration
 (for_statement left: (identifier) @flow.name right: (call) @flow.iter_call
   body: (block) @flow.body) @flow.loop_call
