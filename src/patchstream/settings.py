@@ -249,6 +249,12 @@ class EmbeddedSettings(BaseModel):
         description="tries to start a backing service before `up` gives up (backoff 1, 2, 4 "
         "... s between them; each failure is logged with the service's own reason)",
     )
+    port_release_wait_s: float = Field(
+        default=20.0,
+        ge=0,
+        description="how long a start waits for a port or socket a previous run's dying "
+        "child still holds before it refuses it as taken",
+    )
     consumer_stall_s: float = Field(
         default=300.0,
         ge=0,

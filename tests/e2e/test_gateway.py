@@ -285,7 +285,6 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
     gateway_env = {"url": url, "api_key": "agent-key", "config": config}
     env = {**os.environ, "PATCHSTREAM_GATEWAY": json.dumps(gateway_env)}
     command = [sys.executable, "-m", "patchstream.cli.main", "hook", "claude-code"]
-    started = time.monotonic()
     done = subprocess.run(command, input=hook_input, env=env, capture_output=True, text=True,
                           timeout=30)  # fmt: skip
     assert done.returncode == 0 and "published 1 write" in done.stderr
@@ -326,6 +325,7 @@ def test_agent_writes_sdk_and_claude_code_hook(gateway_stack: Supervisor, origin
     # With the gateway unreachable the hook still exits 0, quickly.
     gateway_env = {"url": f"http://127.0.0.1:{free_port()}", "config": config}
     env["PATCHSTREAM_GATEWAY"] = json.dumps(gateway_env)
+    started = time.monotonic()  # this call alone: the waits above are not the hook's
     done = subprocess.run(command, input=hook_input, env=env, capture_output=True, text=True,
                           timeout=30)  # fmt: skip
     assert done.returncode == 0 and "unreachable" in done.stderr

@@ -107,9 +107,13 @@ def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", ports["kafka_port"]))
         taken.listen()
+        env = _env(tmp_path, ports)  # a port held this long is taken, not being let go of
+        env["PATCHSTREAM_EMBEDDED"] = json.dumps(
+            {**json.loads(env["PATCHSTREAM_EMBEDDED"]), "port_release_wait_s": 1.0}
+        )
         result = subprocess.run(
             [sys.executable, "-m", "patchstream.cli.main", "up"],
-            env=_env(tmp_path, ports), capture_output=True, text=True, timeout=60,
+            env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode != 0
     assert f"127.0.0.1:{ports['kafka_port']} is already in use" in result.stderr + result.stdout

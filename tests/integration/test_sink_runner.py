@@ -138,4 +138,4 @@ def test_a_taken_port_is_refused_clearly(tansu_service: Service, tmp_path: objec
     with pytest.raises(ConfigError, match="already in use"):
         ensure_port_free("tansu", "127.0.0.1", tansu_service.port)
     with pytest.raises(ConfigError, match="already in use"):
-        start_tansu(tmp_path, tansu_service.port)  # type: ignore[arg-type]
+        start_tansu(tmp_path, tansu_service.port, port_wait_s=1.0)  # type: ignore[arg-type]

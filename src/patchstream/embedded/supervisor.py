@@ -29,7 +29,6 @@ from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.outbox_relay import OutboxTender
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
-    PORT_RELEASE_WAIT_S,
     Service,
     ServiceError,
     ensure_port_free,
@@ -142,16 +141,18 @@ class Supervisor:
     def _start_service_once(self, name: str, port: int) -> Service:
         """One backing service, on loopback, as at first start and at every restart."""
         data = self.data_dir / name
+        embedded = self.settings.embedded
+        wait_s = embedded.port_release_wait_s
         if name == "tansu":
-            return start_tansu(data, port, BACKING_HOST)
+            return start_tansu(data, port, BACKING_HOST, port_wait_s=wait_s)
         if name == "milvus":
-            embedded = self.settings.embedded
             socket_path = milvus_socket_path(self.data_dir) if embedded.milvus_socket else None
             return start_milvus_lite(data, port, BACKING_HOST, nice=embedded.vector_nice,
-                                     socket_path=socket_path)  # fmt: skip
+                                     socket_path=socket_path, port_wait_s=wait_s)  # fmt: skip
         graph = self.settings.graph
         password = graph.falkordb_password.get_secret_value() if graph.falkordb_password else None
-        return start_falkordb(data, port, BACKING_HOST, password, graph.query_timeout_ms)
+        return start_falkordb(data, port, BACKING_HOST, password, graph.query_timeout_ms,
+                              port_wait_s=wait_s)  # fmt: skip
 
     def worker_specs(self) -> list[Worker]:
         python = sys.executable
@@ -225,7 +226,7 @@ class Supervisor:
             for port in (worker.port, worker.metrics_port):
                 if port is not None:  # a previous run's dying child may still hold it
                     ensure_port_free(worker.name, self.settings.query.host, port,
-                                     PORT_RELEASE_WAIT_S)  # fmt: skip
+                                     self.settings.embedded.port_release_wait_s)  # fmt: skip
             worker.start(env)
         self.write_metrics_targets()
         # A fresh broker holds nothing: whatever the outbox kept (the previous `up` was
