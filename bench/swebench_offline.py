@@ -48,9 +48,9 @@ from _common import machine, update_results_row
 from context_quality import FileBM25
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
-from patchstream.indexing.scan import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.parsing.indexable import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.question import named_files, named_in
 from patchstream.settings import Settings

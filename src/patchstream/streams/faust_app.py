@@ -180,6 +180,9 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                     acks.append(await reject(f"file skipped, its last good state kept: "
                                              f"{output.flagged}", "parse_failed", event.value,
                                              event.key, event.message, applied=True))  # fmt: skip
+                if output.not_indexed is not None:  # removed, as a clean scan would skip it
+                    log.info("event=not_indexed path=%r reason=%s", patch.path,
+                             output.not_indexed)  # fmt: skip
                 language = (output.state.language if output.state else None) or "none"
                 metrics.parse_seconds.labels(language).observe(outcome.seconds)
                 metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()

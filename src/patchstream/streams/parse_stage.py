@@ -9,6 +9,7 @@ from patchstream.errors import ContractError
 from patchstream.parsing.delta import delete_delta, diff_states
 from patchstream.parsing.filestate import FileRef, StateBuilder
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.parsing.indexable import skip_reason
 from patchstream.parsing.jail import FileFlagged
 from patchstream.schemas.events import EditHint, PatchEvent
 from patchstream.schemas.state import FileDelta, FileState
@@ -24,6 +25,7 @@ class ParseOutput:
     state: FileState | None = None
     stale: bool = False
     flagged: str | None = None  # why the file was skipped (kept its last good state)
+    not_indexed: str | None = None  # why the index does not hold the file (a scan skips it)
 
 
 class ParseStage:
@@ -50,23 +52,33 @@ class ParseStage:
         if previous is not None and event.version <= previous.version:
             return ParseOutput(state=previous, stale=True)
         if event.op == "delete":
-            self.builder.forget(event.key)
-            delta = delete_delta(
-                previous,
-                tenant=event.tenant,
-                repo=event.repo,
-                ref=event.ref,
-                path=event.path,
-                version=event.version,
-                workspace=event.workspace,
-                event=event,
-            )
-            return ParseOutput(deltas=[delta], state=None)
-        state, flagged = self._build(event, self.content_of(event), previous, event.edit)
+            return self._removed(event, previous)
+        data = self.content_of(event)
+        reason = skip_reason(event.path, data)
+        if reason is not None:  # as a clean scan of the tree would: removed, if it was held
+            output = self._removed(event, previous)
+            output.not_indexed = reason
+            self._follow_ups(event, output)
+            return output
+        state, flagged = self._build(event, data, previous, event.edit)
         output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state,
                              flagged=flagged)  # fmt: skip
         self._follow_ups(event, output)
         return output
+
+    def _removed(self, event: PatchEvent, previous: FileState | None) -> ParseOutput:
+        self.builder.forget(event.key)
+        delta = delete_delta(
+            previous,
+            tenant=event.tenant,
+            repo=event.repo,
+            ref=event.ref,
+            path=event.path,
+            version=event.version,
+            workspace=event.workspace,
+            event=event,
+        )
+        return ParseOutput(deltas=[delta], state=None)
 
     def _build(
         self, event: PatchEvent, data: bytes, previous: FileState | None, hint: EditHint | None
@@ -83,6 +95,8 @@ class ParseStage:
         if event.op == "delete":
             return self.handle(event, None)
         data = self.content_of(event)
+        if skip_reason(event.path, data) is not None:
+            return self.handle(event, None)
         state, flagged = previous, None
         if not previous.chunks or hash_bytes(data) != previous.content_hash:
             state, flagged = self._build(event, data, previous, None)
