@@ -77,6 +77,12 @@ class QuerySettings(BaseModel):
     search_mirror_lag_s: float = Field(
         default=0.5, ge=0, description="how far the copy may trail Milvus (/v1/wait syncs it)"
     )
+    search_mirror_idle_lag_s: float = Field(
+        default=2.0, ge=0,
+        description="how far it may trail once nothing was written to the tenant for "
+        "search_mirror_idle_after_s (a quiet stack polls Milvus less; 0: always the lag above)",
+    )  # fmt: skip
+    search_mirror_idle_after_s: float = Field(default=60.0, gt=0)
     search_mirror_max_rows: int = Field(
         default=1_000_000, gt=0,
         description="chunk rows one tenant's copy may hold; a larger tenant searches Milvus",

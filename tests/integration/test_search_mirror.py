@@ -195,3 +195,23 @@ def test_a_loaded_copy_is_frozen_out_of_full_collections_and_still_freed(
     finally:
         copy.close()
         gc.unfreeze()  # the rest of the suite collects as usual
+
+
+def test_a_quiet_tenant_is_followed_less_often_and_a_write_brings_the_short_lag_back(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """An idle stack's Milvus answered the copy's stamp scan twice a second for nobody."""
+    paced = SearchMirror(vectors, lag_s=0.05, idle_lag_s=1.0, idle_after_s=2.0)
+    try:
+        vectors.apply([upsert(tenant, "billing.py", BILLING, 1)])
+        _ready(paced, tenant)
+        state = paced._mirrors[tenant]
+        _until(lambda: state.pause_s == 1.0)  # quiet for idle_after_s: the long wait
+        edited = BILLING.replace("compute_invoice_total", "compute_credit_note")
+        vectors.apply([upsert(tenant, "billing.py", edited, 2)])
+        # Found within the long lag without a sync call, and the short lag is back.
+        _until(lambda: state.pause_s == 0.05, timeout=10.0)
+        found = paced.search(tenant, "compute_credit_note", limit=1) or []
+        assert _symbols(found) == ["app::billing.py::compute_credit_note"]
+    finally:
+        paced.close()

@@ -145,9 +145,12 @@ def _default_factory(settings: Settings) -> QueryService:
     graph = open_graph_store(settings)
     service = QueryService(settings, graph, open_vector_store(settings))
     if settings.query.search_mirror:
-        service.mirror = SearchMirror(service.vectors, settings.query.search_mirror_lag_s,
-                                      max_rows=settings.query.search_mirror_max_rows,
-                                      freeze_loaded=settings.query.freeze_loaded_copy)  # fmt: skip
+        query = settings.query
+        service.mirror = SearchMirror(service.vectors, query.search_mirror_lag_s,
+                                      idle_lag_s=query.search_mirror_idle_lag_s,
+                                      idle_after_s=query.search_mirror_idle_after_s,
+                                      max_rows=query.search_mirror_max_rows,
+                                      freeze_loaded=query.freeze_loaded_copy)  # fmt: skip
         keys = resolve_api_keys(settings.query.api_keys, settings.query.host, "query")
         for tenant in sorted(set(keys.values())):
             service.mirror.warm(tenant)  # load before the first search asks

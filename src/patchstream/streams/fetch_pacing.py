@@ -7,8 +7,8 @@ A consumer that has had no records for ``idle_after_s`` asks every ``idle_ms`` i
 first record brings the short wait back. The price is paid once per quiet spell: the first
 event after it waits up to ``idle_ms`` longer per hop.
 
-``FetchPacer`` is the rule, pure; ``pace`` fits it to a started aiokafka consumer
-(``PacedConsumer`` does that when it starts), whose fetcher reads its wait from
+``FetchPacer`` (``patchstream.pacing``) is the rule, pure; ``pace`` fits it to a started
+aiokafka consumer (``PacedConsumer`` does that when it starts), whose fetcher reads its wait from
 ``_fetch_max_wait_ms`` each time it builds a request. That attribute is private: where a
 future aiokafka lacks it, the consumer keeps its fixed wait and one warning says so.
 """
@@ -16,42 +16,17 @@ future aiokafka lacks it, the consumer keeps its fixed wait and one warning says
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from patchstream.pacing import FetchPacer
 from patchstream.settings import KafkaSettings
 
+__all__ = ["FetchPacer", "PacedConsumer", "pace", "pacer_for"]
+
 log = logging.getLogger("patchstream.fetch")
-
-
-@dataclass
-class FetchPacer:
-    """The wait of a consumer's next fetch, from when it last received records."""
-
-    active_ms: int
-    idle_ms: int
-    idle_after_s: float
-    clock: Callable[[], float] = time.monotonic
-    last_records_at: float = field(default=0.0)
-    answers: int = 0  # fetch answers seen
-    wait_ms: int = 0  # the wait the next fetch asks for
-
-    def __post_init__(self) -> None:
-        self.last_records_at = self.clock()
-        self.wait_ms = self.active_ms
-
-    def next_wait_ms(self, received: bool) -> int:
-        now = self.clock()
-        self.answers += 1
-        if received:
-            self.last_records_at = now
-        quiet = now - self.last_records_at >= self.idle_after_s
-        self.wait_ms = self.idle_ms if quiet and self.idle_ms > self.active_ms else self.active_ms
-        return self.wait_ms
 
 
 def pacer_for(kafka: KafkaSettings) -> FetchPacer:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from patchstream.pacing import FetchPacer
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
@@ -55,6 +56,7 @@ class _Mirror:
     fence: float = 0.0  # a sync must have started after this for the copy to answer
     reconciled_at: float = 0.0
     frozen_rows: int = 0  # live rows when the heap was last frozen
+    pause_s: float = 0.0  # the follower's wait before its next sync
     ready: bool = False
     disabled: str | None = None  # why this tenant is served by Milvus
     search_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,6 +83,8 @@ class SearchMirror:
         store: MilvusVectorStore,
         lag_s: float = 0.5,
         reconcile_s: float = 300.0,
+        idle_lag_s: float = 0.0,
+        idle_after_s: float = 60.0,
         max_rows: int = 1_000_000,
         freeze_loaded: bool = False,
         freeze_min_rows: int = 1000,
@@ -89,6 +93,11 @@ class SearchMirror:
         self.freeze_loaded = freeze_loaded
         self.freeze_min_rows = freeze_min_rows
         self.lag_s = lag_s
+        # A tenant nothing was written to for ``idle_after_s`` is followed every
+        # ``idle_lag_s`` (0: always ``lag_s``): an idle stack's Milvus scanned its file
+        # records twice a second for nobody. ``/v1/wait`` still syncs at once.
+        self.idle_lag_s = idle_lag_s
+        self.idle_after_s = idle_after_s
         self.reconcile_s = reconcile_s
         self.max_rows = max_rows
         self._mirrors: dict[str, _Mirror] = {}
@@ -126,9 +135,11 @@ class SearchMirror:
         started = time.perf_counter()
         failures = 0
         pause = 0.0
+        pacer = FetchPacer(round(1000 * self.lag_s), round(1000 * self.idle_lag_s),
+                           self.idle_after_s)  # fmt: skip
         while not self._closed.wait(pause) and not mirror.disabled:
             try:
-                self._sync(tenant, mirror, everything=not mirror.ready)
+                changed = self._sync(tenant, mirror, everything=not mirror.ready)
             except Exception as exc:
                 failures += 1
                 if failures == 3:
@@ -141,7 +152,8 @@ class SearchMirror:
                          tenant, mirror.index.live, len(mirror.files),
                          time.perf_counter() - started)  # fmt: skip
             mirror.ready = mirror.disabled is None
-            failures, pause = 0, self.lag_s
+            failures, pause = 0, pacer.next_wait_ms(changed) / 1000
+            mirror.pause_s = pause
             live = mirror.index.live
             grown = live >= max(self.freeze_min_rows, mirror.frozen_rows * 5 // 4)
             if self.freeze_loaded and grown:
@@ -239,7 +251,8 @@ class SearchMirror:
 
     # -- following Milvus ----------------------------------------------------------------
 
-    def _sync(self, tenant: str, mirror: _Mirror, everything: bool = False) -> None:
+    def _sync(self, tenant: str, mirror: _Mirror, everything: bool = False) -> bool:
+        """Whether it found anything new."""
         with mirror.sync_lock:
             now = time.monotonic()
             everything = everything or now - mirror.reconciled_at >= self.reconcile_s
@@ -261,6 +274,7 @@ class SearchMirror:
             mirror.synced_at = now
             if everything:
                 mirror.reconciled_at = now
+            return bool(changed)
 
     def _records(self, tenant: str, since: float, fields: list[str]) -> list[dict[str, Any]]:
         """``fields`` of the tenant's file records applied at ``since`` or later (every one
