@@ -17,3 +17,15 @@ def cpu_ticks(pid: int) -> int | None:
         return None
     fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and parens
     return int(fields[11]) + int(fields[12])
+
+
+def rss_mib(pid: int) -> float | None:
+    """The process's resident memory now, in MiB; None once it is gone or without ``/proc``."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return None

@@ -249,6 +249,13 @@ class EmbeddedSettings(BaseModel):
         description="tries to start a backing service before `up` gives up (backoff 1, 2, 4 "
         "... s between them; each failure is logged with the service's own reason)",
     )
+    broker_recycle_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="restart the embedded broker (memory-only Tansu, which keeps every record "
+        "it is sent) empty once its memory passes this and every consumer group has consumed "
+        "all it holds; its dead-letter and run-event history go with it (0: never)",
+    )
     port_release_wait_s: float = Field(
         default=20.0,
         ge=0,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchstream.client import PatchClient
+from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.producers.outbox import Outbox, outbox_path
@@ -244,3 +245,75 @@ def test_a_vector_store_whose_files_are_lost_is_rebuilt_from_the_outbox(
             store.close()
 
     wait_for(rebuilt, timeout=300, what="the vector tier rebuilt from the outbox")
+
+
+def test_a_broker_over_its_memory_bound_is_restarted_empty_once_all_is_consumed(
+    durable_stack: Supervisor,
+) -> None:
+    """Tansu keeps every record it is sent (it applies no retention): past its bound, and only
+    when nothing is left unconsumed, `up` restarts it empty; nothing is lost either way."""
+    from patchstream.stores.factory import open_graph_store
+
+    stack = durable_stack
+    url = stack.settings.gateway.url
+
+    def broker_pid() -> int:
+        return next(s for s in stack.services if s.name == "tansu").process.pid
+
+    def in_graph(paths: set[str]) -> bool:
+        graph = open_graph_store(stack.settings)
+        try:
+            return paths <= set(graph.file_hashes("default", "recycle", "main"))
+        finally:
+            graph.close()
+
+    with PatchClient(url, "dev-local-key") as client:
+        for i in range(5):
+            client.write_file("recycle", f"a{i}.py", f"def a{i}():\n    return {i}\n")
+    wait_for(lambda: in_graph({f"a{i}.py" for i in range(5)}), what="the first writes")
+    original, first_pid = stack.recycler, broker_pid()
+    stack.recycler = BrokerRecycler(bound_mib=1)  # every broker is over 1 MiB
+    workers = [w for w in stack.workers if w.service == "parse"]
+    try:
+        for worker in workers:  # the parse tier falls behind: nothing may be recycled away
+            assert worker.process is not None
+            os.kill(worker.process.pid, signal.SIGSTOP)
+        try:
+            with PatchClient(url, "dev-local-key") as client:
+                client.write_file("recycle", "behind.py", "def behind():\n    return 0\n")
+            wait_for(lambda: not _lag_is_zero(stack.settings), what="the write to be pending")
+            stack.recycler.next_check = 0.0
+            stack.check()
+            assert broker_pid() == first_pid  # a tier is behind: kept
+        finally:
+            for worker in workers:
+                assert worker.process is not None
+                os.kill(worker.process.pid, signal.SIGCONT)
+        wait_for(lambda: in_graph({"behind.py"}) and _lag_is_zero(stack.settings),
+                 what="everything consumed")  # fmt: skip
+
+        def recycled() -> bool:
+            stack.recycler.next_check = 0.0
+            stack.check()
+            return broker_pid() != first_pid
+
+        wait_for(recycled, timeout=60, what="the broker restarted empty")
+        stack.recycler = original
+
+        def written() -> bool:  # the gateway may answer 503 until it reaches the new broker
+            try:
+                with PatchClient(url, "dev-local-key") as client:
+                    client.write_file("recycle", "after.py", "def after():\n    return 1\n")
+            except Exception:
+                return False
+            return True
+
+        wait_for(written, timeout=60, what="the gateway to take a write again")
+
+        def after_applied() -> bool:
+            stack.check()
+            return in_graph({"after.py", "behind.py", *(f"a{i}.py" for i in range(5))})
+
+        wait_for(after_applied, timeout=180, what="a write after the restart")
+    finally:
+        stack.recycler = original

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchstream.embedded.broker_recycle import BrokerRecycler, every_lag
 from patchstream.embedded.child_settings import (
     BACKING_HOST,
     child_environment,
@@ -40,6 +41,7 @@ from patchstream.embedded.services import (
     start_tansu,
 )
 from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender
+from patchstream.procfs import rss_mib
 from patchstream.settings import Settings
 from patchstream.streams.topics import ensure_topics
 
@@ -110,6 +112,7 @@ class Supervisor:
         self.reconciler: subprocess.Popen[bytes] | None = None
         self.next_reconcile = time.monotonic() + settings.embedded.reconcile_interval_s
         self.stalls = StallTender(settings.embedded.consumer_stall_s)
+        self.recycler = BrokerRecycler(settings.embedded.broker_recycle_mb)
         # The vector sink waits for the start's audit of the vector tier: a killed Milvus
         # Lite can come back without chunk rows its file records still list, and the sink
         # applying an index meanwhile made that index look complete (the restart soak's
@@ -280,6 +283,7 @@ class Supervisor:
     def check(self) -> None:
         """Restart whatever died, with exponential backoff per child."""
         now = time.monotonic()
+        self._maybe_recycle_broker(now)
         for index, service in enumerate(self.services):
             if service.alive() and not service.alive_and_answering():
                 service.stop(timeout=5)  # alive but not answering: restart it below
@@ -324,6 +328,18 @@ class Supervisor:
         held = frozenset({VECTOR_SINK} if self.vector_sink_held else ())
         self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)), held)
         self.maybe_reconcile(now)
+
+    def _maybe_recycle_broker(self, now: float) -> None:
+        """Stop the memory-only broker once it is over its bound with nothing unconsumed; the
+        loop below starts it again as it would a crashed one (``broker_recycle``)."""
+        tansu = next((s for s in self.services if s.name == "tansu"), None)
+        if tansu is None or not tansu.alive():
+            return
+        memory = rss_mib(tansu.process.pid)
+        if self.recycler.due(now, memory, lambda: every_lag(self.settings.kafka)):
+            log.warning("event=broker_recycled rss_mib=%.0f bound_mib=%d reason=all_consumed",
+                        memory or 0.0, self.recycler.bound_mib)  # fmt: skip
+            tansu.stop(timeout=5)
 
     def _kill_consumers(self, services: tuple[str, ...]) -> None:
         """SIGKILL (nothing of theirs is committed that should not be); the next check starts
