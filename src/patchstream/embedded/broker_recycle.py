@@ -6,6 +6,10 @@ consumer group has consumed everything it holds (nothing left to lose: each tier
 and the outbox still holds whatever it owes), ``up`` restarts it empty by the path a crashed
 broker takes: consumers reset, topics created again, the outbox's owed entries republished.
 What goes with it is history no consumer reads: the dead-letter and run-event topics.
+
+A restart resets every consumer, a pause of some seconds in applying writes, so it waits for
+a quiet moment: nothing consumed between two checks 30 s apart. Under a load that never
+pauses, it takes the first moment with nothing pending once the broker is at twice its bound.
 """
 
 from __future__ import annotations
@@ -27,11 +31,15 @@ class _Lag(Protocol):
     @property
     def pending(self) -> int: ...
 
+    @property
+    def committed(self) -> dict[int, int]: ...
+
 
 @dataclass
 class BrokerRecycler:
     bound_mib: int  # 0: never
     next_check: float = 0.0
+    consumed: int | None = None  # every group's committed offsets, summed, at the last check
 
     def due(
         self, now: float, rss_mib: float | None, lags: Callable[[], Mapping[str, _Lag] | None]
@@ -43,7 +51,12 @@ class BrokerRecycler:
         if rss_mib is None or rss_mib <= self.bound_mib:
             return False
         found = lags()
-        return found is not None and bool(found) and all(g.pending == 0 for g in found.values())
+        if not found or any(g.pending for g in found.values()):
+            self.consumed = None
+            return False
+        consumed = sum(sum(g.committed.values()) for g in found.values())
+        quiet, self.consumed = consumed == self.consumed, consumed
+        return quiet or rss_mib > 2 * self.bound_mib
 
 
 def every_lag(kafka: KafkaSettings, timeout_s: float = 10.0) -> dict[str, GroupLag] | None:
