@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -17,12 +17,14 @@ import pytest
 
 from patchstream.embedded.services import (
     Service,
+    ServiceError,
     free_port,
     start_falkordb,
     start_milvus_lite,
     start_tansu,
 )
 from patchstream.embedders.hashing import HashingEmbedder
+from patchstream.errors import ConfigError
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.graph.falkordb import FalkorGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -43,23 +45,35 @@ class CountingEmbedder(HashingEmbedder):
         return super().embed(texts)
 
 
+def _on_a_free_port(start: Callable[..., Service], data_dir: Path) -> Service:
+    """The suite runs in several processes: another may take the port ``free_port`` chose
+    before this service binds it. A taken port fails the start; it is tried on another."""
+    for attempt in range(3):
+        try:
+            return start(data_dir / f"try{attempt}", free_port(), port_wait_s=0.5)
+        except (ServiceError, ConfigError):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def falkordb_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    service = start_falkordb(tmp_path_factory.mktemp("falkordb"), free_port())
+    service = _on_a_free_port(start_falkordb, tmp_path_factory.mktemp("falkordb"))
     yield service
     service.stop()
 
 
 @pytest.fixture(scope="session")
 def tansu_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    service = start_tansu(tmp_path_factory.mktemp("tansu"), free_port())
+    service = _on_a_free_port(start_tansu, tmp_path_factory.mktemp("tansu"))
     yield service
     service.stop()
 
 
 @pytest.fixture(scope="session")
 def milvus_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    service = start_milvus_lite(tmp_path_factory.mktemp("milvus"), free_port())
+    service = _on_a_free_port(start_milvus_lite, tmp_path_factory.mktemp("milvus"))
     yield service
     service.stop()
 

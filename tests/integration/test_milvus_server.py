@@ -180,3 +180,20 @@ def test_a_dead_servers_socket_is_replaced_and_a_live_ones_refused(tmp_path: Pat
             ensure_socket_free("milvus", socket_path)
     finally:
         service.stop()
+
+
+def test_a_second_server_on_a_taken_port_refuses_to_start(
+    milvus_service: Service, tmp_path: Path
+) -> None:
+    """gRPC's default SO_REUSEPORT let a second Milvus bind the port and take half the
+    connections: a probe of a stopped server was answered by the other."""
+    import subprocess
+
+    from patchstream.embedded.services import milvus_lite_command
+
+    listen = f"127.0.0.1:{milvus_service.port}"
+    command = [*milvus_lite_command(), "--data-dir", str(tmp_path), "--listen", listen]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert f"cannot listen on {listen}" in done.stderr + done.stdout
+    assert milvus_service.answers()  # the first one still serves

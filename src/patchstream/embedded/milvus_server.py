@@ -123,6 +123,10 @@ def build_server(db: object, max_workers: int) -> grpc.Server:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+            # gRPC binds with SO_REUSEPORT by default: a second server on a taken port started
+            # and the kernel split connections between the two (a probe of a stopped Milvus
+            # was answered by the other). A taken port is an error instead.
+            ("grpc.so_reuseport", 0),
         ],
     )
     milvus_pb2_grpc.add_MilvusServiceServicer_to_server(MilvusServicer(db), server)
@@ -184,7 +188,11 @@ def serve(data_dir: str, address: str, max_workers: int = 10,
         if address.startswith("unix:"):
             with contextlib.suppress(FileNotFoundError):
                 Path(address.removeprefix("unix:")).unlink()  # nothing listens on it any more
-        if not server.add_insecure_port(address) and not address.startswith("unix:"):
+        try:
+            bound = server.add_insecure_port(address)
+        except RuntimeError as exc:  # grpc's way of saying the bind failed
+            raise OSError(f"cannot listen on {address} (taken?): {exc}") from exc
+        if not bound and not address.startswith("unix:"):
             raise OSError(f"cannot listen on {address}")
         server.start()
     finally:
