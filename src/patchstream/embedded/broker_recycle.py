@@ -14,16 +14,10 @@ pauses, it takes the first moment with nothing pending once the broker is at twi
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from patchstream.query.lag import GroupLag, LagProbe
-from patchstream.settings import KafkaSettings
-
-log = logging.getLogger("patchstream.up")
 RECHECK_S = 30.0  # how often the broker's memory is looked at
 
 
@@ -57,15 +51,3 @@ class BrokerRecycler:
         consumed = sum(sum(g.committed.values()) for g in found.values())
         quiet, self.consumed = consumed == self.consumed, consumed
         return quiet or rss_mib > 2 * self.bound_mib
-
-
-def every_lag(kafka: KafkaSettings, timeout_s: float = 10.0) -> dict[str, GroupLag] | None:
-    """The pipeline's groups and the runtime-edge sink's (trace events are not in the
-    outbox: one unconsumed would be lost); None while the broker does not answer."""
-    probe = LagProbe(kafka)
-    probe.groups["trace"] = (f"{kafka.topic_prefix}trace-sink", probe.topics.trace_events)
-    try:
-        return asyncio.run(asyncio.wait_for(probe.lags(), timeout_s))
-    except Exception as exc:  # a broker restarting: the next check asks again
-        log.info("event=lag_unavailable error=%s", type(exc).__name__)
-        return None

@@ -71,11 +71,17 @@ class StallWatch:
                 seen.since = now
 
 
-def read_lags(kafka: KafkaSettings, timeout_s: float = 10.0) -> dict[str, GroupLag] | None:
-    """One lag snapshot of the pipeline's groups; None while the broker does not answer."""
+def read_lags(
+    kafka: KafkaSettings, timeout_s: float = 10.0, runtime_edges: bool = False
+) -> dict[str, GroupLag] | None:
+    """One lag snapshot of the pipeline's groups (and, with ``runtime_edges``, the trace
+    sink's, as ``trace``); None while the broker does not answer."""
+    probe = LagProbe(kafka)
+    if runtime_edges:
+        probe.groups["trace"] = (f"{kafka.topic_prefix}trace-sink", probe.topics.trace_events)
 
     async def read() -> dict[str, GroupLag]:
-        return await asyncio.wait_for(LagProbe(kafka).lags(), timeout_s)
+        return await asyncio.wait_for(probe.lags(), timeout_s)
 
     try:
         return asyncio.run(read())

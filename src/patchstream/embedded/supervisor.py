@@ -8,6 +8,7 @@ child in reverse order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchstream.embedded.broker_recycle import BrokerRecycler, every_lag
+from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.child_settings import (
     BACKING_HOST,
     child_environment,
@@ -40,7 +41,7 @@ from patchstream.embedded.services import (
     start_milvus_lite,
     start_tansu,
 )
-from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender
+from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender, read_lags
 from patchstream.procfs import rss_mib
 from patchstream.settings import Settings
 from patchstream.streams.topics import ensure_topics
@@ -336,7 +337,9 @@ class Supervisor:
         if tansu is None or not tansu.alive():
             return
         memory = rss_mib(tansu.process.pid)
-        if self.recycler.due(now, memory, lambda: every_lag(self.settings.kafka)):
+        # Trace events are not in the outbox: an unconsumed one would be lost, so they count.
+        lags = functools.partial(read_lags, self.settings.kafka, runtime_edges=True)
+        if self.recycler.due(now, memory, lags):
             log.warning("event=broker_recycled rss_mib=%.0f bound_mib=%d reason=all_consumed",
                         memory or 0.0, self.recycler.bound_mib)  # fmt: skip
             tansu.stop(timeout=5)

@@ -55,11 +55,8 @@ class ParseStage:
             return self._removed(event, previous)
         data = self.content_of(event)
         reason = skip_reason(event.path, data)
-        if reason is not None:  # as a clean scan of the tree would: removed, if it was held
-            output = self._removed(event, previous)
-            output.not_indexed = reason
-            self._follow_ups(event, output)
-            return output
+        if reason is not None:
+            return self._not_indexed(event, previous, reason)
         state, flagged = self._build(event, data, previous, event.edit)
         output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state,
                              flagged=flagged)  # fmt: skip
@@ -80,6 +77,15 @@ class ParseStage:
         )
         return ParseOutput(deltas=[delta], state=None)
 
+    def _not_indexed(
+        self, event: PatchEvent, previous: FileState | None, reason: str
+    ) -> ParseOutput:
+        """As a clean scan of the tree would: the file removed, if it was held."""
+        output = self._removed(event, previous)
+        output.not_indexed = reason
+        self._follow_ups(event, output)
+        return output
+
     def _build(
         self, event: PatchEvent, data: bytes, previous: FileState | None, hint: EditHint | None
     ) -> tuple[FileState, str | None]:
@@ -95,8 +101,9 @@ class ParseStage:
         if event.op == "delete":
             return self.handle(event, None)
         data = self.content_of(event)
-        if skip_reason(event.path, data) is not None:
-            return self.handle(event, None)
+        reason = skip_reason(event.path, data)
+        if reason is not None:  # the content is read once, not again by handle()
+            return self._not_indexed(event, None, reason)
         state, flagged = previous, None
         if not previous.chunks or hash_bytes(data) != previous.content_hash:
             state, flagged = self._build(event, data, previous, None)
