@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.services import Service, port_is_open
+from patchstream.embedded.services import Service, ServiceError, port_is_open, wait_until_ready
+from patchstream.procfs import listens_on
 
 
 @pytest.mark.parametrize("fixture", ["tansu_service", "milvus_service", "falkordb_service"])
@@ -25,3 +29,26 @@ def test_a_stopped_service_is_seen_as_not_answering(
     finally:
         os.kill(service.process.pid, signal.SIGCONT)
     assert service.answers()
+
+
+@pytest.mark.parametrize("fixture", ["tansu_service", "milvus_service", "falkordb_service"])
+def test_a_service_answered_on_its_port_by_another_process_is_not_started(
+    request: pytest.FixtureRequest, fixture: str, tmp_path: Path
+) -> None:
+    """The race a free-port check leaves: another process binds the port before the child
+    does and answers its readiness probe. The start must fail (and be retried), not hand back
+    a service whose probes another server answers."""
+    other: Service = request.getfixturevalue(fixture)
+    assert listens_on(other.process.pid, other.port) is True
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert listens_on(child.pid, other.port) is False
+    late = Service(other.name, other.host, other.port, child, tmp_path / "late.log",
+                   password=other.password)  # fmt: skip
+    try:
+        with pytest.raises(ServiceError, match="answered by another process"):
+            wait_until_ready(late, timeout=10.0)
+        assert child.wait(timeout=10) is not None  # the child that lost the race is stopped
+    finally:
+        child.kill()
+        child.wait()
+    assert other.answers()

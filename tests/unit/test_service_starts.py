@@ -84,6 +84,9 @@ class _SlowStore:
     def accepts(self) -> bool:
         return self.sock is not None
 
+    def answered_by_another(self) -> bool:
+        return False
+
     def stop(self) -> None:
         self.stopped = True
         if self.sock:

@@ -29,7 +29,7 @@ from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers, unix_socket_accepts
 from patchstream.errors import ConfigError, PatchstreamError
-from patchstream.procfs import TICKS_PER_S, cpu_ticks
+from patchstream.procfs import TICKS_PER_S, cpu_ticks, listens_on
 
 log = logging.getLogger("patchstream.up")
 PORT_RELEASE_WAIT_S = 20.0
@@ -180,6 +180,13 @@ class Service:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def answered_by_another(self) -> bool:
+        """Whether another process holds its port: one that bound it after our free-port
+        check, whose server then answers our probes (ours cannot bind it)."""
+        if not self.port or self.socket_path is not None:
+            return False
+        return listens_on(self.process.pid, self.port) is False
+
     def stop(self, timeout: float = 10.0) -> None:
         if self.alive():
             self.process.terminate()
@@ -227,6 +234,10 @@ def wait_until_ready(service: Service, timeout: float = 60.0, patience_s: float 
                 f"{service.log_tail()}"
             )
         if service.ready():
+            if service.answered_by_another():
+                service.stop()
+                raise ServiceError(f"{service.name}: {service.url} is answered by another "
+                                   "process (the port was taken while it started)")  # fmt: skip
             return
         near_deadline = time.monotonic() + 0.1 >= deadline
         if near_deadline and deadline < limit and service.accepts():
