@@ -147,7 +147,9 @@ def test_a_milvus_that_works_without_answering_is_loading_not_hung(tmp_path: Pat
             for _ in range(3):
                 found.append(service.alive_and_answering())
                 service.failing_since = time.monotonic() - 200  # past the idle patience
-                time.sleep(1.5)
+                # Probe to probe ~6 s: a spinning child earns the 1 CPU-s that says "busy"
+                # even with a sixth of a core (four test workers on two cores).
+                time.sleep(3.0)
             return found
         finally:
             process.kill()
