@@ -56,6 +56,15 @@ def indexed(stack: Supervisor, tmp_path_factory: pytest.TempPathFactory) -> Supe
     done = asyncio.run(index_directory(stack.settings, other, repo="billing", tenant="default",
                                        timeout_s=180, progress=False))  # fmt: skip
     assert done.complete
+
+    # Search reads the query service's copy of Milvus, which follows it within its lag (2 s
+    # for a tenant quiet for a minute, as "default" was while "acme" was indexed).
+    def searchable(key: str, query: str) -> bool:
+        with _client(stack, key) as client:
+            return bool(client.post("/v1/search", json={"query": query}).json()["hits"])
+
+    wait_for(lambda: searchable("key-default", CANARY), 30, "the canary in search")
+    wait_for(lambda: searchable("key-acme", "tax rate"), 30, "acme's files in search")
     return stack
 
 
