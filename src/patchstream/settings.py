@@ -333,6 +333,12 @@ class MetricsSettings(BaseModel):
     lag_refresh_s: float = Field(
         default=1.0, gt=0, description="how often the query service reads consumer offsets"
     )
+    lag_idle_refresh_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="how often it reads them once no offset has moved and no request has read "
+        "the lag for kafka.idle_after_s (0: always lag_refresh_s); a request wakes it",
+    )
 
 
 class Settings(BaseSettings):

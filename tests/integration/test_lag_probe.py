@@ -67,3 +67,51 @@ def test_pending_events_follow_commits_per_group_and_partition(tansu_service: Se
         assert probe._clients is None  # closed when the probe stops
 
     asyncio.run(scenario())
+
+
+def test_a_quiet_bus_is_read_less_often_and_a_reader_wakes_the_probe(
+    tansu_service: Service,
+) -> None:
+    """An idle query service read six offsets a second from the broker for nobody. Once no
+    offset moves and nobody reads for ``idle_after_s``, the probe refreshes every
+    ``idle_ttl_s``; a reader of an older snapshot brings the short refresh back at once."""
+    kafka = KafkaSettings(bootstrap=tansu_service.url, topic_prefix=f"q{uuid.uuid4().hex[:6]}.",
+                          partitions=1, idle_after_s=0.3)  # fmt: skip
+
+    async def scenario() -> None:
+        topics = await ensure_topics(kafka)
+        probe = LagProbe(kafka, ttl_s=0.05, idle_ttl_s=30.0)
+        refreshes: list[float] = []
+        refresh = probe._refresh
+
+        async def counted(keep_open: bool) -> object:
+            refreshes.append(time.monotonic())
+            return await refresh(keep_open)
+
+        probe._refresh = counted  # type: ignore[method-assign]
+        running = asyncio.create_task(probe.run())
+        committer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False,
+                                     group_id=f"{kafka.topic_prefix}parse")  # fmt: skip
+        await committer.start()
+        try:
+            await _until(lambda: len(refreshes) >= 3)  # active: every 50 ms
+            await asyncio.sleep(1.0)  # quiet past idle_after_s: the 30 s wait has begun
+            quiet_since = len(refreshes)
+            await asyncio.sleep(1.0)
+            assert len(refreshes) == quiet_since  # nothing read in a second of quiet
+            producer = make_producer(kafka)
+            await producer.start()
+            try:
+                await producer.send_and_wait(topics.patch_events, b"{}", key=b"k")
+            finally:
+                await producer.stop()
+            stale = await probe.lags()  # older than ttl_s: answered, and the probe woken
+            assert stale["parse"].pending == 0
+            await _until(lambda: probe._cache is not None
+                         and probe._cache[1]["parse"].pending == 1, timeout=5.0)  # fmt: skip
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            await committer.stop()
+
+    asyncio.run(scenario())

@@ -245,3 +245,37 @@ def test_a_fetch_whose_finish_is_refused_is_never_committed() -> None:
     assert store.written == ["a.py", "b.py"]
     assert clock.sleeps == [0.5, 1.0]  # max_retries 2, then it gives up
     assert ("vector-sink", TOPICS.file_deltas) not in bus.committed  # redelivered after restart
+
+
+def test_a_quiet_sink_comes_round_once_a_second_and_a_busy_one_at_its_batch_wait() -> None:
+    """A sink's poll returns as soon as records come; its timeout only paces the empty loop
+    (to see a stop). Quiet for ``kafka.idle_after_s``, it loops every IDLE_LOOP_MS instead of
+    every ``sink_batch_wait_ms``: an idle stack's sinks woke five times a second each."""
+    from patchstream.consumers.runner import IDLE_LOOP_MS
+    from patchstream.settings import KafkaSettings
+
+    settings = SETTINGS.model_copy(update={"kafka": KafkaSettings(idle_after_s=0.2)})
+    bus = MemoryBus()
+    _publish(bus, "a.py")
+    stop = asyncio.Event()
+    waits: list[int] = []
+
+    class Recording(MemoryConsumer):
+        async def getmany(self, *, timeout_ms: int, max_records: int) -> dict:  # type: ignore[type-arg]
+            waits.append(timeout_ms)
+            found = await super().getmany(timeout_ms=timeout_ms, max_records=max_records)
+            if not found:
+                await asyncio.sleep(0.05)  # an empty poll takes time (a real one, its timeout)
+                if timeout_ms == IDLE_LOOP_MS:
+                    stop.set()
+            return found
+
+    consumer = Recording(bus, TOPICS.file_deltas, "graph-sink")
+    runner = SinkRunner("graph", settings, Store(), sleep=asyncio.sleep,
+                        metrics=Metrics("test-sink", settings.metrics),
+                        clients=lambda: (consumer, MemoryProducer(bus)))  # fmt: skip
+    asyncio.run(asyncio.wait_for(runner.run(stop), timeout=30))
+    batch_wait = settings.pipeline.sink_batch_wait_ms
+    assert waits[0] == batch_wait and waits[-1] == IDLE_LOOP_MS
+    assert set(waits) == {batch_wait, IDLE_LOOP_MS}
+    assert waits.index(IDLE_LOOP_MS) >= 3  # a few short loops first: 0.2 s of quiet

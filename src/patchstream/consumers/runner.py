@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ log = logging.getLogger("patchstream.sink")
 ApplyBatch = Callable[[Sequence[Any]], None]
 Decode = Callable[[bytes | None], Any]  # raises ContractError for what goes to the DLQ
 _MAX_BACKOFF_S = 30.0
+IDLE_LOOP_MS = 1000  # a quiet sink's empty loop: how long a stop may wait to be seen
 
 
 class Record(Protocol):
@@ -158,15 +160,22 @@ class SinkRunner:
         await producer.start()
         await consumer.start()
         log.info("event=sink_started sink=%s group=%s", self.name, self.group_id)
+        active_ms = self.settings.pipeline.sink_batch_wait_ms or 100
+        last_records_at = time.monotonic()
         try:
             while not stop.is_set():
+                # getmany returns as soon as records are fetched; its timeout only says how
+                # often an empty loop comes round (to see ``stop``). A quiet sink comes round
+                # every second, not five times a second: an idle stack's wake-ups add up.
+                quiet = time.monotonic() - last_records_at >= self.settings.kafka.idle_after_s
                 batches = await consumer.getmany(
-                    timeout_ms=self.settings.pipeline.sink_batch_wait_ms or 100,
+                    timeout_ms=max(active_ms, IDLE_LOOP_MS) if quiet else active_ms,
                     max_records=self.settings.pipeline.sink_batch_size,
                 )
                 records = [r for partition in batches.values() for r in partition]
                 if not records:
                     continue
+                last_records_at = time.monotonic()
                 await self.process(records, producer, stop)
                 offsets = {
                     TopicPartition(tp.topic, tp.partition): msgs[-1].offset + 1

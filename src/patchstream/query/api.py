@@ -179,7 +179,8 @@ def create_api(
             state["service"].agent.on_event = metrics.agent_state
         if state["service"].memory is not None:
             state["service"].memory.on_decision = lambda o: metrics.memory_decisions.labels(o).inc()
-        state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics)
+        state["lag"] = LagProbe(settings.kafka, settings.metrics.lag_refresh_s, metrics,
+                                idle_ttl_s=settings.metrics.lag_idle_refresh_s)  # fmt: skip
         metrics.overlays_held([])  # the gauges exist from the start; each sweep refreshes them
         tasks = [asyncio.create_task(state["lag"].run()), asyncio.create_task(relay.run()),
                  asyncio.create_task(janitor.run())]  # fmt: skip

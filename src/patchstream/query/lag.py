@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from patchstream.metrics import Metrics
+from patchstream.pacing import FetchPacer
 from patchstream.settings import KafkaSettings
 from patchstream.streams.topics import Topics
 
@@ -34,12 +35,22 @@ class LagProbe:
     """
 
     def __init__(
-        self, kafka: KafkaSettings, ttl_s: float = 1.0, metrics: Metrics | None = None
+        self,
+        kafka: KafkaSettings,
+        ttl_s: float = 1.0,
+        metrics: Metrics | None = None,
+        idle_ttl_s: float = 0.0,
     ) -> None:
         self.kafka = kafka
         self.metrics = metrics
         self.topics = Topics.from_settings(kafka)
         self.ttl_s = ttl_s
+        # While no offset moves and nobody reads the lag for ``kafka.idle_after_s``, the
+        # background refresh runs every ``idle_ttl_s`` (0: always ``ttl_s``): six requests a
+        # second to an idle broker, for nobody. A read of an older snapshot wakes it.
+        self.pacer = FetchPacer(round(1000 * ttl_s), round(1000 * idle_ttl_s),
+                                kafka.idle_after_s)  # fmt: skip
+        self._wanted = asyncio.Event()
         self._cache: tuple[float, dict[str, GroupLag]] | None = None
         self._clients: tuple[AIOKafkaConsumer, AIOKafkaAdminClient] | None = None
         prefix = kafka.topic_prefix
@@ -53,15 +64,22 @@ class LagProbe:
         """Refresh in the background, so requests never wait on the bus."""
         try:
             while True:
+                before = self._cache[1] if self._cache is not None else None
                 # The bus may be down: keep the last snapshot and try again.
                 with contextlib.suppress(Exception):
                     await self._refresh(keep_open=True)
-                await asyncio.sleep(self.ttl_s)
+                moved = self._cache is not None and self._cache[1] != before
+                pause = self.pacer.next_wait_ms(moved or self._wanted.is_set()) / 1000
+                self._wanted.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wanted.wait(), pause)
         finally:
             await self._close()
 
     async def lags(self) -> dict[str, GroupLag]:
         if self._cache is not None:
+            if time.monotonic() - self._cache[0] > self.ttl_s:
+                self._wanted.set()  # someone reads: back to refreshing every ttl_s
             return self._cache[1]
         return await self._refresh(keep_open=False)
 

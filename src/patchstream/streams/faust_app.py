@@ -27,6 +27,7 @@ from patchstream.settings import KafkaSettings, Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
+from patchstream.streams.event_batches import event_batches
 from patchstream.streams.fetch_pacing import pace, pacer_for
 from patchstream.streams.parse_batch import (
     Outcome,
@@ -151,7 +152,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
         # delta's ack awaited together. Faust acks the batch's offsets only after this body
         # has finished with it, so at-least-once holds exactly as for one event at a time.
         within = pipeline.parse_batch_wait_ms / 1000
-        async for events in stream.take_events(pipeline.parse_batch_size, within=within):
+        async for events in event_batches(stream, pipeline.parse_batch_size, within):
             acks: list[Any] = []
             decoded: list[tuple[Any, PatchEvent]] = []
             for event in events:

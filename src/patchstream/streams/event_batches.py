@@ -1,0 +1,77 @@
+"""Batches of a Faust stream's events that sleep while the stream is quiet.
+
+Faust's ``take_events(max, within)`` wakes every ``within`` whether or not anything arrived:
+at the parse stage's 20 ms, 50 wake-ups a second for nothing, 0.85% of a core per idle
+worker. Here the first event of a batch is awaited without a timer, and only then does the
+batch wait up to ``within`` to fill. Acks are as ``take_events`` gives them: the stream's own
+acking is off, and each event is acked after the caller is done with its batch, so offsets
+are committed only for processed events (at-least-once, as one event at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+
+async def event_batches(stream: Any, max_events: int, within_s: float) -> AsyncIterator[list[Any]]:
+    """Lists of at most ``max_events`` events of ``stream`` (a Faust stream): each as soon as
+    it is full, or ``within_s`` after its first event arrived."""
+    loop = asyncio.get_running_loop()
+    # Bounded: the stream is pulled at most one batch ahead of what is being processed.
+    arrived: asyncio.Queue[Any] = asyncio.Queue(maxsize=max_events)
+    acking = stream.enable_acks
+    stream.enable_acks = False
+
+    async def pull() -> None:
+        async for event in stream.events():
+            await arrived.put(event)
+
+    puller = asyncio.ensure_future(pull())
+    try:
+        while True:
+            first = await _next(arrived, puller, None)
+            batch = [first]
+            deadline = loop.time() + within_s
+            while len(batch) < max_events:
+                event = await _next(arrived, puller, max(0.0, deadline - loop.time()))
+                if event is _TIMED_OUT:
+                    break
+                batch.append(event)
+            yield batch
+            for event in batch:
+                await stream.ack(event)
+    finally:
+        puller.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await puller
+        stream.enable_acks = acking
+
+
+_TIMED_OUT = object()
+
+
+async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
+                timeout: float | None) -> Any:  # fmt: skip
+    """The next event, ``_TIMED_OUT`` after ``timeout`` (None: no limit), or the puller's
+    error if it failed (a wait on the queue alone would then never end). No event is lost
+    to the timeout: a get still pending is cancelled before it takes one from the queue."""
+    if not arrived.empty():
+        return arrived.get_nowait()
+    if timeout == 0.0:
+        return _TIMED_OUT
+    getting = asyncio.ensure_future(arrived.get())
+    try:
+        await asyncio.wait({getting, puller}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    finally:
+        if not getting.done():
+            getting.cancel()
+    if getting.done() and not getting.cancelled():
+        return getting.result()
+    if puller.done():
+        exc = None if puller.cancelled() else puller.exception()
+        raise exc or RuntimeError("the stream ended")
+    return _TIMED_OUT
