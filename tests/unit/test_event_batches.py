@@ -1,6 +1,7 @@
 """The parse stage's batches: full batches at once, a partial one ``within`` after its first
 event, acks only after the caller is done with a batch, nothing lost or repeated whatever
-the arrival times, no timer while the stream is quiet, and a failed stream raises."""
+the arrival times, no timer while the stream is quiet, a failed stream raises and a stopped
+one ends them."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class _Stream:
             item = await self.incoming.get()
             if isinstance(item, Exception):
                 raise item
+            if item is None:  # the stream stopped
+                return
             yield item
 
     async def ack(self, event: int) -> bool:
@@ -112,3 +115,16 @@ def test_a_failed_stream_raises_instead_of_waiting_for_ever() -> None:
                 pass
 
     asyncio.run(scenario())
+
+
+def test_a_stopped_stream_ends_the_batches_after_what_it_delivered() -> None:
+    """As Faust's ``take_events``: a stream that stops (its service stopping) ends the
+    batches; what it delivered first is still handed out."""
+
+    async def scenario() -> list[list[int]]:
+        stream = _Stream()
+        for item in (1, 2, 3, None):
+            stream.incoming.put_nowait(item)
+        return [batch async for batch in event_batches(stream, 2, within_s=0.02)]
+
+    assert asyncio.run(scenario()) == [[1, 2], [3]]

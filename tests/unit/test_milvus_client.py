@@ -43,3 +43,25 @@ def test_a_released_collection_is_loaded_once_and_a_slow_load_is_unavailable() -
     with pytest.raises(StoreUnavailable):
         DeadlinedClient(client, 5).query(collection_name="chunks")  # type: ignore[arg-type]
     assert client.loads == 1
+
+
+class TornRead(SlowLoad):
+    """A load that fails once as Milvus Lite's did on a segment file still being written."""
+
+    def load_collection(self, name: str, timeout: float | None = None) -> None:
+        self.loads += 1
+        if self.loads == 1:
+            raise MilvusException(code=1, message="No data left in file")
+
+
+def test_a_load_that_fails_once_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchstream.stores.vector import milvus_client
+
+    monkeypatch.setattr(milvus_client, "LOAD_RETRY_S", 0.0)
+    client = TornRead(LoadState.NotLoad)
+    DeadlinedClient(client, 5).load("chunks")  # type: ignore[arg-type]
+    assert client.loads == 2
+    refusing = SlowLoad(LoadState.NotLoad)
+    with pytest.raises(StoreRefused):  # a second failure is the answer
+        DeadlinedClient(refusing, 5).load("chunks")  # type: ignore[arg-type]
+    assert refusing.loads == 2

@@ -31,13 +31,17 @@ async def event_batches(stream: Any, max_events: int, within_s: float) -> AsyncI
 
     puller = asyncio.ensure_future(pull())
     try:
-        while True:
+        ended = False
+        while not ended:
             first = await _next(arrived, puller, None)
+            if first is _ENDED:
+                return
             batch = [first]
             deadline = loop.time() + within_s
             while len(batch) < max_events:
                 event = await _next(arrived, puller, max(0.0, deadline - loop.time()))
-                if event is _TIMED_OUT:
+                if event is _TIMED_OUT or event is _ENDED:
+                    ended = event is _ENDED
                     break
                 batch.append(event)
             yield batch
@@ -51,12 +55,14 @@ async def event_batches(stream: Any, max_events: int, within_s: float) -> AsyncI
 
 
 _TIMED_OUT = object()
+_ENDED = object()  # the stream stopped (its service is stopping): the batches end, as take's
 
 
 async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
                 timeout: float | None) -> Any:  # fmt: skip
-    """The next event, ``_TIMED_OUT`` after ``timeout`` (None: no limit), or the puller's
-    error if it failed (a wait on the queue alone would then never end). No event is lost
+    """The next event, ``_TIMED_OUT`` after ``timeout`` (None: no limit), ``_ENDED`` once the
+    stream has stopped and nothing is left, or the puller's error if it failed (a wait on the
+    queue alone would then never end). No event is lost
     to the timeout: a get still pending is cancelled before it takes one from the queue."""
     if not arrived.empty():
         return arrived.get_nowait()
@@ -73,5 +79,7 @@ async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
         return getting.result()
     if puller.done():
         exc = None if puller.cancelled() else puller.exception()
-        raise exc or RuntimeError("the stream ended")
+        if exc is not None:
+            raise exc
+        return _ENDED
     return _TIMED_OUT

@@ -102,19 +102,26 @@ class DeadlinedClient:
         """Loads ``collection``. A load still running when the client's wait for it ends (a
         restarted Milvus Lite on a busy machine) is a store not answering yet, retried like an
         outage, not a refusal: the load state says which, never the message."""
-        try:
-            self._client.load_collection(collection, timeout=self._timeout_s)
-        except (MilvusException, grpc.RpcError) as exc:
+        for attempt in range(2):
             try:
-                state = self._client.get_load_state(collection, timeout=self._timeout_s)
-            except (MilvusException, grpc.RpcError):
-                state = {}
-            if state.get("state") == LoadState.Loading:
-                raise StoreUnavailable(f"Milvus is still loading {collection} ({exc})",
-                                       store="milvus") from exc  # fmt: skip
-            raise milvus_error(f"load_collection {collection} failed", exc) from exc
+                self._client.load_collection(collection, timeout=self._timeout_s)
+                return
+            except (MilvusException, grpc.RpcError) as exc:
+                try:
+                    state = self._client.get_load_state(collection, timeout=self._timeout_s)
+                except (MilvusException, grpc.RpcError):
+                    state = {}
+                if state.get("state") == LoadState.Loading:
+                    raise StoreUnavailable(f"Milvus is still loading {collection} ({exc})",
+                                           store="milvus") from exc  # fmt: skip
+                if attempt == 1 or not isinstance(exc, MilvusException):
+                    raise milvus_error(f"load_collection {collection} failed", exc) from exc
+            # Milvus Lite read a segment file a flush had not finished writing ("No data left
+            # in file", a CI run's load right after a release): once more, a moment later.
+            time.sleep(LOAD_RETRY_S)
 
 
+LOAD_RETRY_S = 0.5
 NOT_LOADED = 101  # "collection ... is in state 'released'; call load()"
 _UNREACHABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
