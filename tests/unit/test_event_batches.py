@@ -27,7 +27,7 @@ class _Stream:
     async def events(self) -> AsyncIterator[int]:
         while True:
             item = await self.incoming.get()
-            if isinstance(item, Exception):
+            if isinstance(item, BaseException):
                 raise item
             if item is None:  # the stream stopped
                 return
@@ -128,3 +128,17 @@ def test_a_stopped_stream_ends_the_batches_after_what_it_delivered() -> None:
         return [batch async for batch in event_batches(stream, 2, within_s=0.02)]
 
     assert asyncio.run(scenario()) == [[1, 2], [3]]
+
+
+def test_a_read_cancelled_by_faust_cancels_the_agent_so_that_faust_restarts_it() -> None:
+    """Faust restarts an agent that ends cancelled ("Restarting on rebalance"); one that
+    returns is not restarted. A stream read cancelled by someone else is passed on as that."""
+
+    async def scenario() -> None:
+        stream = _Stream()
+        stream.incoming.put_nowait(asyncio.CancelledError())
+        async for _ in event_batches(stream, 8, within_s=0.02):
+            pass
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(scenario())

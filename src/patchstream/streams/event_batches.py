@@ -78,7 +78,9 @@ async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
     if getting.done() and not getting.cancelled():
         return getting.result()
     if puller.done():
-        exc = None if puller.cancelled() else puller.exception()
+        if puller.cancelled():  # not by us: Faust restarts an agent whose read it cancels
+            raise asyncio.CancelledError("the stream's read was cancelled")
+        exc = puller.exception()
         if exc is not None:
             raise exc
         return _ENDED
