@@ -62,8 +62,8 @@ async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
                 timeout: float | None) -> Any:  # fmt: skip
     """The next event, ``_TIMED_OUT`` after ``timeout`` (None: no limit), ``_ENDED`` once the
     stream has stopped and nothing is left, or the puller's error if it failed (a wait on the
-    queue alone would then never end). No event is lost
-    to the timeout: a get still pending is cancelled before it takes one from the queue."""
+    queue alone would then never end). No event is lost to the timeout: a get still pending
+    is cancelled before it takes one from the queue."""
     if not arrived.empty():
         return arrived.get_nowait()
     if timeout == 0.0:
