@@ -35,6 +35,7 @@ from patchstream.stores.graph.planner import (
     FenceRow,
     Stored,
     edge_resolution,
+    merge_plans,
     plan_apply,
     with_tombstone,
 )
@@ -99,7 +100,7 @@ class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, GraphStore):
         fences = self._fences(tenant, [_fuid(d) for d in deltas])
         dropped = self.dropped_refs(tenant)
         now = time.time()
-        statements: list[Statement] = []
+        plans: list[list[Statement]] = []
         results = []
         for delta in deltas:
             scope = scope_of(delta.tenant, delta.repo, delta.ref, delta.workspace)
@@ -107,8 +108,9 @@ class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, GraphStore):
             held = fence is not None and not fence.deleted
             stored = self._stored(tenant, _fuid(delta)) if held else EMPTY
             plan = plan_apply(delta, fence, stored, now)
-            statements += plan.statements
+            plans.append(plan.statements)
             results.append(plan.result)
+        statements = merge_plans(plans)
         if statements:
             self._write(tenant, list(chunked(statements)))
         return results

@@ -7,6 +7,7 @@ the same whatever order or how often deltas arrive.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,10 +31,11 @@ from patchstream.stores.graph.statements import (
     DROP_RESOLVED_INTO,
     DROP_RUNTIME_EDGES,
     INHERITED,
+    LIST_PARAMS,
     MARK_TAILS,
     REF_TYPES,
     RUNTIME,
-    UPSERT_FENCE,
+    UPSERT_FENCES,
     UPSERT_OVERLAY,
     UPSERT_SYMBOLS,
     Statement,
@@ -220,42 +222,35 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
     )
     if new_symbols:
         for edge_type in REF_TYPES:
-            statements.append((resolve_out(edge_type.value), {"fuid": fuid}))
+            statements.append((resolve_out(edge_type.value), {"fuids": [fuid]}))
             if incoming:
                 statements.append((resolve_in(edge_type.value), {"keys": incoming}))
     for query in (*DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES):
-        statements.append((query, {"fuid": fuid, "via": INHERITED}))
+        statements.append((query, {"fuids": [fuid], "via": INHERITED}))
     content_changed = fence is None or fence.content_hash != delta.content_hash
     if fence is not None and content_changed:
         for query in DROP_RUNTIME_EDGES:  # traced at content the file no longer has
-            statements.append((query, {"fuid": fuid, "via": RUNTIME}))
-    statements.append(
-        (
-            UPSERT_FENCE,
-            {
-                "fuid": fuid,
-                "props": {
-                    "tenant": delta.tenant,
-                    "repo": delta.repo,
-                    "ref": delta.ref,
-                    "scope": scope,
-                    "path": delta.path,
-                    "version": delta.version,
-                    "deleted": delta.op == "delete",
-                    "applied_at": now,
-                    "module": module,
-                    "content_hash": delta.content_hash,
-                    **({"traced": False} if content_changed else {}),
-                    "language": delta.language,
-                    "flags": delta.flags.raised(),
-                    "source": delta.source,
-                    "session_id": delta.session_id,
-                    "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
-                    "changed": sorted(r["id"] for r in rows),
-                },
-            },
-        )
-    )
+            statements.append((query, {"fuids": [fuid], "via": RUNTIME}))
+    fence_props = {
+        "tenant": delta.tenant,
+        "repo": delta.repo,
+        "ref": delta.ref,
+        "scope": scope,
+        "path": delta.path,
+        "version": delta.version,
+        "deleted": delta.op == "delete",
+        "applied_at": now,
+        "module": module,
+        "content_hash": delta.content_hash,
+        **({"traced": False} if content_changed else {}),
+        "language": delta.language,
+        "flags": delta.flags.raised(),
+        "source": delta.source,
+        "session_id": delta.session_id,
+        "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
+        "changed": sorted(r["id"] for r in rows),
+    }
+    statements.append((UPSERT_FENCES, {"rows": [{"fuid": fuid, "props": fence_props}]}))
     overlay = overlay_props(delta, now)
     if overlay is not None:
         statements.append((UPSERT_OVERLAY, {"uid": scope, "now": now, "props": overlay}))
@@ -272,6 +267,57 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             edges_removed=len(local_gone) + len(refs_gone),
         ),
     )
+
+
+def _phase_order() -> dict[str, int]:
+    """Every statement a plan can hold, in the order a file's plan runs them."""
+    every = [t.value for t in EdgeType]
+    order = [
+        *(delete_resolved(t) for t in every), DELETE_REFERS, *(delete_local(t) for t in every),
+        DELETE_SYMBOLS, UPSERT_SYMBOLS, *(add_local(t) for t in every), ADD_REFERS,
+        ADD_CALL_REFERS, MARK_TAILS, DROP_RESOLVED_INTO,
+        *(q for t in REF_TYPES for q in (resolve_out(t.value), resolve_in(t.value))),
+        *DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES, *DROP_RUNTIME_EDGES,
+        UPSERT_FENCES, UPSERT_OVERLAY, DROP_ORPHAN_WANTS,
+    ]  # fmt: skip
+    return {query: index for index, query in enumerate(order)}
+
+
+_PHASES = _phase_order()
+PLANNED_STATEMENTS = tuple(_PHASES)  # every query a plan can hold (tests check their plans)
+
+
+def merge_plans(plans: Iterable[list[Statement]]) -> list[Statement]:
+    """The plans of distinct files as one statement per phase: the lists their UNWINDs run
+    over are concatenated (keys once each), in phase order. FalkorDB parses, plans and
+    replicates each query, so ~20 queries a file become ~20 a batch.
+
+    The result is the store a run of the plans one after another leaves: within a phase the
+    files touch distinct symbols and fences; a reference one file's phase would resolve into
+    another file's symbols is resolved by a later phase instead (every resolve runs after
+    every upsert), by the same idempotent MERGEs; and a Want that one file leaves and
+    another refers to survives, as the other file's later MERGE would have remade it."""
+    merged: dict[tuple[int, str, str], Statement] = {}
+    for statements in plans:
+        for query, params in statements:
+            name = next((k for k in LIST_PARAMS if k in params), None)
+            if name is None:  # one row's statement (an overlay's registration): kept apart
+                merged[(_PHASES[query], query, str(len(merged)))] = (query, params)
+                continue
+            scalars = json.dumps({k: v for k, v in params.items() if k != name}, sort_keys=True)
+            key = (_PHASES[query], query, scalars)
+            if key in merged:
+                merged[key][1][name] += params[name]
+            else:
+                merged[key] = (query, {**params, name: list(params[name])})
+    return [_unique_keys(merged[key]) for key in sorted(merged)]
+
+
+def _unique_keys(statement: Statement) -> Statement:
+    query, params = statement
+    if "keys" in params:  # a key two files want or give is merged or dropped once
+        return query, {**params, "keys": list(dict.fromkeys(params["keys"]))}
+    return statement
 
 
 def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ INDEXES = (
     ("Overlay", "tenant"),
 )
 ROWS_PER_STATEMENT = 500
+LIST_PARAMS = ("rows", "uids", "keys", "fuids")  # the list an UNWIND statement runs over
 MAX_DEPTH = 5
 
 READ_FENCE = "MATCH (f:Fence {uid: $fuid}) RETURN f.version, f.deleted, f.applied_at, f.module"
@@ -91,36 +92,37 @@ DROP_RESOLVED_INTO = (
     "WHERE r.via IS NOT NULL DELETE r"
 )
 # Each rule is written twice, anchored on either end's indexed ``file_uid``, because an
-# OR across both ends makes planners scan every edge of the type.
+# OR across both ends makes planners scan every edge of the type. Statements over ``$fuids``
+# (a batch's files: ``planner.merge_plans``) bind the files' symbols by the indexed
+# ``file_uid`` first and only then expand (``WITH``): in one MATCH, FalkorDB planned the
+# UNWIND form of the rule anchored on ``b`` as a scan of every Symbol
+# (``tests/integration/test_graph_plans.py`` holds every planned statement to index lookups).
+_FILE_SYMBOLS = "UNWIND $fuids AS fuid MATCH (x:Symbol {file_uid: fuid}) WITH x "
 DROP_INHERITED_OVERRIDES = (
-    "MATCH (m:Symbol {file_uid: $fuid})-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
-    "MATCH (:Symbol)-[r:OVERRIDES]->(b:Symbol {file_uid: $fuid}) WHERE r.via = $via DELETE r",
+    _FILE_SYMBOLS + "MATCH (x)-[r:OVERRIDES]->(:Symbol) WHERE r.via = $via DELETE r",
+    _FILE_SYMBOLS + "MATCH (:Symbol)-[r:OVERRIDES]->(x) WHERE r.via = $via DELETE r",
+)
+_OVERRIDES_OF = (
+    "WHERE c.file_uid <> b.file_uid WITH c, b "
+    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
+    "MATCH (bm:Symbol {parent_uid: b.uid}) "
+    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
+    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)"
 )
 ADD_INHERITED_OVERRIDES = (
-    "MATCH (c:Symbol {file_uid: $fuid})-[:INHERITS_FROM]->(b:Symbol) "
-    "WHERE c.file_uid <> b.file_uid WITH c, b "
-    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
-    "MATCH (bm:Symbol {parent_uid: b.uid}) "
-    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
-    "MATCH (b:Symbol {file_uid: $fuid})<-[:INHERITS_FROM]-(c:Symbol) "
-    "WHERE c.file_uid <> b.file_uid WITH c, b "
-    "MATCH (m:Symbol {parent_uid: c.uid}) WITH m, b "
-    "MATCH (bm:Symbol {parent_uid: b.uid}) "
-    "WHERE m.name = bm.name AND m.kind = 'function' AND bm.kind = 'function' "
-    "MERGE (m)-[:OVERRIDES {via: $via}]->(bm)",
+    _FILE_SYMBOLS + "MATCH (x)-[:INHERITS_FROM]->(b:Symbol) WITH x AS c, b " + _OVERRIDES_OF,
+    _FILE_SYMBOLS + "MATCH (c:Symbol)-[:INHERITS_FROM]->(x) WITH c, x AS b " + _OVERRIDES_OF,
 )
-UPSERT_FENCE = "MERGE (f:Fence {uid: $fuid}) SET f += $props"
+UPSERT_FENCES = "UNWIND $rows AS row MERGE (f:Fence {uid: row.fuid}) SET f += row.props"
 # Runtime edges (``patchstream trace``) are ``CALLS {via: RUNTIME}``: a new content of either
 # end fences them out. Checked inside the write (the fence's ``traced`` mark), so a trace
 # applied between a delta's fence read and its write is still dropped; an untraced file pays
 # one index lookup.
 RUNTIME = "<runtime>"
+_TRACED = "UNWIND $fuids AS fuid MATCH (f:Fence {uid: fuid}) WHERE f.traced = true WITH f "
 DROP_RUNTIME_EDGES = (
-    "MATCH (f:Fence {uid: $fuid}) WHERE f.traced = true WITH f "
-    "MATCH (s:Symbol {file_uid: f.uid})-[r:CALLS]->(:Symbol) WHERE r.via = $via DELETE r",
-    "MATCH (f:Fence {uid: $fuid}) WHERE f.traced = true WITH f "
-    "MATCH (:Symbol)-[r:CALLS]->(t:Symbol {file_uid: f.uid}) WHERE r.via = $via DELETE r",
+    _TRACED + "MATCH (s:Symbol {file_uid: f.uid})-[r:CALLS]->(:Symbol) WHERE r.via = $via DELETE r",
+    _TRACED + "MATCH (:Symbol)-[r:CALLS]->(t:Symbol {file_uid: f.uid}) WHERE r.via = $via DELETE r",
 )
 # An overlay's registration (``stores.overlays``): a workspace's first write creates it.
 UPSERT_OVERLAY = "MERGE (o:Overlay {uid: $uid}) ON CREATE SET o.created_at = $now SET o += $props"
@@ -159,7 +161,8 @@ def delete_resolved(edge_type: str) -> str:
 # every Symbol (FalkorDB otherwise plans a label scan: 250x slower at 10k symbols).
 def resolve_out(edge_type: str) -> str:
     return (
-        f"MATCH (s:Symbol {{file_uid: $fuid}})-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
+        f"UNWIND $fuids AS fuid MATCH (s:Symbol {{file_uid: fuid}}) WITH s "
+        f"MATCH (s)-[r:REFERS]->(w:Want) WHERE r.type = '{edge_type}' "
         f"WITH s, r, w MATCH (t:Symbol {{rkey: w.uid}}) WHERE t.uid <> s.uid "
         f"MERGE (s)-[e:{edge_type} {{via: r.dst}}]->(t) ON CREATE SET e.resolution = r.resolution"
     )
@@ -177,7 +180,7 @@ def resolve_in(edge_type: str) -> str:
 def chunked(statements: Iterable[Statement]) -> Iterable[Statement]:
     """Split UNWIND lists so no statement carries more than a few hundred rows."""
     for query, params in statements:
-        name = next((k for k in ("rows", "uids", "keys") if k in params), None)
+        name = next((k for k in LIST_PARAMS if k in params), None)
         values = params.get(name) if name else None
         if name is None or not isinstance(values, list) or len(values) <= ROWS_PER_STATEMENT:
             yield query, params
