@@ -2,9 +2,11 @@
 until each tier has every file), re-index of the unchanged tree, steady-state latency from one
 agent patch event to applied per tier, and the peak memory of every process.
 
-Peer: Aider's repo map (aider-chat 0.86.2, tags + PageRank ranking, cold) over the same copy
+Peers: Aider's repo map (aider-chat 0.86.2, tags + PageRank ranking, cold) over the same copy
 of the corpus after the stack has stopped, in its own virtualenv; the ratio of the graph
-tier's files/s to Aider's is the figure that counts (``--no-peer`` skips it).
+tier's files/s to Aider's is the figure that counts (``--no-peer`` skips it). ``--cgc`` adds
+CodeGraphContext 0.5.1 (``cgc index`` into KuzuDB: a peer that stores a code graph too),
+minutes for a hundred files, so for the small corpus.
 
 Corpus: a named corpus (``small``/``medium``/``large``: source trees of packages installed
 from PyPI; ``npm``: a TypeScript tree from npm), copied to a temporary directory. The stack
@@ -37,7 +39,7 @@ from _common import (
     stack_settings,
     update_results_row,
 )
-from _peers import aider_repo_map
+from _peers import aider_repo_map, codegraphcontext_index
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
@@ -101,6 +103,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--no-peer", action="store_true", help="skip Aider's repo map")
+    parser.add_argument(
+        "--cgc", action="store_true", help="also CodeGraphContext's index (minutes a hundred files)"
+    )
     args = parser.parse_args()
     rows: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,6 +171,13 @@ def main() -> None:
                 f"{peer_rate:.1f} ({int(peer['files'])} files, {peer['seconds']:.1f} s)"
             )
             rows["graph tier / aider"] = f"{graph_rate / peer_rate:.2f}x"
+        if args.cgc:
+            cgc = codegraphcontext_index(corpus)
+            rows["codegraphcontext 0.5.1 (KuzuDB) index s, peak RSS MiB, files held"] = (
+                f"{cgc['seconds']:.1f}, {cgc['peak_rss_mib']:.0f}, {cgc['files']:.0f} "
+                f"(exit code {cgc['exit_code']:.0f})"
+            )
+            rows["graph tier / codegraphcontext"] = f"{cgc['seconds'] / cold.graph_seconds:.1f}x"
         if args.embedder != "hashing":  # with the stack stopped: the embedder has the cores
             own = embedder_throughput(args.embedder, corpus_texts(corpus))
             through = float(rows["chunks/s through the pipeline"])
