@@ -27,6 +27,7 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 # count of it: deciding "over" early can only split a chunk that might have fit, while deciding
 # "fits" always rests on an exact count (the cap stays honest).
 CLEARLY_OVER_CHARS_PER_TOKEN = 6
+_CACHED_CHARS = 120  # texts up to this long have their counts remembered
 
 
 class TokenCounter:
@@ -34,8 +35,16 @@ class TokenCounter:
 
     def __init__(self, encoding_name: str) -> None:
         self.encoding = get_encoding(encoding_name)
+        # Chunking counts line by line where a statement is over the cap, and a third of
+        # those lines repeat (``)``, ``return result``, a blank indent).
+        self._count_short = lru_cache(maxsize=8192)(self._count_uncached)
+
+    def _count_uncached(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
 
     def count(self, text: str) -> int:
+        if len(text) <= _CACHED_CHARS:
+            return self._count_short(text)
         return len(self.encoding.encode_ordinary(text))
 
     def count_unless_over(self, text: str, cap: int) -> int | None:
