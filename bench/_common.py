@@ -160,6 +160,43 @@ def peak_rss_mib(stack: Any) -> dict[str, float]:
     return found
 
 
+class StackMemory:
+    """The stack's resident memory summed over its processes, sampled every ``interval_s``
+    between ``start()`` and ``stop()``: ``peak_mib`` is the most it held
+    at one time, what the machine had to give it. The sum of each process's own peak
+    (``peak_rss_mib``) is an upper bound of it: the processes peak at different moments."""
+
+    def __init__(self, stack: Any, interval_s: float = 0.5) -> None:
+        import threading
+
+        self.stack, self.interval_s = stack, interval_s
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        def rss(pid: int) -> float:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+            except OSError:
+                pass
+            return 0.0
+
+        while not self._stop.wait(self.interval_s):
+            self.peak_mib = max(self.peak_mib, sum(_per_process(self.stack, rss).values()))
+
+    def start(self) -> StackMemory:
+        self._thread.start()
+        return self
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mib
+
+
 def cpu_seconds(stack: Any) -> dict[str, float]:
     """CPU seconds (user + system) each process of a running stack has used so far."""
     import os
