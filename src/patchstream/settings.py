@@ -54,10 +54,11 @@ class ParsingSettings(BaseModel):
         "(~2 ms for a typical file against ~1 ms incremental).",
     )
     state_cache_mb: float = Field(
-        default=32.0,
+        default=8.0,
         ge=0,
         description="MiB of recent files' last states a worker keeps, stored encoded (~10x "
-        "smaller than as objects); a miss reads the state from the graph.",
+        "smaller than as objects; ~100 scipy files, an agent's working set); a miss reads the "
+        "state from the graph.",
     )
     sandbox: bool = Field(
         default=True,
@@ -187,11 +188,12 @@ class PipelineSettings(BaseModel):
     sink_batch_size: int = Field(default=256, gt=0, description="deltas per sink write")
     sink_batch_wait_ms: int = Field(default=200, ge=0)
     sink_batch_max_mb: float = Field(
-        default=8.0,
+        default=2.0,
         gt=0,
         description="encoded MiB of deltas per sink write: a fetched batch over it is written "
         "in runs of at most this size (a scipy file's delta is ~75 KiB, and its decoded "
-        "chunks and vectors weigh several times that)",
+        "chunks and vectors weigh several times that: at 8 MiB the vector sink peaked at "
+        "~460 MiB during scipy's cold index, at 2 MiB ~300)",
     )
     parse_batch_size: int = Field(default=64, gt=0, description="patch events per parse batch")
     parse_batch_wait_ms: int = Field(
