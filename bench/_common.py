@@ -171,6 +171,9 @@ class StackMemory:
 
         self.stack, self.interval_s = stack, interval_s
         self.peak_mib = 0.0
+        # Each process's most, children included: VmHWM forgets a child that is gone (a parse
+        # jail replaced after a burst takes its peak with it).
+        self.by_process: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -185,7 +188,10 @@ class StackMemory:
             return 0.0
 
         while not self._stop.wait(self.interval_s):
-            self.peak_mib = max(self.peak_mib, sum(_per_process(self.stack, rss).values()))
+            now = _per_process(self.stack, rss)
+            self.peak_mib = max(self.peak_mib, sum(now.values()))
+            for name, mib in now.items():
+                self.by_process[name] = max(self.by_process.get(name, 0.0), mib)
 
     def start(self) -> StackMemory:
         self._thread.start()
@@ -198,7 +204,8 @@ class StackMemory:
 
 
 def cpu_seconds(stack: Any) -> dict[str, float]:
-    """CPU seconds (user + system) each process of a running stack has used so far."""
+    """CPU seconds (user + system) each process of a running stack has used so far, with its
+    children's, living or reaped."""
     import os
 
     tick = os.sysconf("SC_CLK_TCK")
@@ -206,7 +213,8 @@ def cpu_seconds(stack: Any) -> dict[str, float]:
     def used(pid: int) -> float:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / tick
+            # its own time, and that of its children it has reaped (a replaced parse jail)
+            return sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick
         except (OSError, IndexError, ValueError):
             return 0.0
 

@@ -18,6 +18,7 @@ from patchstream.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,
+    ParsingSettings,
     PipelineSettings,
     QuerySettings,
     Settings,
@@ -38,6 +39,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             parse_workers=2,  # partitions spread over two workers, as on a 2-core machine
         ),
         kafka=KafkaSettings(topic_prefix=f"e2e{uuid.uuid4().hex[:6]}.", partitions=4),
+        # A jail grown by a few dozen files is replaced after 2 s of quiet: every test runs
+        # beside jails being swapped, and test_pipeline checks the swap itself.
+        parsing=ParsingSettings(sandbox_refresh_files=40, sandbox_quiet_s=2.0),
         pipeline=PipelineSettings(
             allowed_tenants=ALLOWED_TENANTS, sink_batch_wait_ms=50, retry_backoff_s=0.1
         ),

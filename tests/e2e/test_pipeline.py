@@ -272,6 +272,51 @@ def _busy_jails(cpu: dict[int, int]) -> list[int]:
     return busy
 
 
+def _jails(stack: Supervisor) -> set[int]:
+    """Pids of this stack's parse jails (children of its parse workers; other stacks on the
+    machine have theirs)."""
+    workers = {w.process.pid for w in stack.workers
+               if w.name.startswith("parse") and w.process is not None}  # fmt: skip
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and b"patchstream.parsing.jail_child" in (entry / "cmdline").read_bytes()
+            ):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent in workers:
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_jails_grown_by_a_burst_are_replaced_once_the_workers_are_quiet(
+    stack: Supervisor,
+) -> None:
+    """A burst of files grows each worker's jail; after ``sandbox_quiet_s`` of quiet a fresh
+    jail replaces one that parsed ``sandbox_refresh_files`` or more, and parsing goes on."""
+    refresh = stack.settings.parsing.sandbox_refresh_files
+    before = _jails(stack)
+    assert len(before) == stack.settings.embedded.parse_workers
+    burst = [_event("acme", f"burst/m{i}.py", 1, content=f"def f{i}():\n    return {i}\n")
+             for i in range(6 * refresh)]  # fmt: skip
+    _publish(stack, burst)
+    graph = open_graph_store(stack.settings)
+    try:
+        wait_for(lambda: all(graph.file_version("acme", "shop", "main", e.path) is not None
+                             for e in burst[-5:]), what="the burst in the graph")  # fmt: skip
+        # Each worker's jail parsed about half the burst: both are replaced.
+        wait_for(lambda: not (_jails(stack) & before) and len(_jails(stack)) == len(before),
+                 what="fresh jails in place of the grown ones")  # fmt: skip
+        _publish(stack, [_event("acme", "burst/after.py", 1, content="def after():\n    pass\n")])
+        wait_for(lambda: graph.file_version("acme", "shop", "main", "burst/after.py") is not None,
+                 what="a file parsed by a fresh jail")  # fmt: skip
+    finally:
+        graph.close()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL])
 def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
     stack: Supervisor, sig: signal.Signals

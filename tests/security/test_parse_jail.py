@@ -347,3 +347,22 @@ def test_a_jail_that_answers_outside_its_contract_is_replaced_and_the_file_flagg
     assert flagged.value.reason.count("outside its contract") == 2, flagged.value.reason
     assert builder.started == 2
     builder.close()
+
+
+def test_a_jail_grown_by_a_burst_is_replaced_when_the_stage_goes_quiet() -> None:
+    builder = JailedStateBuilder(ParsingSettings(sandbox_refresh_files=3))
+    builder.start()
+    try:
+        assert builder.jail is not None
+        first = builder.jail.pid
+        before = builder.build(_target("a.py"), GOOD)
+        builder.build(_target("b.py"), GOOD)
+        assert builder.quiet() is False and builder.jail.pid == first  # 2 files: kept
+        builder.build(_target("c.py"), GOOD)
+        assert builder.quiet() is True
+        assert builder.jail.pid != first and builder.jail.files == 0
+        with pytest.raises(ProcessLookupError):
+            os.kill(first, 0)  # the grown jail is gone, not left running
+        assert builder.build(_target("a.py"), GOOD) == before  # the fresh one parses alike
+    finally:
+        builder.close()

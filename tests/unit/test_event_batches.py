@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from patchstream.streams.event_batches import event_batches
+from patchstream.streams.event_batches import WhenQuiet, event_batches
 
 
 class _Stream:
@@ -142,3 +142,41 @@ def test_a_read_cancelled_by_faust_cancels_the_agent_so_that_faust_restarts_it()
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(scenario())
+
+
+def test_when_quiet_runs_once_after_the_last_touch_and_then_sets_no_timer() -> None:
+    async def scenario() -> tuple[list[float], list[float], object]:
+        loop = asyncio.get_running_loop()
+        ran: list[float] = []
+        done = asyncio.Event()
+
+        def action() -> None:
+            ran.append(loop.time())
+            loop.call_soon_threadsafe(done.set)
+
+        quiet = WhenQuiet(0.2, action)
+        touched = []
+        for _ in range(5):  # a busy stage: touched more often than the delay
+            quiet.touch()
+            touched.append(loop.time())
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(done.wait(), 5)
+        await asyncio.sleep(0)
+        return ran, touched, quiet._timer
+
+    ran, touched, timer = asyncio.run(scenario())
+    assert len(ran) == 1 and ran[0] >= touched[-1] + 0.2
+    assert timer is None  # quiet afterwards: nothing scheduled
+
+
+def test_when_quiet_cancelled_never_runs() -> None:
+    async def scenario() -> list[int]:
+        ran: list[int] = []
+        quiet = WhenQuiet(0.05, lambda: ran.append(1))
+        quiet.touch()
+        quiet.cancel()
+        assert quiet._timer is None
+        await asyncio.sleep(0.2)  # four times the delay
+        return ran
+
+    assert asyncio.run(scenario()) == []

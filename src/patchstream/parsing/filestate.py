@@ -41,6 +41,10 @@ class StateBuilder(Protocol):
 
     def forget(self, key: str) -> None: ...
 
+    def quiet(self) -> bool:
+        """The stage has gone quiet: a chance to give memory back (True if it did)."""
+        ...
+
 
 @dataclass(frozen=True)
 class FileRef:
@@ -73,6 +77,9 @@ class FileStateBuilder:
     def forget(self, key: str) -> None:
         """The file is gone: its cached tree goes too."""
         self.parser.forget(key)
+
+    def quiet(self) -> bool:
+        return False  # in process: the trees it keeps are the files agents are editing
 
     def build(
         self,

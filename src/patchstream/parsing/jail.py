@@ -270,6 +270,30 @@ class JailedStateBuilder:
         flagged = Fresh(shell_state(target, data, FileFlags(parse_failed=True)))
         raise FileFlagged(settle(flagged, previous), reason)
 
+    def quiet(self) -> bool:
+        """The stage has gone quiet: a jail grown by a burst (``sandbox_refresh_files`` files
+        or more) is replaced by a fresh one, started before the swap so that a file arriving
+        meanwhile waits for no start. True when replaced; a fresh jail that cannot start
+        leaves the old one in place."""
+        with self.lock:
+            grown = self.jail
+            if grown is None or grown.files < self.settings.sandbox_refresh_files:
+                return False
+        try:
+            fresh = ParseJail(self.settings)
+        except Exception as exc:  # the old jail still works: keep it, say why
+            log.warning("event=parse_jail_refresh_failed error=%s: %s", type(exc).__name__, exc)
+            return False
+        with self.lock:
+            if self.jail is not grown:  # replaced meanwhile (a failure, a worn jail)
+                fresh.close()
+                return False
+            self.jail = fresh
+            self.started += 1
+        grown.close()
+        log.info("event=parse_jail_refreshed files=%d", grown.files)
+        return True
+
     def close(self) -> None:
         with self.lock:
             self._discard()

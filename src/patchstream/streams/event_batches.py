@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 async def event_batches(stream: Any, max_events: int, within_s: float) -> AsyncIterator[list[Any]]:
@@ -85,3 +88,37 @@ async def _next(arrived: asyncio.Queue[Any], puller: asyncio.Future[None],
             raise exc
         return _ENDED
     return _TIMED_OUT
+
+
+class WhenQuiet:
+    """Runs ``action`` (blocking: in a thread) once ``touch`` has not been called for
+    ``delay_s``: one timer, moved on by each batch, so a quiet stage wakes for it once and
+    then sleeps. The parse stage gives a burst's memory back this way (``StateBuilder.quiet``)."""
+
+    def __init__(self, delay_s: float, action: Callable[[], object]) -> None:
+        self.delay_s = delay_s
+        self.action = action
+        self._timer: asyncio.TimerHandle | None = None
+        self._running: asyncio.Future[object] | None = None  # held until it is done
+
+    def touch(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(self.delay_s, self._fire)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._running is not None and not self._running.done():
+            return  # the last one is still at work
+        self._running = asyncio.ensure_future(asyncio.to_thread(self.action))
+        self._running.add_done_callback(_log_failure)
+
+
+def _log_failure(done: asyncio.Future[object]) -> None:
+    if not done.cancelled() and (exc := done.exception()) is not None:
+        log.warning("event=when_quiet_failed error=%s: %s", type(exc).__name__, exc)

@@ -27,7 +27,7 @@ from patchstream.settings import KafkaSettings, Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode
-from patchstream.streams.event_batches import event_batches
+from patchstream.streams.event_batches import WhenQuiet, event_batches
 from patchstream.streams.fetch_pacing import pace, pacer_for
 from patchstream.streams.parse_batch import (
     Outcome,
@@ -152,6 +152,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
         # delta's ack awaited together. Faust acks the batch's offsets only after this body
         # has finished with it, so at-least-once holds exactly as for one event at a time.
         within = pipeline.parse_batch_wait_ms / 1000
+        quiet = WhenQuiet(settings.parsing.sandbox_quiet_s, stage.builder.quiet)
         async for events in event_batches(stream, pipeline.parse_batch_size, within):
             acks: list[Any] = []
             decoded: list[tuple[Any, PatchEvent]] = []
@@ -195,6 +196,8 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                                                        value=encode(delta)))  # fmt: skip
             # The offsets are committed only after every delta of the batch is acknowledged.
             await asyncio.gather(*acks)
+            quiet.touch()
+        quiet.cancel()
 
     @app.agent(patch_topic)
     async def parse(stream: Any) -> None:
