@@ -140,20 +140,21 @@ def _per_process(stack: Any, measure: Any) -> dict[str, float]:
     return found
 
 
+def _status_mib(pid: int, field: str) -> float:
+    """A memory field of ``/proc/PID/status`` (``VmHWM``, ``VmRSS``) in MiB; 0 once gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def peak_rss_mib(stack: Any) -> dict[str, float]:
     """Peak resident memory (VmHWM) of each process of a running stack, in MiB; a process's
     children (Milvus Lite's server, say) are added to it, an upper bound of their joint peak."""
-
-    def hwm(pid: int) -> float:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return 0.0
-
-    found = _per_process(stack, hwm)
+    found = _per_process(stack, lambda pid: _status_mib(pid, "VmHWM"))
     import resource
 
     found["bench driver (indexer)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -162,8 +163,8 @@ def peak_rss_mib(stack: Any) -> dict[str, float]:
 
 class StackMemory:
     """The stack's resident memory summed over its processes, sampled every ``interval_s``
-    between ``start()`` and ``stop()``: ``peak_mib`` is the most it held
-    at one time, what the machine had to give it. The sum of each process's own peak
+    between ``start()`` and ``stop()``: ``peak_mib`` is the most it held at one time, what the
+    machine had to give it. The sum of each process's own peak
     (``peak_rss_mib``) is an upper bound of it: the processes peak at different moments."""
 
     def __init__(self, stack: Any, interval_s: float = 0.5) -> None:
@@ -178,17 +179,8 @@ class StackMemory:
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
-        def rss(pid: int) -> float:
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
-            except OSError:
-                pass
-            return 0.0
-
         while not self._stop.wait(self.interval_s):
-            now = _per_process(self.stack, rss)
+            now = _per_process(self.stack, lambda pid: _status_mib(pid, "VmRSS"))
             self.peak_mib = max(self.peak_mib, sum(now.values()))
             for name, mib in now.items():
                 self.by_process[name] = max(self.by_process.get(name, 0.0), mib)

@@ -196,6 +196,7 @@ def main() -> None:
     if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
         command = f"python bench/pipeline.py --corpus {args.corpus} --embedder {args.embedder}"
+        command += " --cgc" if args.cgc else ""
         update_results_row(f"pipeline {args.corpus} ({args.embedder})", command, figures)
 
 
