@@ -24,13 +24,22 @@ def name_parts(text: str) -> list[str]:
 
     A part that is not an identifier (a call result, an index) becomes ``"?"``.
     """
+    if len(text) > _CACHED_NAME_CHARS:  # a pathological file's long texts are not kept
+        return list(_split_name(text))
     return list(_name_parts(text))
 
 
 # A file writes the same few names again and again (``self``, ``np.asarray``): extraction
-# splits ~500 a file, and the split was a tenth of extraction's time.
+# splits ~500 a file.
+_CACHED_NAME_CHARS = 200
+
+
 @lru_cache(maxsize=16384)
 def _name_parts(text: str) -> tuple[str, ...]:
+    return _split_name(text)
+
+
+def _split_name(text: str) -> tuple[str, ...]:
     cleaned = without_generics("".join(text.split()))
     cleaned = cleaned.replace("?.", ".").replace("!.", ".").replace("::", ".")
     cleaned = cleaned.replace("->", ".").replace("&", "")
