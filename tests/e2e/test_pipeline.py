@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -253,22 +254,28 @@ def test_the_vector_tier_runs_at_lower_priority_in_its_own_scheduling_group(
         assert autogroup_nice(pids["graph-sink"]) == 0
 
 
-def _busy_jails(cpu: dict[int, int]) -> list[int]:
-    """Pids of parse jails that used CPU since the last look (``cpu`` keeps the last look)."""
-    busy = []
+def _jail_stats() -> Iterator[tuple[int, list[str]]]:
+    """Each parse jail on the machine: its pid and the fields of its ``/proc`` stat after the
+    command name (other stacks' jails included)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if b"patchstream.parsing.jail_child" not in (entry / "cmdline").read_bytes():
                 continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            yield int(entry.name), (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
+
+
+def _busy_jails(cpu: dict[int, int]) -> list[int]:
+    """Pids of parse jails that used CPU since the last look (``cpu`` keeps the last look)."""
+    busy = []
+    for pid, fields in _jail_stats():
         used = int(fields[11]) + int(fields[12])  # utime + stime, in ticks
-        if cpu.get(int(entry.name), used) != used:
-            busy.append(int(entry.name))
-        cpu[int(entry.name)] = used
+        if cpu.get(pid, used) != used:
+            busy.append(pid)
+        cpu[pid] = used
     return busy
 
 
@@ -277,19 +284,7 @@ def _jails(stack: Supervisor) -> set[int]:
     machine have theirs)."""
     workers = {w.process.pid for w in stack.workers
                if w.name.startswith("parse") and w.process is not None}  # fmt: skip
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if (
-                entry.name.isdigit()
-                and b"patchstream.parsing.jail_child" in (entry / "cmdline").read_bytes()
-            ):
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if parent in workers:
-                    found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return {pid for pid, fields in _jail_stats() if int(fields[1]) in workers}
 
 
 def test_jails_grown_by_a_burst_are_replaced_once_the_workers_are_quiet(
