@@ -25,6 +25,24 @@ from patchstream.settings import (
 )
 
 ALLOWED_TENANTS = ["default", "acme", "rebuild"]
+LOG_TAIL_BYTES = 6000  # of each stack log, shown with a failed test
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed e2e test shows the tail of its stack's logs: a CI run keeps nothing else, and
+    a stall or a crash inside a worker is read there, not in the assertion."""
+    outcome = yield
+    report = outcome.get_result()
+    supervisor = getattr(item, "funcargs", {}).get("stack")
+    if not report.failed or not isinstance(supervisor, Supervisor):
+        return
+    for path in sorted((Path(supervisor.settings.embedded.data_dir) / "logs").glob("*.log")):
+        with contextlib.suppress(OSError):
+            with path.open("rb") as log_file:
+                log_file.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+                tail = log_file.read().decode(errors="replace")
+            report.sections.append((f"stack log {path.name} (tail)", tail))
 
 
 @pytest.fixture(scope="module")

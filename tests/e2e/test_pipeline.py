@@ -254,24 +254,27 @@ def test_the_vector_tier_runs_at_lower_priority_in_its_own_scheduling_group(
         assert autogroup_nice(pids["graph-sink"]) == 0
 
 
-def _jail_stats() -> Iterator[tuple[int, list[str]]]:
-    """Each parse jail on the machine: its pid and the fields of its ``/proc`` stat after the
-    command name (other stacks' jails included)."""
+def _jail_stats(parents: set[int]) -> Iterator[tuple[int, list[str]]]:
+    """Each parse jail whose parent is one of ``parents``: its pid and the fields of its
+    ``/proc`` stat after the command name."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if b"patchstream.parsing.jail_child" not in (entry / "cmdline").read_bytes():
                 continue
-            yield int(entry.name), (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) in parents:
+                yield int(entry.name), fields
         except OSError:
             continue
 
 
-def _busy_jails(cpu: dict[int, int]) -> list[int]:
-    """Pids of parse jails that used CPU since the last look (``cpu`` keeps the last look)."""
+def _busy_jails(stack: Supervisor, cpu: dict[int, int]) -> list[int]:
+    """Pids of this stack's parse jails that used CPU since the last look (``cpu`` keeps the
+    last look). Other stacks' jails are left alone: killing them fails other tests' files."""
     busy = []
-    for pid, fields in _jail_stats():
+    for pid, fields in _jail_stats(_parse_workers(stack)):
         used = int(fields[11]) + int(fields[12])  # utime + stime, in ticks
         if cpu.get(pid, used) != used:
             busy.append(pid)
@@ -279,12 +282,14 @@ def _busy_jails(cpu: dict[int, int]) -> list[int]:
     return busy
 
 
+def _parse_workers(stack: Supervisor) -> set[int]:
+    return {w.process.pid for w in stack.workers
+            if w.name.startswith("parse") and w.process is not None}  # fmt: skip
+
+
 def _jails(stack: Supervisor) -> set[int]:
-    """Pids of this stack's parse jails (children of its parse workers; other stacks on the
-    machine have theirs)."""
-    workers = {w.process.pid for w in stack.workers
-               if w.name.startswith("parse") and w.process is not None}  # fmt: skip
-    return {pid for pid, fields in _jail_stats() if int(fields[1]) in workers}
+    """Pids of this stack's parse jails (other stacks on the machine have theirs)."""
+    return {pid for pid, _ in _jail_stats(_parse_workers(stack))}
 
 
 def test_jails_grown_by_a_burst_are_replaced_once_the_workers_are_quiet(
@@ -293,8 +298,11 @@ def test_jails_grown_by_a_burst_are_replaced_once_the_workers_are_quiet(
     """A burst of files grows each worker's jail; after ``sandbox_quiet_s`` of quiet a fresh
     jail replaces one that parsed ``sandbox_refresh_files`` or more, and parsing goes on."""
     refresh = stack.settings.parsing.sandbox_refresh_files
+    workers = stack.settings.embedded.parse_workers
+    # An earlier test's files may have a swap under way (fresh jail up, grown one not yet
+    # closed): start from one jail a worker.
+    wait_for(lambda: len(_jails(stack)) == workers, what="one jail a worker")
     before = _jails(stack)
-    assert len(before) == stack.settings.embedded.parse_workers
     burst = [_event("acme", f"burst/m{i}.py", 1, content=f"def f{i}():\n    return {i}\n")
              for i in range(6 * refresh)]  # fmt: skip
     _publish(stack, burst)
@@ -330,13 +338,13 @@ def test_a_file_that_crashes_its_jail_is_flagged_and_the_stream_moves_on(
 
         def kill_busy_jails() -> None:
             while not stop.is_set():
-                for pid in _busy_jails(cpu):
+                for pid in _busy_jails(stack, cpu):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
                 time.sleep(0.05)
 
         big = "".join(f"def f{i}(a):\n    return g(a, [x for x in a])\n\n" for i in range(3000))
-        _busy_jails(cpu)  # the idle jails' CPU so far
+        _busy_jails(stack, cpu)  # the idle jails' CPU so far
         killer = threading.Thread(target=kill_busy_jails, daemon=True)
         killer.start()
         try:
