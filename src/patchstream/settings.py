@@ -116,9 +116,13 @@ class GraphSettings(BaseModel):
 
 
 class VectorSettings(BaseModel):
-    """Milvus connection; the embedded default is ``milvus-lite server`` on a local port."""
+    """Milvus connection; by default the embedded stack's Milvus Lite."""
 
-    milvus_uri: str = "http://127.0.0.1:19630"
+    milvus_uri: str = Field(
+        default="",
+        description="Milvus (or Milvus Lite) server; empty: the embedded stack's, found from "
+        "the embedded settings as `up` serves it (its data dir's socket, or milvus_port)",
+    )
     milvus_token: SecretStr | None = None
     collection_prefix: str = Field(
         default="patchstream_", description="one chunks collection per embedder name"

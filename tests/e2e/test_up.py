@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from patchstream.embedded.services import free_port, milvus_socket_path, port_is_open
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import make_repo, wait_for
 
 
 def _env(tmp_path: Path, ports: dict[str, int]) -> dict[str, str]:
@@ -30,10 +30,13 @@ def _ports() -> dict[str, int]:
     return {"kafka_port": free_port(), "falkordb_port": free_port(), "milvus_port": free_port()}
 
 
-def _start_up(tmp_path: Path, ports: dict[str, int]) -> tuple[subprocess.Popen[str], str]:
+def _start_up(
+    tmp_path: Path, ports: dict[str, int], env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "patchstream.cli.main", "up"],
-        env=_env(tmp_path, ports), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env or _env(tmp_path, ports), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
     )  # fmt: skip
     lines: list[str] = []
     assert process.stdout is not None
@@ -54,9 +57,15 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], env=env,
+                          capture_output=True, text=True, timeout=240)  # fmt: skip
+
+
 def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     ports = _ports()
-    process, output = _start_up(tmp_path, ports)
+    env = _env(tmp_path, ports)
+    process, output = _start_up(tmp_path, ports, env)
     assert "patchstream is up" in output, output
     for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"])):
         assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
@@ -68,6 +77,27 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     assert not port_is_open("127.0.0.1", ports["milvus_port"])
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
     assert len(pids) == 6  # 2 parse workers, graph sink, vector sink, query service, gateway
+    # A second terminal (what `make run` does): `status` and `index` find the stack's Milvus
+    # with no vector setting. These ports are not the defaults, so the broker's and the
+    # graph's are named, as a user who moved them names them.
+    terminal = {
+        **env,
+        "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": f"127.0.0.1:{ports['kafka_port']}"}),
+        "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": ports["falkordb_port"]}),
+    }
+    assert "PATCHSTREAM_VECTOR" not in terminal
+    wait_for(lambda: _cli(terminal, "status", "--quiet").returncode == 0, timeout=120,
+             what="status: every service up")  # fmt: skip
+    rows = {
+        line.split()[0]: line.split()[1:] for line in _cli(terminal, "status").stdout.splitlines()
+    }
+    assert rows["milvus"] == [f"unix:{milvus_socket}", "up"], rows
+    repo = make_repo(tmp_path / "repo", {"pkg/m.py": "def f():\n    return 1\n"})
+    done = _cli(terminal, "index", str(repo), "--repo", "mine", "--json", "--commits", "0",
+                "--timeout", "180")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["complete"], summary["files_scanned"]) == (True, 2), summary  # and .gitignore
     # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.
     process.send_signal(signal.SIGINT)
     time.sleep(0.5)

@@ -43,3 +43,16 @@ def test_a_runtime_dir_others_can_enter_is_refused(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     with pytest.raises(ConfigError, match="0700"):
         milvus_socket_path(tmp_path / ("d" * 120))
+
+
+def test_a_terminal_beside_up_reaches_its_milvus_with_no_setting(tmp_path: Path) -> None:
+    """Issue found by `make run`: the CLI read Milvus on a TCP port `up` no longer opens."""
+    from patchstream.settings import EmbeddedSettings, Settings, VectorSettings
+    from patchstream.stores.factory import milvus_uri
+
+    embedded = EmbeddedSettings(data_dir=str(tmp_path), milvus_port=19999)
+    assert milvus_uri(Settings(embedded=embedded)) == f"unix:{tmp_path.resolve()}/milvus.sock"
+    over_tcp = embedded.model_copy(update={"milvus_socket": False})
+    assert milvus_uri(Settings(embedded=over_tcp)) == "http://127.0.0.1:19999"
+    named = Settings(embedded=embedded, vector=VectorSettings(milvus_uri="http://milvus:19530"))
+    assert milvus_uri(named) == "http://milvus:19530"  # a deployment's own Milvus wins

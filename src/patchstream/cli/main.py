@@ -176,11 +176,12 @@ def status(quiet: bool) -> None:
     each asked over HTTP with its key."""
     from patchstream.embedded.probes import unix_socket_accepts
     from patchstream.embedded.services import port_is_open
+    from patchstream.stores.factory import milvus_uri
 
     settings = get_settings()
     if settings.remote:
         sys.exit(_server_status(settings, quiet))
-    milvus = settings.vector.milvus_uri.split("://", 1)[-1]
+    milvus = milvus_uri(settings).split("://", 1)[-1]
     gateway = settings.gateway.url.split("://", 1)[-1].rstrip("/") or (
         f"{settings.gateway.host}:{settings.gateway.port}")  # fmt: skip
     targets = {

@@ -8,11 +8,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from patchstream.embedded.services import falkordb_password, milvus_socket_path
+from patchstream.embedded.services import BACKING_HOST, embedded_milvus_uri, falkordb_password
 from patchstream.settings import Settings
-
-# Backing services never leave loopback; ``embedded.host`` is for the HTTP services only.
-BACKING_HOST = "127.0.0.1"
 
 # What each child may read. Sections with secrets (graph, vector, embedding, query, gateway)
 # go only to the children that use them: the OpenAI key never reaches the gateway.
@@ -45,7 +42,7 @@ def with_embedded_addresses(settings: Settings) -> Settings:
                 }
             ),
             "vector": settings.vector.model_copy(
-                update={"milvus_uri": embedded_milvus_uri(settings)}
+                update={"milvus_uri": embedded_milvus_uri(settings.embedded)}
             ),
             "query": settings.query.model_copy(
                 update={
@@ -66,13 +63,6 @@ def with_embedded_addresses(settings: Settings) -> Settings:
             ),
         }
     )
-
-
-def embedded_milvus_uri(settings: Settings) -> str:
-    embedded = settings.embedded
-    if embedded.milvus_socket:
-        return f"unix:{milvus_socket_path(Path(embedded.data_dir))}"
-    return f"http://{BACKING_HOST}:{embedded.milvus_port}"
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:

@@ -30,8 +30,11 @@ from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers, unix_socket_accepts
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.procfs import TICKS_PER_S, cpu_ticks, listens_on
+from patchstream.settings import EmbeddedSettings
 
 log = logging.getLogger("patchstream.up")
+# Backing services never leave loopback; ``embedded.host`` is for the HTTP services only.
+BACKING_HOST = "127.0.0.1"
 PORT_RELEASE_WAIT_S = 20.0
 SOCKET_PATH_MAX = 100  # of the kernel's 108 bytes, with room to spare
 
@@ -349,6 +352,13 @@ def milvus_lite_command() -> list[str]:
     if importlib.util.find_spec("milvus_lite") is None:
         raise ServiceError("milvus-lite is not installed; pip install 'milvus-lite>=3'")
     return [sys.executable, "-m", "patchstream.embedded.milvus_server"]
+
+
+def embedded_milvus_uri(embedded: EmbeddedSettings) -> str:
+    """Where ``up``'s Milvus answers: its socket, or ``milvus_port`` with the socket off."""
+    if embedded.milvus_socket:
+        return f"unix:{milvus_socket_path(Path(embedded.data_dir))}"
+    return f"http://{BACKING_HOST}:{embedded.milvus_port}"
 
 
 def milvus_socket_path(data_dir: Path) -> Path:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.child_settings import (
-    BACKING_HOST,
     child_environment,
     settings_environment,
     with_embedded_addresses,
@@ -31,6 +30,7 @@ from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.outbox_relay import OutboxTender
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
+    BACKING_HOST,
     Service,
     ServiceError,
     ensure_port_free,

@@ -51,6 +51,14 @@ def embedded_falkordb_password(settings: Settings) -> str | None:
         return None
 
 
+def milvus_uri(settings: Settings) -> str:
+    """The configured Milvus, or else the embedded stack's: a terminal beside ``up`` reaches
+    its Milvus with no setting, as it reaches its FalkorDB (``embedded_falkordb_password``)."""
+    from patchstream.embedded.services import embedded_milvus_uri
+
+    return settings.vector.milvus_uri or embedded_milvus_uri(settings.embedded)
+
+
 def open_vector_store(settings: Settings) -> MilvusVectorStore:
     from patchstream.embedders.factory import create_embedder
     from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -58,7 +66,7 @@ def open_vector_store(settings: Settings) -> MilvusVectorStore:
 
     vector = settings.vector
     store = MilvusVectorStore(
-        vector.milvus_uri,
+        milvus_uri(settings),
         create_embedder(settings.embedding_settings()),
         collection_prefix=vector.collection_prefix,
         token=vector.milvus_token.get_secret_value() if vector.milvus_token else None,
