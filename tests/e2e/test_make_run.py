@@ -1,0 +1,67 @@
+"""``make run``, the README's first command: its script starts the stack, waits for `status`,
+indexes a repository, shows two queries and stops on Ctrl-C.
+
+The stack runs on free ports here (another stack may hold the defaults), so the terminal's
+settings name them; none names Milvus, as none does on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from patchstream.embedded.services import free_port
+from tests.e2e.conftest import make_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = "Ctrl-C stops it."
+
+
+def test_make_run_indexes_a_repository_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    kafka, falkordb, query, gateway = (free_port() for _ in range(4))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env |= {
+        "PATCHSTREAM_EMBEDDED": json.dumps({
+            "data_dir": str(tmp_path / "data"), "kafka_port": kafka, "falkordb_port": falkordb,
+            "milvus_port": free_port(), "metrics_port": 0}),
+        "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": f"127.0.0.1:{kafka}"}),
+        "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": falkordb}),
+        "PATCHSTREAM_QUERY": json.dumps({"port": query, "url": f"http://127.0.0.1:{query}"}),
+        "PATCHSTREAM_GATEWAY": json.dumps({"port": gateway}),
+        "REPO_DIR": str(make_repo(tmp_path / "shop", {
+            "shop/delta.py": "def apply_file_delta(graph):\n    return graph\n",
+            "shop/diff.py": "from shop.delta import apply_file_delta\n\n\n"
+                            "def diff_states(a):\n    return apply_file_delta(a)\n",
+            "shop/cli.py": "from shop.diff import diff_states\n\n\n"
+                           "def main():\n    return diff_states(1)\n"})),
+    }  # fmt: skip
+    assert "PATCHSTREAM_VECTOR" not in env
+    script = subprocess.Popen(
+        ["bash", "scripts/run.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    try:
+        assert script.stdout is not None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (lines and READY in lines[-1]):
+            line = script.stdout.readline()
+            if not line:
+                break  # the script ended
+            lines.append(line)
+        output = "".join(lines)
+        assert READY in output, output[-4000:]
+        assert re.search(r"indexed shop@main for tenant default: files=4 ", output), output
+        # The script's two queries: the search finds the function, the walk finds the caller.
+        _, search, callers = output.split("\n$ ")
+        assert "shop/delta.py" in search and "apply_file_delta" in search, search
+        assert "shop/cli.py" in callers and "def main" in callers, callers
+    finally:
+        os.killpg(script.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole group
+        code = script.wait(120)
+    assert code == 0, "".join(lines)[-4000:]
