@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -68,13 +69,16 @@ def test_refused_input_is_one_line_and_exit_2(tmp_path: object) -> None:
         assert "Traceback" not in result.output
 
 
-def test_a_broker_that_does_not_answer_is_named_with_exit_1(monkeypatch: object) -> None:
+def test_a_broker_that_does_not_answer_is_named_with_exit_1(
+    monkeypatch: object, tmp_path: Path
+) -> None:
     import pytest
 
     from patchstream.settings import get_settings
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     monkeypatch.setenv("PATCHSTREAM_KAFKA__BOOTSTRAP", "127.0.0.1:1")
+    monkeypatch.setenv("PATCHSTREAM_EMBEDDED__DATA_DIR", str(tmp_path))  # where its outbox goes
     monkeypatch.delenv("PATCHSTREAM_GATEWAY__URL", raising=False)
     get_settings.cache_clear()
     try:

@@ -106,6 +106,7 @@ def emit(
     """Publish one agent write (or delete) as a patch event."""
     import asyncio
 
+    from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
     from patchstream.schemas.events import PatchEvent
     from patchstream.streams.producer import EventPublisher
 
@@ -123,8 +124,17 @@ def emit(
     )  # fmt: skip
 
     async def send() -> None:
-        async with EventPublisher(get_settings().kafka) as publisher:
-            await publisher.publish([event])
+        # On disk first, as `index` and the gateway publish: Tansu keeps its log in memory, so
+        # a write acknowledged by the broker alone was lost with a broker restart.
+        settings = get_settings()
+        outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
+        try:
+            async with EventPublisher(settings.kafka) as publisher:
+                await publish_durably(outbox, [event], publisher.publish,
+                                      durable_broker=settings.kafka.durable)  # fmt: skip
+        finally:
+            if outbox is not None:
+                outbox.close()
 
     from patchstream.schemas.read_tokens import make_read_token
 
