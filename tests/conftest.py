@@ -39,3 +39,12 @@ def _no_client_profile_between_tests() -> Iterator[None]:
     if client_profile.CLIENT_MODE:
         client_profile.CLIENT_MODE = False
         client_profile.get_settings.cache_clear()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Checkouts `index` records for agent hooks go to a directory of this run, not to the
+    user's ``~/.local/state`` (the CLI's subprocesses inherit it)."""
+    import os
+    import tempfile
+
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="patchstream-state-")

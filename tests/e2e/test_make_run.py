@@ -1,5 +1,6 @@
 """``make run``, the README's first command: its script starts the stack, waits for `status`,
-indexes a repository, shows two queries and stops on Ctrl-C.
+indexes a repository, shows two queries and stops on Ctrl-C; meanwhile an agent's hook
+publishes an edit in that repository with nothing configured.
 
 The stack runs on free ports here (another stack may hold the defaults), so the terminal's
 settings name them; none names Milvus, as none does on a fresh machine.
@@ -12,11 +13,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from patchstream.embedded.services import free_port
-from tests.e2e.conftest import make_repo
+from tests.e2e.conftest import make_repo, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "Ctrl-C stops it."
@@ -61,6 +63,26 @@ def test_make_run_indexes_a_repository_answers_and_stops_on_ctrl_c(tmp_path: Pat
         _, search, callers = output.split("\n$ ")
         assert "shop/delta.py" in search and "apply_file_delta" in search, search
         assert "shop/cli.py" in callers and "def main" in callers, callers
+        # Claude Code's hook on an edit in that checkout: no registry, no gateway setting.
+        repo = Path(env["REPO_DIR"])
+        (repo / "shop" / "hooked.py").write_text("def written_by_the_agent():\n    return 3\n")
+        hook = subprocess.run(
+            [sys.executable, "-m", "patchstream.cli.main", "hook", "claude-code"], env=env,
+            input=json.dumps({"session_id": "cc-1", "tool_name": "Write", "cwd": str(repo),
+                              "tool_input": {"file_path": "shop/hooked.py", "content": "."}}),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert hook.returncode == 0 and "published 1 write" in hook.stderr, hook.stderr
+
+        def found() -> bool:
+            search = subprocess.run(
+                [sys.executable, "-m", "patchstream.cli.main", "query", "search",
+                 "written_by_the_agent", "--repo", "shop", "--limit", "3"],
+                env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            return "shop/hooked.py" in search.stdout
+
+        wait_for(found, what="the hooked edit in search")
     finally:
         os.killpg(script.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole group
         code = script.wait(120)

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from patchstream.embedded.services import free_port, milvus_socket_path, port_is_open
+from patchstream.embedded.services import free_port, port_is_open
+from patchstream.stack_addresses import milvus_socket_path
 from tests.e2e.conftest import make_repo, wait_for
 
 
@@ -66,6 +67,28 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     ports = _ports()
     env = _env(tmp_path, ports)
     process, output = _start_up(tmp_path, ports, env)
+    try:
+        pids = _check_started(tmp_path, ports, output)
+        _check_a_terminal_beside_it(tmp_path, ports, env)
+        # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(90) == 0
+    finally:
+        if process.poll() is None:  # failed above: no stack is left behind for other tests
+            process.kill()
+            process.wait(30)
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )
+    assert not any(port_is_open("127.0.0.1", port) for port in ports.values())
+
+
+def _check_started(tmp_path: Path, ports: dict[str, int], output: str) -> list[int]:
+    """Every service where `up` says; returns the pids of its Python children."""
     assert "patchstream is up" in output, output
     for name, port in (("tansu", ports["kafka_port"]), ("falkordb", ports["falkordb_port"])):
         assert re.search(rf"{name}\s+listening on 127.0.0.1:{port}", output), output
@@ -77,20 +100,26 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     assert not port_is_open("127.0.0.1", ports["milvus_port"])
     pids = [int(p) for p in re.findall(r"running, pid (\d+)", output)]
     assert len(pids) == 6  # 2 parse workers, graph sink, vector sink, query service, gateway
-    # A second terminal (what `make run` does): `status` and `index` find the stack's Milvus
-    # with no vector setting. These ports are not the defaults, so the broker's and the
-    # graph's are named, as a user who moved them names them.
+    return pids
+
+
+def _check_a_terminal_beside_it(tmp_path: Path, ports: dict[str, int], env: dict[str, str]) -> None:
+    """A second terminal (what `make run` does): `status` and `index` find the stack's Milvus
+    with no vector setting. These ports are not the defaults, so the broker's, the graph's
+    and the query service's are named, as a user who moved them names them."""
+    query = json.loads(env["PATCHSTREAM_QUERY"])["port"]
     terminal = {
         **env,
         "PATCHSTREAM_KAFKA": json.dumps({"bootstrap": f"127.0.0.1:{ports['kafka_port']}"}),
         "PATCHSTREAM_GRAPH": json.dumps({"falkordb_port": ports["falkordb_port"]}),
+        "PATCHSTREAM_QUERY": json.dumps({"port": query, "url": f"http://127.0.0.1:{query}"}),
     }
     assert "PATCHSTREAM_VECTOR" not in terminal
     wait_for(lambda: _cli(terminal, "status", "--quiet").returncode == 0, timeout=120,
              what="status: every service up")  # fmt: skip
-    rows = {
-        line.split()[0]: line.split()[1:] for line in _cli(terminal, "status").stdout.splitlines()
-    }
+    listed = _cli(terminal, "status").stdout.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in listed}
+    milvus_socket = milvus_socket_path(tmp_path / "data")
     assert rows["milvus"] == [f"unix:{milvus_socket}", "up"], rows
     repo = make_repo(tmp_path / "repo", {"pkg/m.py": "def f():\n    return 1\n"})
     done = _cli(terminal, "index", str(repo), "--repo", "mine", "--json", "--commits", "0",
@@ -98,17 +127,6 @@ def test_up_starts_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["complete"], summary["files_scanned"]) == (True, 2), summary  # and .gitignore
-    # Ctrl-C under `make run`: SIGINT to `up`, then the script's trap forwards a SIGTERM.
-    process.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(90) == 0
-    for pid in pids:
-        assert (
-            not Path(f"/proc/{pid}").exists()
-            or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-        )
-    assert not any(port_is_open("127.0.0.1", port) for port in ports.values())
 
 
 def test_children_die_when_up_is_killed(tmp_path: Path) -> None:

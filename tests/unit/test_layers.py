@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "patchstream"
 # Lowest first. Within a floor, modules may import each other.
 FLOORS = [
     {"__init__", "errors", "settings", "query_settings", "logs", "http_errors", "http_security",
-     "http_limits", "git_safety", "text_flags", "client", "client_profile", "procfs", "pacing"},
+     "http_limits", "git_safety", "text_flags", "client", "client_profile", "procfs", "pacing",
+     "stack_addresses"},
     {"schemas"},
     {"parsing", "embedders"},
     {"stores"},

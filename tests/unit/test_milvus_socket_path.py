@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.services import SOCKET_PATH_MAX, milvus_socket_path
 from patchstream.errors import ConfigError
+from patchstream.stack_addresses import SOCKET_PATH_MAX, milvus_socket_path
 
 
 def test_a_short_data_dir_holds_the_socket(tmp_path: Path) -> None:

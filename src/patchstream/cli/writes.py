@@ -41,8 +41,10 @@ def index(
     and the key's tenant is used."""
     import asyncio
 
+    from patchstream.errors import ConfigError
     from patchstream.indexing.remote import index_remote
     from patchstream.indexing.run import index_directory
+    from patchstream.producers.checkouts import remember_checkout
     from patchstream.schemas.events import refuse_bad_names
 
     root = path.resolve()
@@ -65,6 +67,10 @@ def index(
                 timeout_s=timeout_s, progress=not as_json, commits=commits, base=base,
             )
         )  # fmt: skip
+    try:  # so that an agent's hook publishes its edits here (`hook claude-code`)
+        remember_checkout(root, summary.repo, summary.ref)
+    except (OSError, ConfigError) as exc:
+        click.echo(f"warning: the checkout was not recorded for agent hooks: {exc}", err=True)
     if as_json:
         click.echo(json.dumps(summary.as_dict()))
     else:

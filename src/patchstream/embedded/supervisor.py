@@ -30,12 +30,10 @@ from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.outbox_relay import OutboxTender
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.services import (
-    BACKING_HOST,
     Service,
     ServiceError,
     ensure_port_free,
     free_port,
-    milvus_socket_path,
     port_is_open,
     start_falkordb,
     start_milvus_lite,
@@ -44,6 +42,7 @@ from patchstream.embedded.services import (
 from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender, read_lags
 from patchstream.procfs import rss_mib
 from patchstream.settings import Settings
+from patchstream.stack_addresses import BACKING_HOST, milvus_socket_path
 from patchstream.streams.topics import ensure_topics
 
 log = logging.getLogger("patchstream.up")

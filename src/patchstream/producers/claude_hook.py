@@ -2,9 +2,10 @@
 (and, with the query service configured, Bash: its output goes to the session's working state).
 
 It must never block or fail the agent's tool call: every error is logged to stderr and the
-process exits 0, within a few seconds at most. It publishes only files of registered
-repositories (``local_path`` in the gateway config) and skips, saying so on stderr, what git
-ignores, what is over the size cap and what matches the deny-list (``.env*``, keys).
+process exits 0, within a few seconds at most. It publishes only files of checkouts this user
+indexed (``indexing.checkouts``) or the gateway config registers (``local_path``), to the
+configured gateway or else the one ``up`` serves here, and skips, saying so on stderr, what
+git ignores, what is over the size cap and what matches the deny-list (``.env*``, keys).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchClient
+from patchstream.producers.checkouts import checkout_by_git_dir, checkout_of, read_checkouts
 from patchstream.producers.claude_hook_rules import DENY_PATTERNS
 from patchstream.producers.claude_session import (
     SHELL_TOOLS,
@@ -35,22 +38,52 @@ class Skipped(Exception):  # noqa: N818 - a decision, reported on stderr
     """The hook chose not to publish a file; the message says why."""
 
 
-def _registered(file_path: Path, settings: Settings) -> tuple[str, Path, str | None]:
-    """(repository name, checkout root, workspace): only files of registered repositories are
-    published. A file in a linked git worktree of a registered checkout (``git worktree
-    add``, how parallel agents get their own copy) goes to the agent workspace named after
-    the worktree's branch, over the repository's default branch."""
+@dataclass(frozen=True)
+class Target:
+    """Where the hook publishes a file: ``repo@ref`` (in ``workspace`` when it is set),
+    with paths relative to ``root``."""
+
+    repo: str
+    root: Path
+    ref: str
+    workspace: str | None = None
+
+
+def _target(file_path: Path, settings: Settings) -> Target:
+    """Only files of known checkouts are published: the gateway registry's (``local_path``),
+    else those ``patchstream index`` recorded (``checkouts``). A file in a linked git worktree
+    of one (``git worktree add``, how parallel agents get their own copy) goes to the agent
+    workspace named after the worktree's branch, over the checkout's branch."""
     registry = load_registry(settings.gateway.config)
-    registered = registry.find_by_path(file_path)
-    if registered is not None and registered.local_path:
-        return registered.name, Path(registered.local_path), None
+    recorded = read_checkouts()
+    # A linked worktree first: one may sit inside its checkout (an agent's copy under the
+    # project), and its files belong to its workspace, not to the checkout's branch.
     worktree = _worktree_of(file_path)
     if worktree is not None:
         common_dir, root, branch = worktree
         registered = registry.find_by_git_dir(common_dir)
-        if registered is not None:
-            return registered.name, root, branch
-    raise Skipped(f"{file_path} is not in a registered repository (local_path) or its worktrees")
+        if registered is not None and Path(registered.local_path or "/").resolve() != root:
+            return Target(registered.name, root, registered.default_branch, branch)
+        found = checkout_by_git_dir(common_dir, recorded)
+        if found is not None and found.root != root:
+            return Target(found.repo, root, found.ref, branch)
+    registered = registry.find_by_path(file_path)
+    if registered is not None and registered.local_path:
+        return Target(registered.name, Path(registered.local_path), registered.default_branch)
+    found = checkout_of(file_path, recorded)
+    if found is not None:
+        return Target(found.repo, found.root, found.ref)
+    raise Skipped(f"{file_path} is in no indexed checkout (`patchstream index` it) or "
+                  "registered repository (local_path), nor in a worktree of one")  # fmt: skip
+
+
+def gateway_url(settings: Settings) -> str:
+    """The configured gateway, else the one ``up`` serves on this machine."""
+    if settings.gateway.url:
+        return settings.gateway.url
+    host = settings.gateway.host
+    host = "127.0.0.1" if host in ("", "0.0.0.0") else "[::1]" if host == "::" else host
+    return f"http://{host}:{settings.gateway.port}"
 
 
 def _worktree_of(file_path: Path) -> tuple[Path, Path, str] | None:
@@ -113,18 +146,17 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
     if not file_path.is_absolute():
         file_path = Path(payload.get("cwd") or ".") / file_path
     file_path = file_path.resolve()
-    repo, root, workspace = _registered(file_path, settings)
+    target = _target(file_path, settings)
+    root, repo = target.root, target.repo
     relative = file_path.relative_to(root.resolve()).as_posix()
     check_publishable(root, relative, file_path, settings.parsing.max_file_bytes)
-    if not settings.gateway.url:
-        raise RuntimeError("PATCHSTREAM_GATEWAY__URL is not set; the hook has nowhere to send")
     session = payload.get("session_id")
-    with PatchClient(settings.gateway.url, settings.gateway.api_key.get_secret_value(),
-                     timeout_s=3.0, workspace=workspace) as client:  # fmt: skip
+    with PatchClient(gateway_url(settings), settings.gateway.api_key.get_secret_value(),
+                     timeout_s=3.0, workspace=target.workspace) as client:  # fmt: skip
         if not file_path.exists():
-            return client.delete_file(repo, relative, session_id=session)
+            return client.delete_file(repo, relative, target.ref, session_id=session)
         content = file_path.read_bytes().decode("utf-8", errors="replace")
-        receipt = client.write_file(repo, relative, content, session_id=session,
+        receipt = client.write_file(repo, relative, content, target.ref, session_id=session,
                                     actor="claude-code")  # fmt: skip
     if session and query_configured(
         settings

@@ -54,7 +54,7 @@ def embedded_falkordb_password(settings: Settings) -> str | None:
 def milvus_uri(settings: Settings) -> str:
     """The configured Milvus, or else the embedded stack's: a terminal beside ``up`` reaches
     its Milvus with no setting, as it reaches its FalkorDB (``embedded_falkordb_password``)."""
-    from patchstream.embedded.services import embedded_milvus_uri
+    from patchstream.stack_addresses import embedded_milvus_uri
 
     return settings.vector.milvus_uri or embedded_milvus_uri(settings.embedded)
 
