@@ -3,7 +3,7 @@
 
 It must never block or fail the agent's tool call: every error is logged to stderr and the
 process exits 0, within a few seconds at most. It publishes only files of checkouts this user
-indexed (``indexing.checkouts``) or the gateway config registers (``local_path``), to the
+indexed (``producers.checkouts``) or the gateway config registers (``local_path``), to the
 configured gateway or else the one ``up`` serves here, and skips, saying so on stderr, what
 git ignores, what is over the size cap and what matches the deny-list (``.env*``, keys).
 """
