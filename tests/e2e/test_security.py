@@ -264,7 +264,9 @@ def test_mcp_over_http_requires_a_bearer_key_of_its_tenant(sec_stack: Supervisor
         process.wait(15)
 
 
-def _hook(stack: Supervisor, origin: Path, relative: str) -> subprocess.CompletedProcess[str]:
+def _hook(
+    stack: Supervisor, origin: Path, relative: str, state_home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     hook_input = json.dumps({"session_id": "cc-1", "tool_name": "Write", "cwd": str(origin),
                              "tool_input": {"file_path": relative}})  # fmt: skip
     gateway = {"url": stack.settings.gateway.url, "api_key": "agent-key",
@@ -272,6 +274,8 @@ def _hook(stack: Supervisor, origin: Path, relative: str) -> subprocess.Complete
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
     env["PATCHSTREAM_GATEWAY"] = json.dumps(gateway)
     env["PATCHSTREAM_PARSING"] = json.dumps({"max_file_bytes": MAX_FILE})
+    if state_home is not None:  # where `index` recorded the checkouts
+        env["XDG_STATE_HOME"] = str(state_home)
     command = [sys.executable, "-m", "patchstream.cli.main", "hook", "claude-code"]
     return subprocess.run(command, input=hook_input, env=env, capture_output=True, text=True,
                           timeout=30)  # fmt: skip
@@ -291,12 +295,22 @@ def test_claude_code_hook_publishes_only_what_may_leave_the_machine(
     (outside / "mine.py").write_text("y = 2\n")
     cases = {".env.local": "deny-list", "server.pem": "deny-list", "id_ed25519": "deny-list",
              "build/gen.py": "ignored by git", "huge.py": "size cap",
-             str(outside / "mine.py"): "not in a registered repository"}  # fmt: skip
+             str(outside / "mine.py"): "is in no indexed checkout"}  # fmt: skip
     for relative, reason in cases.items():
         done = _hook(sec_stack, origin, relative)
         assert done.returncode == 0
         assert "skipped" in done.stderr and reason in done.stderr, (relative, done.stderr)
         assert "published" not in done.stderr
+    # A checkouts record another user may write would say where this user's edits go: the
+    # hook refuses it, and publishes nothing, rather than read it.
+    state = tmp_path / "state"
+    (state / "patchstream").mkdir(parents=True)
+    record = state / "patchstream" / "checkouts.json"
+    record.write_text(json.dumps([{"root": str(outside), "repo": "shop", "ref": "main"}]))
+    record.chmod(0o666)
+    done = _hook(sec_stack, origin, str(outside / "mine.py"), state_home=state)
+    assert done.returncode == 0 and "another user may write it" in done.stderr, done.stderr
+    assert "published 1 write" not in done.stderr
     (origin / "fine.py").write_text("def fine():\n    return 1\n")
     done = _hook(sec_stack, origin, "fine.py")
     assert done.returncode == 0 and "published 1 write" in done.stderr
