@@ -11,7 +11,10 @@ class QuerySettings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = 8731
-    url: str = Field(default="http://127.0.0.1:8731", description="where clients find it")
+    url: str = Field(
+        default="http://127.0.0.1:8731",
+        description="where clients find it; unset: this machine's, at host and port",
+    )
     api_keys: dict[str, str] = Field(
         default_factory=dict,
         description="API key -> tenant. Empty: the dev key 'dev-local-key' (tenant 'default'), "

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from patchstream.query_settings import QuerySettings as QuerySettings
@@ -103,7 +103,7 @@ class GraphSettings(BaseModel):
 
     backend: Literal["falkordb", "memgraph"] = "falkordb"
     falkordb_host: str = "127.0.0.1"
-    falkordb_port: int = 6479
+    falkordb_port: int = Field(default=6479, description="unset: embedded.falkordb_port")
     falkordb_password: SecretStr | None = None
     graph_prefix: str = Field(default="patchstream_", description="FalkorDB: graph per tenant")
     memgraph_host: str = "127.0.0.1"
@@ -156,7 +156,10 @@ class EmbeddingSettings(BaseModel):
 class KafkaSettings(BaseModel):
     """The bus. The embedded default is a memory-only Tansu broker on a local port."""
 
-    bootstrap: str = "127.0.0.1:19092"
+    bootstrap: str = Field(
+        default="127.0.0.1:19092",
+        description="the broker; unset: the embedded stack's (127.0.0.1:embedded.kafka_port)",
+    )
     topic_prefix: str = Field(default="patchstream.", description="prefix of every topic name")
     partitions: int = Field(default=8, gt=0)
     replication: int = Field(default=1, gt=0)
@@ -386,10 +389,44 @@ class Settings(BaseSettings):
         "`status` use only gateway.url and query.url with their keys, never a store",
     )
 
+    @model_validator(mode="after")
+    def _clients_follow_the_embedded_stack(self) -> Settings:
+        """An address left unset names the service as ``up`` starts it with these settings, so
+        a terminal with ``PATCHSTREAM_EMBEDDED__KAFKA_PORT=29092`` (or a query service moved
+        to another port) reaches the stack it names; an address set explicitly wins."""
+        embedded = self.embedded
+        # Copies, not assignments: a section object a caller passed in may be shared.
+        if "bootstrap" not in self.kafka.model_fields_set:
+            self.kafka = _derived(self.kafka, bootstrap=f"127.0.0.1:{embedded.kafka_port}")
+        if "falkordb_port" not in self.graph.model_fields_set:
+            self.graph = _derived(self.graph, falkordb_port=embedded.falkordb_port)
+        if "url" not in self.query.model_fields_set:
+            url = f"http://{client_host(self.query.host)}:{self.query.port}"
+            self.query = _derived(self.query, url=url)
+        return self
+
     def embedding_settings(self) -> EmbeddingSettings:
         if self.embedder is None:
             return self.embedding
         return self.embedding.model_copy(update={"kind": self.embedder})
+
+
+_Section = TypeVar("_Section", bound=BaseModel)
+
+
+def _derived(section: _Section, **values: object) -> _Section:
+    """``section`` with ``values``, still counted as unset: "set" keeps meaning what a user
+    set (the hook records working state only for a query service named explicitly)."""
+    copied = section.model_copy(update=values)
+    copied.__pydantic_fields_set__.difference_update(values)
+    return copied
+
+
+def client_host(listen_host: str) -> str:
+    """Where a client on this machine reaches a service listening on ``listen_host``."""
+    if listen_host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    return "[::1]" if listen_host == "::" else listen_host
 
 
 @lru_cache(maxsize=1)

@@ -29,7 +29,7 @@ from patchstream.producers.claude_session import (
     record_shell_output,
 )
 from patchstream.producers.registry import load_registry
-from patchstream.settings import Settings
+from patchstream.settings import Settings, client_host
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 
@@ -81,9 +81,7 @@ def gateway_url(settings: Settings) -> str:
     """The configured gateway, else the one ``up`` serves on this machine."""
     if settings.gateway.url:
         return settings.gateway.url
-    host = settings.gateway.host
-    host = "127.0.0.1" if host in ("", "0.0.0.0") else "[::1]" if host == "::" else host
-    return f"http://{host}:{settings.gateway.port}"
+    return f"http://{client_host(settings.gateway.host)}:{settings.gateway.port}"
 
 
 def _worktree_of(file_path: Path) -> tuple[Path, Path, str] | None:
