@@ -192,7 +192,7 @@ def status(quiet: bool) -> None:
         "gateway": gateway,
     }
     targets.update(_embedded_workers(settings))
-    healthy = True
+    healthy, width = True, max(22, *(len(address) for address in targets.values()))
     for name, address in targets.items():
         if address.startswith("unix:"):  # the embedded Milvus
             up_now = unix_socket_accepts(address.removeprefix("unix:"))
@@ -201,7 +201,7 @@ def status(quiet: bool) -> None:
             up_now = port_is_open(host, int(port))
         healthy &= up_now
         if not quiet:
-            click.echo(f"{name:<12} {address:<22} {'up' if up_now else 'DOWN'}")
+            click.echo(f"{name:<12} {address:<{width}} {'up' if up_now else 'DOWN'}")
     sys.exit(0 if healthy else 1)
 
 
