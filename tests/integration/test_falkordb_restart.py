@@ -57,7 +57,23 @@ def _big_files_log(tmp_path: Path, port: int) -> FalkorGraphStore:
     redis.Redis(port=port, password=PASSWORD).config_set("auto-aof-rewrite-percentage", 0)
     for start in range(0, len(deltas), 8):
         store.apply_many(deltas[start : start + 8])
+    _wait_until_the_log_holds_every_write(port)
     return store
+
+
+def _wait_until_the_log_holds_every_write(port: int) -> None:
+    """With ``appendfsync everysec`` Redis answers a write before it reaches the log file
+    when a background fsync is slow (a loaded machine): it postpones the write up to 2 s. A
+    SIGKILL then loses it, as documented, and the graph sink's reconciler restores it in a
+    stack. This test compares snapshots, so it kills only once the buffer is written."""
+    client = redis.Redis(port=port, password=PASSWORD)
+    deadline = time.monotonic() + 30
+    try:
+        while int(client.info("persistence")["aof_buffer_length"]) > 0:
+            assert time.monotonic() < deadline, client.info("persistence")
+            time.sleep(0.05)
+    finally:
+        client.close()
 
 
 def test_clients_connecting_during_the_load_of_a_long_log_cannot_abort_it(tmp_path: Path) -> None:
