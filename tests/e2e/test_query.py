@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -521,7 +522,8 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
 
     done = callers("--resolution", "exact", "--depth", "2")
     assert done.returncode == 0, done.stderr
-    lines = [line.split() for line in done.stdout.splitlines()]
+    header, *lines = [line.split() for line in done.stdout.splitlines()]
+    assert header == ["callers", "of", "billing::billing/tax.py::tax"]
     assert sorted((line[0], line[1]) for line in lines) == [("1", "exact"), ("2", "exact")]
     refused = callers("--resolution", "certain")
     assert refused.returncode == 2 and "certain" in refused.stderr
@@ -535,3 +537,50 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
                               "billing", "--json"], env=env, capture_output=True, text=True,
                              timeout=60)  # fmt: skip
     assert {"graph", "vector", "pending_events"} <= set(json.loads(as_json.stdout))
+
+
+SHAPES = {
+    "shapes/shapes.py": (
+        "class Square:\n    def __init__(self, side):\n        self.side = side\n\n"
+        "    def area(self):\n        return self.side ** 2\n\n\n"
+        "class Circle:\n    def __init__(self, r):\n        self.r = r\n\n"
+        "    def area(self):\n        return 3.14 * self.r ** 2\n\n\n"
+        "def floor_plan():\n    return Square(2).area()\n\n\n"
+        "def garden():\n    return Circle(1).area()\n"
+    ),
+}
+
+
+def test_a_name_that_stands_for_several_symbols_walks_from_each_and_says_which(
+    indexed: Supervisor, tmp_path: Path
+) -> None:
+    """`query callers area` picked one of ``Square.area`` and ``Circle.area`` by id and did
+    not say which: the other's callers were silently missing."""
+    repo = make_repo(tmp_path / "shapes", SHAPES)
+    done = asyncio.run(index_directory(indexed.settings, repo, repo="shapes", tenant="acme",
+                                       timeout_s=180, progress=False))  # fmt: skip
+    assert done.complete
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
+                                                          "api_key": "key-acme"})}  # fmt: skip
+
+    def cli(*args: str) -> str:
+        ran = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", *args,
+                              "--repo", "shapes"], env=env, capture_output=True, text=True,
+                             timeout=60)  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout
+
+    square = "shapes::shapes/shapes.py::Square.area"
+    circle = "shapes::shapes/shapes.py::Circle.area"
+    both = cli("callers", "area")
+    assert f"callers of {circle}\n" in both and f"callers of {square}\n" in both
+    groups = dict(part.split("\n", 1) for part in both.split("callers of ")[1:])
+    assert "def garden" in groups[circle] and "def floor_plan" not in groups[circle]
+    assert "def floor_plan" in groups[square] and "def garden" not in groups[square]
+    as_json = json.loads(cli("callers", "area", "--json"))
+    assert as_json["symbol_ids"] == [circle, square] and as_json["more_named"] == 0
+    assert {(row["of"], row["name"]) for row in as_json["callers"]} == {
+        (circle, "garden"), (square, "floor_plan"),
+    }  # fmt: skip
+    one = cli("callers", "Square.area")  # a qualified name picks one
+    assert one.splitlines()[0] == f"callers of {square}" and one.count("callers of") == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
 
 import click
 
@@ -27,17 +26,6 @@ def call(method: str, path: str, **kwargs: Any) -> Any:
 @click.group()
 def query() -> None:
     """Search the index, walk the code graph, assemble context."""
-
-
-def _resolve(name_or_id: str, repo: str | None, ref: str | None = None) -> str:
-    """The symbol a name stands for, looked up in the ref's view (a workspace's own names)."""
-    client = QueryClient(get_settings().query)
-    try:
-        return client.resolve(name_or_id, repo, ref)
-    except QueryServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        client.close()
 
 
 @query.command()
@@ -87,22 +75,37 @@ def _walk(kind: str) -> None:
         name_or_id: str, repo: str | None, ref: str, workspace: str | None, depth: int,
         resolution: str, as_json: bool,
     ) -> None:  # fmt: skip
-        symbol_id = _resolve(name_or_id, repo, view_ref(ref, workspace))
-        result = call("GET", f"/v1/symbols/{quote(symbol_id, safe='/:')}/{kind}",
-                      params={"depth": depth, "ref": view_ref(ref, workspace),
-                              "resolution": resolution})  # fmt: skip
+        client = QueryClient(get_settings().query)
+        try:
+            result = client.walk_named(kind, name_or_id, depth, repo, view_ref(ref, workspace),
+                                       resolution)  # fmt: skip
+        except QueryServiceError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            client.close()
         if as_json:
             click.echo(json.dumps(result))
             return
-        for item in result[kind]:
-            where = f"{item['path']}:{item['start_line']}-{item['end_line']}"
-            click.echo(f"{item['depth']}  {item['resolution']:<9} {where:<50} "
-                       f"{item['signature'] or item['name']}")  # fmt: skip
+        for start in result["symbol_ids"]:
+            click.echo(f"{kind} of {start}")
+            rows = [item for item in result[kind] if item["of"] == start]
+            for item in rows:
+                where = f"{item['path']}:{item['start_line']}-{item['end_line']}"
+                shown = " ".join((item["signature"] or item["name"]).split())
+                click.echo(f"  {item['depth']}  {item['resolution']:<9} {where:<50} "
+                           f"{shown[:100]}")  # fmt: skip
+            if not rows:
+                click.echo(f"  none (weakest edge followed: {resolution})")
+        if result["more_named"]:
+            click.echo(f"{name_or_id!r} names {result['more_named']} more symbols; name one as "
+                       "Class.method or by its id")  # fmt: skip
 
     command.__doc__ = {
-        "callers": "Who calls NAME_OR_ID (depth 1 or 2).",
-        "callees": "What NAME_OR_ID calls (depth 1 or 2).",
-        "impact": "Every transitive caller and overrider of NAME_OR_ID.",
+        "callers": "Who calls NAME_OR_ID (depth 1 or 2); a name several symbols share is "
+        "walked from each (Class.method or an id names one).",
+        "callees": "What NAME_OR_ID calls (depth 1 or 2); a shared name is walked from each.",
+        "impact": "Every transitive caller and overrider of NAME_OR_ID (of each symbol a "
+        "shared name stands for).",
     }[kind]
     query.command(name=kind)(command)
 

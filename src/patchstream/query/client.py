@@ -10,6 +10,21 @@ import httpx
 from patchstream.errors import PatchstreamError
 from patchstream.settings import QuerySettings
 
+MAX_NAMED = 8  # symbols one name walks from; past it the caller is told to name one
+
+
+def _tier(symbol: Any) -> int:
+    """Functions, methods and classes (what is called) before variables, modules and files."""
+    return {"function": 0, "class": 0, "interface": 0, "variable": 1}.get(symbol["kind"], 2)
+
+
+def preferred_symbols(symbols: list[Any], name: str) -> list[Any]:
+    """What a name stands for, best first: what can be called before variables, and those
+    before modules and files; in a tier, those whose qualified name it is exactly (a
+    module-level ``request`` beside ``Session.request``) lead; ties by id, so the same
+    question answers alike."""
+    return sorted(symbols, key=lambda s: (_tier(s), s["qualified_name"] != name, str(s["id"])))
+
 
 class QueryServiceError(PatchstreamError):
     """The query service answered with an error or could not be reached."""
@@ -36,24 +51,43 @@ class QueryClient:
         return None if response.status_code == 204 else response.json()
 
     def resolve(self, name_or_id: str, repo: str | None = None, ref: str | None = None) -> str:
-        """A symbol id for a name (the first match) or an id as given."""
+        """A symbol id for a name (the preferred match, see ``named``) or an id as given."""
         if "::" in name_or_id:
             return name_or_id
-        params = {"name": name_or_id, **({"repo": repo} if repo else {}),
+        return str(self.named(name_or_id, repo, ref)[0]["id"])
+
+    def named(self, name: str, repo: str | None = None, ref: str | None = None) -> list[Any]:
+        """The symbols a bare name stands for, best first (``preferred_symbols``)."""
+        params = {"name": name, **({"repo": repo} if repo else {}),
                   **({"ref": ref} if ref else {})}  # fmt: skip
         symbols = self.call("GET", "/v1/symbols", params=params)["symbols"]
         if not symbols:
-            raise QueryServiceError(f"no symbol named {name_or_id!r}")
+            raise QueryServiceError(f"no symbol named {name!r}")
+        return preferred_symbols(symbols, name)
 
-        def preference(symbol: dict[str, Any]) -> tuple[bool, bool, str]:
-            # Code over modules and files of the same name; exact qualified names first.
-            return (
-                symbol["kind"] in ("module", "file"),
-                symbol["qualified_name"] != name_or_id,
-                str(symbol["id"]),
-            )
-
-        return str(min(symbols, key=preference)["id"])
+    def walk_named(
+        self, kind: str, name_or_id: str, depth: int, repo: str | None = None,
+        ref: str = "main", resolution: str = "inferred",
+    ) -> dict[str, Any]:  # fmt: skip
+        """``walk`` from every symbol a name stands for, not one picked by id: ``send`` may
+        be ``Session.send`` and ``HTTPAdapter.send``, and who calls ``send`` is who calls
+        any of them. Only the best tier of ``preferred_symbols`` is walked (a method, not the
+        variable of the same name). The answer is ``walk``'s for the first (``symbol_id``),
+        with every walked id in ``symbol_ids``, each row's start in ``of``, and
+        ``more_named`` the matches of that tier left out past ``MAX_NAMED``."""
+        if "::" in name_or_id:
+            ids, more = [name_or_id], 0
+        else:
+            named = self.named(name_or_id, repo, ref)
+            named = [s for s in named if _tier(s) == _tier(named[0])]
+            ids, more = [str(s["id"]) for s in named[:MAX_NAMED]], max(0, len(named) - MAX_NAMED)
+        answers = [self.walk(kind, symbol_id, depth, ref, resolution) for symbol_id in ids]
+        merged = dict(answers[0])
+        merged[kind] = [{**row, "of": answer["symbol_id"]} for answer in answers
+                        for row in answer[kind]]  # fmt: skip
+        merged["symbol_ids"] = ids
+        merged["more_named"] = more
+        return merged
 
     def walk(
         self, kind: str, symbol_id: str, depth: int, ref: str = "main",

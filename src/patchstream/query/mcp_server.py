@@ -118,8 +118,7 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         guessed types and implementations too) or
         ``name-only`` (also calls of a method unique by name: everything that might call
         it); each caller says its own."""
-        found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("callers", found, min(depth, 2), ref, resolution))
+        return client.walk_named("callers", symbol, min(depth, 2), repo, ref, resolution)
 
     @server.tool()
     def find_callees(
@@ -127,8 +126,7 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         resolution: str = "inferred",
     ) -> dict[str, Any]:  # fmt: skip
         """What SYMBOL calls, up to depth 2, in ``ref``."""
-        found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("callees", found, min(depth, 2), ref, resolution))
+        return client.walk_named("callees", symbol, min(depth, 2), repo, ref, resolution)
 
     @server.tool()
     def impact_of_change(
@@ -137,13 +135,14 @@ def create_mcp_server(settings: Settings) -> MCPServer:
     ) -> dict[str, Any]:  # fmt: skip
         """Every transitive caller and overrider of SYMBOL in ``ref``: what a signature
         change breaks."""
-        found = client.resolve(symbol, repo, ref)
-        return dict(client.walk("impact", found, min(depth, 5), ref, resolution))
+        return client.walk_named("impact", symbol, min(depth, 5), repo, ref, resolution)
 
     @server.tool()
     def get_symbol(symbol: str, repo: str | None = None, ref: str = "main") -> dict[str, Any]:
-        """A symbol's signature, docstring, location and parent, in ``ref``."""
-        return dict(client.symbol(client.resolve(symbol, repo, ref), ref))
+        """A symbol's signature, docstring, location and parent, in ``ref``; a name that
+        stands for several symbols gets the first, and the others' ids in ``also_named``."""
+        ids = [symbol] if "::" in symbol else [s["id"] for s in client.named(symbol, repo, ref)]
+        return {**client.symbol(ids[0], ref), "also_named": ids[1:]}
 
     @server.tool()
     def freshness(repo: str, ref: str = "main") -> dict[str, Any]:
