@@ -137,3 +137,20 @@ def test_operator_commands_refuse_to_run_as_clients_of_a_server(
             assert "is an operator command" in result.output and "Traceback" not in result.output
     finally:
         get_settings.cache_clear()
+
+
+def test_output_cut_short_by_its_reader_is_not_reported_as_a_stack_down(tmp_path: Path) -> None:
+    """``query search ... | head`` printed "error: Broken pipe; is `patchstream up`
+    running": a reader that stops is not a failure to report."""
+    import subprocess
+    import sys
+
+    many = tmp_path / "many.py"  # its listing is far over a pipe's 64 KiB buffer
+    many.write_text("".join(f"def function_number_{i}(a, b):\n    return a\n" for i in range(4000)))
+    child = subprocess.Popen([sys.executable, "-m", "patchstream.cli.main", "parse", str(many)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.readline()
+    child.stdout.close()  # the reader stops: the writer's next write fails
+    assert child.wait(timeout=60) == 141
+    assert child.stderr.read() == b""

@@ -7,6 +7,8 @@ the address and the command that starts it.
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 from typing import Any
 
@@ -42,6 +44,26 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+def stdout_reader_gone() -> bool:
+    """Whether whoever read this process's output stopped (``| head``): a pipe's write end
+    polls as an error once every reader has closed it."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def quiet_broken_stdout() -> None:
+    """Exit as a program killed by SIGPIPE would, without the interpreter's complaint when
+    it flushes stdout at exit (``| head`` is not an error to report)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
+
+
 class FriendlyGroup(click.Group):
     """A click group whose commands fail with :func:`describe`'s line instead of a trace."""
 
@@ -51,6 +73,8 @@ class FriendlyGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and stdout_reader_gone():  # not a socket's
+                quiet_broken_stdout()
             described = describe(exc)
             if described is None:
                 raise
