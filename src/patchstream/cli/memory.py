@@ -4,11 +4,13 @@ key's tenant); ``purge --tenant`` is the operator's tool and works on the stores
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
 
 from patchstream.cli.query import call
+from patchstream.query.client import QueryClient
 from patchstream.settings import get_settings
 
 
@@ -33,6 +35,54 @@ def list_memories(owner: str | None, state: str | None, limit: int) -> None:
             f"{item['memory_id']}  {item['state']:<11} {item['memory_type']:<16} "
             f"{item['owner']}: {item['content'][:80]}"
         )
+
+
+@memory.command("remember")
+@click.argument("content")
+@click.option("--about", "subject", required=True, metavar="KIND:ID",
+              help="What it is about: symbol:<id>, file:<repo>::<path>, repo:<name>, "
+              "person:<name> or topic:<name>.")  # fmt: skip
+@click.option("--key", default=None, help="What about the subject: a fact of the same key "
+              "supersedes the active one.")  # fmt: skip
+@click.option("--type", "memory_type", default="fact", show_default=True,
+              type=click.Choice(["fact", "preference", "summary", "inference",
+                                 "user-claim"]))  # fmt: skip
+@click.option("--scope", type=click.Choice(["project", "user", "team"]), default="project",
+              show_default=True)  # fmt: skip
+@click.option("--owner", default=None,
+              help="The repository, user or team (a project memory's: its repository).")  # fmt: skip
+def remember(
+    content: str, subject: str, key: str | None, memory_type: str, scope: str,
+    owner: str | None,
+) -> None:  # fmt: skip
+    """Propose a memory as a person at the shell (source kind ``user``); the policy decides
+    whether it is kept, quarantined or refused, and says why."""
+    kind, _, subject_id = subject.partition(":")
+    if not subject_id:
+        raise click.BadParameter(
+            "KIND:ID, for example file:myrepo::src/app.py", param_hint="--about"
+        )
+    if owner is None:
+        if scope != "project":
+            raise click.UsageError(f"a {scope} memory names its --owner")
+        owner = subject_id.split("::")[0]
+    body = {"content": content, "memory_type": memory_type, "scope": scope, "owner": owner,
+            "subject": {"kind": kind, "id": subject_id}, "key": key,
+            "source": {"kind": "user"}}  # fmt: skip
+    client = QueryClient(get_settings().query)
+    try:
+        response = client.http.post("/v1/memory/proposals", json=body)
+    finally:
+        client.close()
+    if response.status_code not in (201, 422) or "decision" not in response.json():
+        raise click.ClickException(f"{response.status_code}: {response.text}")
+    answer = response.json()
+    decision = answer["decision"]
+    stored = answer["memory"]
+    click.echo(f"{decision['outcome']}: {stored['memory_id'] if stored else 'not stored'} "
+               f"({decision['reason']})")  # fmt: skip
+    if stored is None:
+        sys.exit(1)
 
 
 @memory.command("show")

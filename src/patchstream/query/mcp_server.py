@@ -15,6 +15,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.settings import Settings
 
+# Sources an agent may name for what it proposes: never ``user``, the policy's trusted one.
+AGENT_SOURCES = ("agent", "tool-output", "web", "document", "repository", "commit", "session")
+
 INSTRUCTIONS = (
     "Code intelligence over indexed repositories, kept fresh from git pushes and agent writes. "
     "Start with get_context for a task, search_code to find entry points, find_callers / "
@@ -163,7 +166,16 @@ def create_mcp_server(settings: Settings) -> MCPServer:
     ) -> dict[str, Any]:
         """Propose a long-term memory (a short claim about a symbol, file, repo, person or
         topic). A policy decides: instruction-like text from untrusted sources is quarantined,
-        procedures belong in skills, and the answer says why."""
+        procedures belong in skills, and the answer says why. ``source_kind`` says where the
+        text came from (agent, tool-output, web, document, repository, commit, session); what
+        the user said is relayed as ``memory_type="user-claim"``, not as the user."""
+        if source_kind not in AGENT_SOURCES:
+            # The policy trusts the user's own words (instruction-like text from them is
+            # stored active); an agent claiming to be the user would launder an injected
+            # instruction into every later context.
+            raise ToolError(f"an agent proposes as one of {', '.join(AGENT_SOURCES)}, not "
+                            f"{source_kind!r}: relay what the user said as "
+                            "memory_type='user-claim'")  # fmt: skip
         body = {
             "content": content,
             "memory_type": memory_type,
