@@ -58,6 +58,9 @@ def test_make_run_indexes_a_repository_answers_and_stops_on_ctrl_c(tmp_path: Pat
         output = "".join(lines)
         assert READY in output, output[-4000:]
         assert re.search(r"indexed shop@main for tenant default: files=4 ", output), output
+        # A library's own warning lines (pymilvus: "[WARNING][...]: failed to get mvccTs")
+        # are not for a user who did nothing wrong.
+        assert "[WARNING]" not in output, output
         # The script's two queries: the search finds the function, the walk finds the caller.
         _, search, callers = output.split("\n$ ")
         assert "shop/delta.py" in search and "apply_file_delta" in search, search

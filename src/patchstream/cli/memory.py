@@ -50,7 +50,7 @@ def list_memories(owner: str | None, state: str | None, limit: int) -> None:
 @click.option("--scope", type=click.Choice(["project", "user", "team"]), default="project",
               show_default=True)  # fmt: skip
 @click.option("--owner", default=None,
-              help="The repository, user or team (a project memory's: its repository).")  # fmt: skip
+              help="The repository, user or team (default: the subject's repository).")  # fmt: skip
 def remember(
     content: str, subject: str, key: str | None, memory_type: str, scope: str,
     owner: str | None,

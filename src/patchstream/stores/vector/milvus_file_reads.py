@@ -3,6 +3,7 @@ embedding counts, per branch) and the paged query they and the audits use."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import grpc
@@ -12,6 +13,11 @@ from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.vector.milvus_client import NOT_LOADED, DeadlinedClient, lit, milvus_error
 
 QUERY_LIMIT = 16_384
+
+# Milvus Lite has no timestamp service: each query iterator warns that it falls back on the
+# client's clock, which is what Lite means, in every `index` and `up` a user runs. Set here,
+# after pymilvus's import, which resets its loggers' levels.
+logging.getLogger("pymilvus.client.iterator.query_iterator").setLevel(logging.ERROR)
 
 
 class FileRecordReads:
