@@ -26,6 +26,7 @@ from patchstream.embedded.child_settings import (
     settings_environment,
     with_embedded_addresses,
 )
+from patchstream.embedded.data_dir_lock import DataDirLock
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.outbox_relay import OutboxTender
 from patchstream.embedded.priority import lower_priority
@@ -105,6 +106,7 @@ class Supervisor:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.data_dir = Path(settings.embedded.data_dir).resolve()
+        self.lock = DataDirLock(self.data_dir)  # one stack per data dir
         self.services: list[Service] = []
         self.workers: list[Worker] = []
         self.stopping = False
@@ -214,6 +216,7 @@ class Supervisor:
         return {**inherited, **sections}
 
     def start(self) -> None:
+        self.lock.acquire()
         self.settings = with_embedded_addresses(self.settings)
         self.start_services()
         env = self.environment()
@@ -397,6 +400,7 @@ class Supervisor:
         for service in reversed(self.services):
             service.stop()
         self.outbox.close()
+        self.lock.release()
 
     def run_forever(self, poll_s: float = 1.0, ready: Callable[[], None] | None = None) -> None:
         """Tend the children until SIGINT or SIGTERM, then stop everything. ``ready`` runs once

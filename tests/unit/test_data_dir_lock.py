@@ -1,0 +1,81 @@
+"""One stack per data directory (``embedded.data_dir_lock``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchstream.embedded.data_dir_lock import LOCK_NAME, DataDirLock, StackAlreadyRunning
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from patchstream.embedded.data_dir_lock import DataDirLock
+DataDirLock(Path(sys.argv[1])).acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _holder(data_dir: Path) -> subprocess.Popen[str]:
+    """A process that holds the lock, as a running `up` does."""
+    child = subprocess.Popen([sys.executable, "-c", HOLD, str(data_dir)],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None and child.stdout.readline() == "held\n"
+    return child
+
+
+def test_a_second_stack_on_a_held_data_dir_is_refused_with_the_holders_pid(
+    tmp_path: Path,
+) -> None:
+    holder = _holder(tmp_path)
+    try:
+        with pytest.raises(StackAlreadyRunning, match=rf"pid {holder.pid}\) runs on the data dir"):
+            DataDirLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_holder_killed_hard_leaves_the_data_dir_free(tmp_path: Path) -> None:
+    holder = _holder(tmp_path)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    lock = DataDirLock(tmp_path)
+    lock.acquire()  # no stale lock to clean up by hand
+    assert (tmp_path / LOCK_NAME).read_text() == f"{os.getpid()}\n"
+    lock.release()
+    DataDirLock(tmp_path).acquire()  # released: the next one takes it
+
+
+def test_the_lock_file_is_not_followed_through_a_symlink(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("someone's file\n")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / LOCK_NAME).symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        DataDirLock(data_dir).acquire()
+    assert elsewhere.read_text() == "someone's file\n"
+
+
+def test_up_on_a_held_data_dir_fails_at_once_and_starts_nothing(tmp_path: Path) -> None:
+    """It used to load FalkorDB's log beside the running stack's before a port clash
+    stopped it (two servers on one append-only log)."""
+    holder = _holder(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    try:
+        up = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "up", "--data-dir",
+                             str(tmp_path)], env=env, capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+        assert up.returncode != 0
+        assert f"another `patchstream up` (pid {holder.pid})" in up.stderr, up.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == [LOCK_NAME]  # nothing started
+    finally:
+        holder.kill()
+        holder.wait()
