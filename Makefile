@@ -77,7 +77,7 @@ dashboards: install
 schemas: install
 	$(VENV)/bin/patchstream schemas
 
-## bench: every bench on real code; updates the README table and prints it
+## bench: every bench on real code; updates the table in docs/benchmarks/index.md and prints it
 bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness bench-context
 	$(PY) bench/report.py
 
