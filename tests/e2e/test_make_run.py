@@ -64,6 +64,7 @@ def test_make_run_indexes_a_repository_answers_and_stops_on_ctrl_c(tmp_path: Pat
         # The script's two queries: the search finds the function, the walk finds the caller.
         _, search, callers = output.split("\n$ ")
         assert "shop/delta.py" in search and "apply_file_delta" in search, search
+        assert "\n 1. main " in search and "\n 2. main " in search, search  # ranks, in order
         assert "shop/cli.py" in callers and "def main" in callers, callers
         # Claude Code's hook on an edit in that checkout: no registry, no gateway setting.
         repo = Path(env["REPO_DIR"])

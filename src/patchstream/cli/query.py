@@ -41,7 +41,8 @@ def search(
     text: str, repo: str | None, ref: str | None, workspace: str | None, path_prefix: str | None,
     kind: str | None, limit: int, as_json: bool,
 ) -> None:  # fmt: skip
-    """Hybrid (dense + BM25, fused by RRF) search over code chunks."""
+    """Hybrid (dense + BM25, fused by RRF) search over code chunks, best first: each file's
+    best chunk before any file's second."""
     body = {"query": text, "limit": limit, "repo": repo,
             "ref": view_ref(ref or "main", workspace) if workspace else ref,
             "path_prefix": path_prefix, "kind": kind}  # fmt: skip
@@ -49,9 +50,11 @@ def search(
     if as_json:
         click.echo(json.dumps(result))
         return
-    for hit in result["hits"]:
+    # Ranks, not scores: each file's best row comes before any file's second, so the fused
+    # scores down the list are not in order (they are in --json).
+    for rank, hit in enumerate(result["hits"], 1):
         first = hit["text"].strip().splitlines()[0] if hit["text"].strip() else ""
-        click.echo(f"{hit['score']:.4f}  {hit['ref']:<12}  {hit['path']}:{hit['start_line']}-"
+        click.echo(f"{rank:>2}. {hit['ref']:<12}  {hit['path']}:{hit['start_line']}-"
                    f"{hit['end_line']}  {first[:80]}")  # fmt: skip
 
 
