@@ -21,6 +21,15 @@ class PatchClientError(PatchstreamError):
     """The gateway refused the write or could not be reached."""
 
 
+class PatchRefused(PatchClientError):  # noqa: N818 - a condition, as a caller decides on it
+    """The gateway answered that this request will not be taken as it is (a 4xx other than
+    408 and 429): sending it again changes nothing."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
 class PatchClient:
     def __init__(
         self, url: str, api_key: str, timeout_s: float = 10.0, workspace: str | None = None,
@@ -56,7 +65,10 @@ class PatchClient:
         except httpx.TransportError as exc:
             raise PatchClientError(f"gateway unreachable: {exc}") from exc
         if response.status_code != 202:
-            raise PatchClientError(f"gateway answered {response.status_code}: {response.text}")
+            message = f"gateway answered {response.status_code}: {response.text[:2000]}"
+            if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+                raise PatchRefused(message, response.status_code)
+            raise PatchClientError(message)
         return dict(response.json())
 
     def write_file(

@@ -18,7 +18,7 @@ from patchstream.producers.checkouts import (
     record_path,
     remember_checkout,
 )
-from patchstream.producers.claude_hook import Skipped, Target, _target, gateway_url
+from patchstream.producers.claude_hook import Skipped, Target, gateway_url, target_of
 from patchstream.settings import GatewaySettings, Settings
 
 
@@ -103,19 +103,19 @@ def test_the_hook_sends_an_indexed_checkouts_edit_to_its_repo_and_branch(
     _git(shop, "commit", "-qm", "init")
     remember_checkout(shop, "shop", "develop")
     settings = Settings()
-    assert _target(shop.resolve() / "a.py", settings) == Target("shop", shop.resolve(), "develop")
+    assert target_of(shop.resolve() / "a.py", settings) == Target("shop", shop.resolve(), "develop")
     # A linked worktree (an agent's own copy): its branch's workspace, over the checkout's.
     worktree = tmp_path / "shop-agent"
     _git(shop, "worktree", "add", "-q", "-b", "agent/7", str(worktree))
-    assert _target(worktree.resolve() / "a.py", settings) == Target(
+    assert target_of(worktree.resolve() / "a.py", settings) == Target(
         "shop", worktree.resolve(), "develop", "agent-7")  # fmt: skip
     # ... also where it sits inside the checkout (an agent's copy under the project).
     inside = shop / ".agents" / "wt"
     _git(shop, "worktree", "add", "-q", "-b", "agent-8", str(inside))
-    assert _target(inside.resolve() / "a.py", settings) == Target(
+    assert target_of(inside.resolve() / "a.py", settings) == Target(
         "shop", inside.resolve(), "develop", "agent-8")  # fmt: skip
     with pytest.raises(Skipped, match="no indexed checkout"):
-        _target(tmp_path.resolve() / "other" / "b.py", settings)
+        target_of(tmp_path.resolve() / "other" / "b.py", settings)
 
 
 def test_the_hook_sends_to_the_local_gateway_unless_one_is_configured() -> None:

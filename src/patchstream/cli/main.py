@@ -22,6 +22,7 @@ from patchstream.cli.reconcile import reconcile
 from patchstream.cli.repos import repo
 from patchstream.cli.runs import run, session
 from patchstream.cli.trace import trace
+from patchstream.cli.watch import watch
 from patchstream.cli.workspace import workspace
 from patchstream.cli.writes import emit, index
 from patchstream.client_profile import use_client_profile
@@ -440,6 +441,7 @@ cli.add_command(session)
 cli.add_command(workspace)
 cli.add_command(repo)
 cli.add_command(trace)
+cli.add_command(watch)
 
 
 def main() -> None:

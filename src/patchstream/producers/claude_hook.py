@@ -49,7 +49,7 @@ class Target:
     workspace: str | None = None
 
 
-def _target(file_path: Path, settings: Settings) -> Target:
+def target_of(file_path: Path, settings: Settings) -> Target:
     """Only files of known checkouts are published: the gateway registry's (``local_path``),
     else those ``patchstream index`` recorded (``checkouts``). A file in a linked git worktree
     of one (``git worktree add``, how parallel agents get their own copy) goes to the agent
@@ -144,7 +144,7 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
     if not file_path.is_absolute():
         file_path = Path(payload.get("cwd") or ".") / file_path
     file_path = file_path.resolve()
-    target = _target(file_path, settings)
+    target = target_of(file_path, settings)
     root, repo = target.root, target.repo
     relative = file_path.relative_to(root.resolve()).as_posix()
     check_publishable(root, relative, file_path, settings.parsing.max_file_bytes)

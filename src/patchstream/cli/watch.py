@@ -1,0 +1,69 @@
+"""``patchstream watch``: publish every file written in a checkout, by any agent or editor."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchstream.settings import get_settings
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
+@click.option("--repo", default=None,
+              help="Repository (default: the one `index` recorded for this checkout, else the "
+              "directory's name).")  # fmt: skip
+@click.option("--ref", default=None, help="Branch (default: the recorded one, else main).")
+@click.option("--workspace", default=None,
+              help="Publish into the agent workspace REF~WORKSPACE.")  # fmt: skip
+@click.option("--debounce-ms", default=300, show_default=True, type=click.IntRange(0, 60_000),
+              help="Quiet time before the writes gathered are published together.")  # fmt: skip
+def watch(
+    path: Path, repo: str | None, ref: str | None, workspace: str | None, debounce_ms: int
+) -> None:
+    """Publish each file written under PATH until Ctrl-C: for agents and editors with no
+    hook (Cursor, Aider, Codex, a person's editor). Through the gateway, as the Claude Code
+    hook publishes; git-ignored, denied (.env, keys), vendored and binary files stay here."""
+    from patchstream.client import PatchClient
+    from patchstream.producers.claude_hook import Skipped, Target, gateway_url, target_of
+    from patchstream.producers.watch import Watcher, WatchTarget
+    from patchstream.schemas.events import refuse_bad_names
+
+    settings = get_settings()
+    root = path.resolve()
+    try:  # a checkout `index` recorded (or the gateway registers), or a linked worktree of one
+        known: Target | None = target_of(root, settings)
+    except Skipped:
+        known = None
+    target = WatchTarget(
+        root=known.root if known else root,
+        repo=repo or (known.repo if known else root.name),
+        ref=ref or (known.ref if known else "main"),
+        workspace=workspace or (known.workspace if known else None),
+    )
+    refuse_bad_names(repo=target.repo, ref=target.ref, workspace=target.workspace)
+    url = gateway_url(settings)
+
+    def report(line: str) -> None:
+        click.echo(f"{datetime.now():%H:%M:%S} {line}")
+
+    with PatchClient(url, settings.gateway.api_key.get_secret_value()) as client:
+
+        def publish(writes: list[dict[str, Any]]) -> dict[str, Any]:
+            return client.write(writes)
+
+        watcher = Watcher(target, publish, settings.parsing.max_file_bytes,
+                          debounce_s=debounce_ms / 1000, report=report)  # fmt: skip
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        where = f"{target.repo}@{target.ref}" + (f"~{target.workspace}" * bool(target.workspace))
+        click.echo(f"watching {target.root} -> {where} through {url}; Ctrl-C stops")
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: run() flushed on its way out
+            watcher.run(stop)
+        click.echo(f"stopped: {watcher.published} write(s) published")
