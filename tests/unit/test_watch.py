@@ -109,26 +109,28 @@ def test_paths_are_handed_out_once_the_checkout_is_quiet() -> None:
     assert taken == {"a.py"} and queue.take_when_quiet() == set()
 
 
-def test_a_batch_the_gateway_refused_is_sent_again_and_nothing_is_lost(
+def test_a_batch_the_gateway_did_not_take_is_sent_again_and_nothing_is_lost(
     checkout: WatchTarget,
 ) -> None:
     (checkout.root / "a.py").write_text("a = 1\n")
     (checkout.root / "b.py").write_text("b = 1\n")
     calls: list[list[str]] = []
 
-    def flaky(writes: list[dict[str, Any]]) -> dict[str, Any]:
+    def down_twice(writes: list[dict[str, Any]]) -> dict[str, Any]:
         calls.append([w["path"] for w in writes])
-        if len(calls) == 1:
+        if len(calls) <= 2:
             raise ConnectionError("gateway down")
         return {"read_token": "t"}
 
     lines: list[str] = []
-    watcher = Watcher(checkout, flaky, MAX, debounce_s=0.0, report=lines.append)
+    watcher = Watcher(checkout, down_twice, MAX, debounce_s=0.0, report=lines.append)
     watcher.changed(str(checkout.root / "a.py"))
     watcher.changed(str(checkout.root / "b.py"))
-    assert watcher.flush() is False and "will retry" in lines[-1]
+    assert watcher.flush() is False and watcher.flush() is False
+    assert len(lines) == 1 and "will retry" in lines[0]  # said once, not at every retry
     assert watcher.flush() is True
-    assert calls == [["a.py", "b.py"], ["a.py", "b.py"]] and watcher.published == 2
+    assert calls == [["a.py", "b.py"]] * 3 and watcher.published == 2
+    assert lines[1] == "the gateway answers again" and lines[2].startswith("published 2")
     assert set(watcher.sent) == {"a.py", "b.py"}
 
 

@@ -238,6 +238,7 @@ class Watcher:
         self.sent: dict[str, str] = {}  # path -> digest of the content last acknowledged
         self.reported: set[tuple[str, str]] = set()  # skips said once, not at every save
         self.published = 0
+        self.failing = False  # the last attempt found the gateway down
 
     def changed(self, raw_path: str, directory: bool = False) -> None:
         """A file system event's path (any thread); a directory that appeared, moved or went
@@ -266,8 +267,13 @@ class Watcher:
                 continue
             except Exception as exc:  # the gateway is down or busy: keep what is unsent
                 self.queue.put_back(w["path"] for w in batch.writes[start:])
-                self.report(f"not published, will retry: {exc}")
+                if not self.failing:  # said once, not at every retry
+                    self.report(f"not published, will retry until it is: {exc}")
+                self.failing = True
                 return False
+            if self.failing:
+                self.report("the gateway answers again")
+                self.failing = False
             for write in part:
                 digest = batch.digests[write["path"]]
                 if digest is None:
