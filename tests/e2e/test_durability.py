@@ -104,9 +104,10 @@ def test_status_names_every_service_workers_and_sinks_included(durable_stack: Su
     done = status()
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {line.split()[0]: line.split()[-1] for line in done.stdout.splitlines()}
-    expected = {"kafka", "falkordb", "milvus", "query", "gateway", "parse-0", "parse-1",
-                "graph-sink", "vector-sink"}  # fmt: skip
+    expected = {"stack", "kafka", "falkordb", "milvus", "query", "gateway", "parse-0",
+                "parse-1", "graph-sink", "vector-sink"}  # fmt: skip
     assert set(rows) == expected and set(rows.values()) == {"up"}, done.stdout
+    assert f"(pid {os.getpid()})" in done.stdout  # the stack's `up` is this process here
 
 
 def test_a_service_that_stops_answering_is_restarted(durable_stack: Supervisor) -> None:

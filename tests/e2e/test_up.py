@@ -115,6 +115,7 @@ def _check_a_terminal_beside_it(tmp_path: Path, env: dict[str, str]) -> None:
     rows = {line.split()[0]: line.split()[1:] for line in listed}
     milvus_socket = milvus_socket_path(tmp_path / "data")
     assert rows["milvus"] == [f"unix:{milvus_socket}", "up"], rows
+    assert rows["stack"][-1] == "up" and rows["stack"][1] == "(pid", rows  # `up` holds it
     repo = make_repo(tmp_path / "repo", {"pkg/m.py": "def f():\n    return 1\n"})
     done = _cli(terminal, "index", str(repo), "--repo", "mine", "--json", "--commits", "0",
                 "--timeout", "180")  # fmt: skip

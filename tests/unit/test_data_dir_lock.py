@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.data_dir_lock import LOCK_NAME, DataDirLock, StackAlreadyRunning
+from patchstream.embedded.data_dir_lock import (
+    LOCK_NAME,
+    DataDirLock,
+    StackAlreadyRunning,
+    holder,
+)
 
 HOLD = """
 import sys, time
@@ -79,3 +85,24 @@ def test_up_on_a_held_data_dir_fails_at_once_and_starts_nothing(tmp_path: Path) 
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_status_names_the_up_that_holds_the_data_dir(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
+    env["PATCHSTREAM_EMBEDDED"] = json.dumps({"data_dir": str(tmp_path)})
+
+    def stack_line() -> str:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
+                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        return next(line for line in done.stdout.splitlines() if line.startswith("stack"))
+
+    assert holder(tmp_path) is None
+    child = _holder(tmp_path)
+    try:
+        assert holder(tmp_path) == child.pid
+        assert stack_line().split()[1:] == [str(tmp_path), "(pid", f"{child.pid})", "up"]
+    finally:
+        child.kill()
+        child.wait()
+    assert holder(tmp_path) is None
+    assert stack_line().split()[1:] == [str(tmp_path), "(no", "`up`", "on", "it)", "DOWN"]

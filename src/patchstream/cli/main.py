@@ -175,6 +175,7 @@ def status(quiet: bool) -> None:
     stores, the query service and the gateway, and (embedded stack) every worker and sink.
     As a client of a server (PATCHSTREAM_REMOTE=1), the query service and the gateway only,
     each asked over HTTP with its key."""
+    from patchstream.embedded.data_dir_lock import LOCK_NAME, holder
     from patchstream.embedded.probes import unix_socket_accepts
     from patchstream.embedded.services import port_is_open
     from patchstream.stores.factory import milvus_uri
@@ -194,6 +195,11 @@ def status(quiet: bool) -> None:
     }
     targets.update(_embedded_workers(settings))
     healthy, width = True, max(22, *(len(address) for address in targets.values()))
+    data_dir = Path(settings.embedded.data_dir).resolve()
+    if (data_dir / LOCK_NAME).exists() and not quiet:  # an embedded stack ran here
+        pid = holder(data_dir)  # the `up` running on it, if any
+        where = f"{data_dir} (pid {pid})" if pid else f"{data_dir} (no `up` on it)"
+        click.echo(f"{'stack':<12} {where:<{width}} {'up' if pid else 'DOWN'}")
     for name, address in targets.items():
         if address.startswith("unix:"):  # the embedded Milvus
             up_now = unix_socket_accepts(address.removeprefix("unix:"))

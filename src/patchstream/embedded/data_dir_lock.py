@@ -58,3 +58,22 @@ class DataDirLock:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
+
+
+def holder(data_dir: Path) -> int | None:
+    """The pid of the ``up`` that holds ``data_dir`` now; None when none does (or unknown).
+    A shared lock is refused while an exclusive one is held, and leaves nothing behind."""
+    try:
+        fd = os.open(data_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip()
+            return int(pid) if pid.isdigit() else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
