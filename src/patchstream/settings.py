@@ -432,8 +432,17 @@ def client_host(listen_host: str) -> str:
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment (a client command's aimed
-    at its server: ``client_profile.use_client_profile``)."""
-    from patchstream import client_profile
+    at its server: ``client_profile.use_client_profile``; its data dir, left unset, is the
+    running stack's: ``stack_registry.follow_the_running_stack``)."""
+    from patchstream import client_profile, stack_registry
 
     settings = Settings()
-    return client_profile.as_client(settings) if client_profile.CLIENT_MODE else settings
+    if client_profile.CLIENT_MODE:
+        settings = client_profile.as_client(settings)
+    if stack_registry.FOLLOWING and not settings.remote:
+        embedded = settings.embedded
+        data_dir = stack_registry.client_data_dir(
+            embedded.data_dir, "data_dir" in embedded.model_fields_set
+        )
+        settings.embedded = _derived(embedded, data_dir=data_dir)
+    return settings

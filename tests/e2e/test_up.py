@@ -160,3 +160,40 @@ def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
         )  # fmt: skip
     assert result.returncode != 0
     assert f"127.0.0.1:{ports['kafka_port']} is already in use" in result.stderr + result.stdout
+
+
+def test_a_terminal_in_a_repository_finds_the_stack_started_elsewhere(tmp_path: Path) -> None:
+    """`up` in one directory (its data dir the default `.patchstream` there), then `index .`
+    from inside a repository: the client used to look for Milvus's socket and FalkorDB's
+    password under the repository, and waited for Milvus forever."""
+    ports = _ports()
+    env = _env(tmp_path, ports)
+    embedded = json.loads(env["PATCHSTREAM_EMBEDDED"])
+    del embedded["data_dir"]  # the default: relative to where `up` runs
+    env["PATCHSTREAM_EMBEDDED"] = json.dumps(embedded)
+    home = tmp_path / "stack-home"
+    home.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", "patchstream.cli.main", "up"], cwd=home,
+                               env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    repo = make_repo(tmp_path / "repo", {"pkg/m.py": "def elsewhere():\n    return 1\n"})
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], cwd=repo,
+                              env=env, capture_output=True, text=True, timeout=240)  # fmt: skip
+
+    try:
+        wait_for(lambda: cli("status", "--quiet").returncode == 0, timeout=180,
+                 what="status from the repository: every service up")  # fmt: skip
+        stack_row = next(line for line in cli("status").stdout.splitlines()
+                         if line.startswith("stack"))  # fmt: skip
+        assert stack_row.split()[1] == str((home / ".patchstream").resolve()), stack_row
+        done = cli("index", ".", "--repo", "elsewhere", "--json", "--commits", "0",
+                   "--timeout", "180")  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.loads(done.stdout)["complete"] is True
+        assert not (repo / ".patchstream").exists()  # nothing of a stack's in the repository
+        assert (home / ".patchstream" / "outbox.sqlite").exists()  # the stack's own outbox
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(90)

@@ -11,12 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.data_dir_lock import (
-    LOCK_NAME,
-    DataDirLock,
-    StackAlreadyRunning,
-    holder,
-)
+from patchstream.embedded.data_dir_lock import DataDirLock, StackAlreadyRunning
+from patchstream.stack_registry import LOCK_NAME, holder
 
 HOLD = """
 import sys, time

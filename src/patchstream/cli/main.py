@@ -32,11 +32,12 @@ from patchstream.parsing.delta import compute_delta
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.state import FileDelta
 from patchstream.settings import get_settings
+from patchstream.stack_registry import follow_the_running_stack
 
 # Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
 # at one URL with one key. Services, workers and operator commands keep their own settings.
 CLIENT_COMMANDS = frozenset({"query", "index", "emit", "run", "session", "memory", "workspace",
-                             "repo", "status", "mcp", "trace", "hook"})  # fmt: skip
+                             "repo", "status", "mcp", "trace", "hook", "watch"})  # fmt: skip
 
 
 @click.group(cls=FriendlyGroup)
@@ -47,6 +48,8 @@ def cli(ctx: click.Context) -> None:
 
     A client of a shared server needs only PATCHSTREAM_SERVER and PATCHSTREAM_API_KEY (or
     `server` and `api_key` in ~/.config/patchstream/client.toml, mode 0600)."""
+    if ctx.invoked_subcommand in CLIENT_COMMANDS | {"reconcile", "dlq"}:
+        follow_the_running_stack()  # its data dir, from any working directory
     if ctx.invoked_subcommand in CLIENT_COMMANDS:
         use_client_profile()
     elif ctx.invoked_subcommand in ("reconcile", "dlq") and get_settings().server:
@@ -175,9 +178,9 @@ def status(quiet: bool) -> None:
     stores, the query service and the gateway, and (embedded stack) every worker and sink.
     As a client of a server (PATCHSTREAM_REMOTE=1), the query service and the gateway only,
     each asked over HTTP with its key."""
-    from patchstream.embedded.data_dir_lock import LOCK_NAME, holder
     from patchstream.embedded.probes import unix_socket_accepts
     from patchstream.embedded.services import port_is_open
+    from patchstream.stack_registry import LOCK_NAME, holder
     from patchstream.stores.factory import milvus_uri
 
     settings = get_settings()

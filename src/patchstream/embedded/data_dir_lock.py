@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 
 from patchstream.embedded.services import ServiceError
-
-LOCK_NAME = "up.lock"
+from patchstream.stack_registry import LOCK_NAME, record_stack
 
 
 class StackAlreadyRunning(ServiceError):  # noqa: N818 - a condition, as the CLI reports it
@@ -52,28 +51,10 @@ class DataDirLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
+        record_stack(self.data_dir)  # clients in other directories find it
 
     def release(self) -> None:
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
-
-
-def holder(data_dir: Path) -> int | None:
-    """The pid of the ``up`` that holds ``data_dir`` now; None when none does (or unknown).
-    A shared lock is refused while an exclusive one is held, and leaves nothing behind."""
-    try:
-        fd = os.open(data_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = os.read(fd, 32).decode(errors="replace").strip()
-            return int(pid) if pid.isdigit() else None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)

@@ -1,0 +1,141 @@
+"""Which embedded stacks run on this machine, so a client in any directory finds its own.
+
+The data dir defaults to ``.patchstream`` under the directory ``up`` was started in. A
+client reads three things there: Milvus's socket, FalkorDB's password and the outbox. So
+``patchstream index .`` run from inside a repository, not where ``up`` runs, waited forever
+for a Milvus it looked for in the wrong place (and would have written an outbox no stack
+replays). ``up`` now records its data dir in ``$XDG_STATE_HOME/patchstream/stacks.json``,
+and a client command whose data dir is left unset, and whose working directory holds no
+running stack, uses the most recently started stack that still runs.
+
+"Still runs" is the data dir's lock (``embedded.data_dir_lock``: ``up`` holds an ``flock`` on
+``<data dir>/up.lock``, which the kernel drops when it dies). The record decides where a
+client writes, so it is read as untrusted: a file another user may write is refused, and an
+entry must be an absolute path, owned by this user, with no control characters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from patchstream.errors import ConfigError
+
+LOCK_NAME = "up.lock"
+RECORD_NAME = "stacks.json"
+MAX_STACKS = 20
+MAX_RECORD_BYTES = 1 << 16
+
+log = logging.getLogger(__name__)
+
+
+def holder(data_dir: Path) -> int | None:
+    """The pid of the ``up`` that holds ``data_dir`` now; None when none does (or unknown).
+    A shared lock is refused while an exclusive one is held, and leaves nothing behind."""
+    try:
+        fd = os.open(data_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip()
+            return int(pid) if pid.isdigit() else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def record_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "patchstream" / RECORD_NAME
+
+
+def recorded_stacks(path: Path | None = None) -> list[Path]:
+    """Recorded data dirs, most recently started first (live or not)."""
+    path = path or record_path()
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return []
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid():
+        raise ConfigError(f"{path} says where this user's clients write and another user may "
+                          f"write it (mode {stat.S_IMODE(info.st_mode):o}); run: chmod 600 "
+                          f"{path}")  # fmt: skip
+    if info.st_size > MAX_RECORD_BYTES:
+        raise ConfigError(f"{path} is over {MAX_RECORD_BYTES} bytes; remove it")
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); remove it") from exc
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path} is not a list of data dirs; remove it")
+    return [Path(e) for e in entries if isinstance(e, str) and _acceptable(e)]
+
+
+def _acceptable(entry: str) -> bool:
+    return entry.startswith("/") and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in entry)
+
+
+def record_stack(data_dir: Path, path: Path | None = None) -> None:
+    """Records ``data_dir`` as the most recently started stack, written whole and atomically
+    (mode 0600); entries whose stack no longer runs are dropped."""
+    path = path or record_path()
+    data_dir = data_dir.resolve()
+    kept: list[Path] = []
+    with contextlib.suppress(ConfigError):  # a bad record is replaced, not trusted
+        kept = [d for d in recorded_stacks(path) if d != data_dir and holder(d) is not None]
+    entries = [str(data_dir), *map(str, kept)][:MAX_STACKS]
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".stacks-")  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(entries, out, indent=1)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def running_data_dir(path: Path | None = None) -> Path | None:
+    """The data dir of the most recently started stack that still runs, owned by this user;
+    None when none does."""
+    for data_dir in recorded_stacks(path):
+        try:
+            owned = data_dir.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if owned and holder(data_dir) is not None:
+            return data_dir
+    return None
+
+
+FOLLOWING = False  # set by the CLI for commands that are clients of a stack
+
+
+def follow_the_running_stack() -> None:
+    """From now on, a data dir left unset is the running stack's (``client_data_dir``): the
+    CLI calls this for client and operator commands, never for ``up`` or its children."""
+    global FOLLOWING
+    FOLLOWING = True
+
+
+def client_data_dir(data_dir: str, explicitly_set: bool) -> str:
+    """The data dir a client uses: the one it was given, else the working directory's when a
+    stack runs there, else the running stack's, else the default as it is."""
+    if explicitly_set or holder(Path(data_dir)) is not None:
+        return data_dir
+    try:
+        running = running_data_dir()
+    except ConfigError as exc:  # said, and not followed
+        log.warning("event=stack_record_refused reason=%r", str(exc))
+        return data_dir
+    return str(running) if running is not None else data_dir
