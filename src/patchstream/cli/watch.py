@@ -66,4 +66,6 @@ def watch(
         click.echo(f"watching {target.root} -> {where} through {url}; Ctrl-C stops")
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: run() flushed on its way out
             watcher.run(stop)
-        click.echo(f"stopped: {watcher.published} write(s) published")
+        unsent = len(watcher.queue.paths)
+        left = f"; {unsent} path(s) unpublished: `patchstream index` sends them" * bool(unsent)
+        click.echo(f"stopped: {watcher.published} write(s) published{left}")
