@@ -102,3 +102,15 @@ def test_status_names_the_up_that_holds_the_data_dir(tmp_path: Path) -> None:
         child.wait()
     assert holder(tmp_path) is None
     assert stack_line().split()[1:] == [str(tmp_path), "(no", "`up`", "on", "it)", "DOWN"]
+
+
+def test_a_home_that_cannot_record_the_stack_does_not_stop_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the state directory would be")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocked))
+    lock = DataDirLock(tmp_path / "data")
+    lock.acquire()  # the record cannot be written; the stack starts all the same
+    assert holder(tmp_path / "data") == os.getpid()
+    lock.release()

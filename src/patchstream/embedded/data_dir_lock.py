@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from pathlib import Path
 
 from patchstream.embedded.services import ServiceError
 from patchstream.stack_registry import LOCK_NAME, record_stack
+
+log = logging.getLogger(__name__)
 
 
 class StackAlreadyRunning(ServiceError):  # noqa: N818 - a condition, as the CLI reports it
@@ -51,7 +54,10 @@ class DataDirLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
-        record_stack(self.data_dir)  # clients in other directories find it
+        try:
+            record_stack(self.data_dir)  # clients in other directories find it
+        except OSError as exc:  # a read-only home: the stack runs, found from its own dir
+            log.warning("event=stack_not_recorded data_dir=%s reason=%r", self.data_dir, str(exc))
 
     def release(self) -> None:
         if self.fd is not None:
