@@ -410,6 +410,12 @@ def test_a_person_at_the_shell_proposes_memories_and_the_policy_answers(shop: Su
                                "remember", *args], env=env, capture_output=True, text=True,
                               timeout=60)  # fmt: skip
 
+    def listed() -> str:
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "memory", "list",
+                               "--owner", "runs-shop"], env=env, capture_output=True,
+                              text=True, timeout=60, check=True).stdout  # fmt: skip
+
+    assert listed() == "no memories of runs-shop\n"
     about = ("--about", "file:runs-shop::tax.py", "--key", "vat")
     first = remember("VAT is 20% for FR", *about)
     assert first.returncode == 0 and first.stdout.startswith("active: mem-"), first
@@ -419,11 +425,8 @@ def test_a_person_at_the_shell_proposes_memories_and_the_policy_answers(shop: Su
     assert refused.returncode == 1 and refused.stdout.startswith("refused: not stored")
     malformed = remember("x", "--about", "runs-shop")
     assert malformed.returncode == 2 and "KIND:ID" in malformed.stderr
-    listed = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "memory", "list",
-                             "--owner", "runs-shop"], env=env, capture_output=True, text=True,
-                            timeout=60, check=True)  # fmt: skip
     states = {line.split("  ")[-1].split(": ", 1)[1]: line.split()[1]
-              for line in listed.stdout.splitlines()}  # fmt: skip
+              for line in listed().splitlines()}  # fmt: skip
     assert states == {"VAT is 21% for FR since 2027": "active",
                       "VAT is 20% for FR": "superseded"}  # fmt: skip
 

@@ -30,7 +30,10 @@ def list_memories(owner: str | None, state: str | None, limit: int) -> None:
         **({"owner": owner} if owner else {}),
         **({"state": state} if state else {}),
     }
-    for item in call("GET", "/v1/memory", params=params)["memories"]:
+    found = call("GET", "/v1/memory", params=params)["memories"]
+    if not found:
+        click.echo("no memories" + (f" of {owner}" if owner else ""))
+    for item in found:
         click.echo(
             f"{item['memory_id']}  {item['state']:<11} {item['memory_type']:<16} "
             f"{item['owner']}: {item['content'][:80]}"
