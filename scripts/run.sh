@@ -9,16 +9,19 @@ REPO_DIR=${REPO_DIR:-.}
 
 $BIN/patchstream up &
 UP_PID=$!
+WATCH_PID=
 stop() {
   trap - INT TERM
   echo
   echo "stopping the stack ..."
+  if [ -n "$WATCH_PID" ]; then kill -TERM "$WATCH_PID" 2>/dev/null || true; fi
   kill -TERM "$UP_PID" 2>/dev/null || true
+  if [ -n "$WATCH_PID" ]; then wait "$WATCH_PID" 2>/dev/null || true; fi
   wait "$UP_PID" 2>/dev/null || true
   exit 0
 }
 trap stop INT TERM
-trap 'kill -TERM $UP_PID 2>/dev/null || true' EXIT
+trap 'kill -TERM $UP_PID ${WATCH_PID:-} 2>/dev/null || true' EXIT
 
 for _ in $(seq 1 180); do
   if $BIN/patchstream status --quiet; then break; fi
@@ -38,5 +41,8 @@ show $BIN/patchstream query search 'apply a file delta to the graph' --repo "$NA
 show $BIN/patchstream query callers diff_states --repo "$NAME"
 echo
 echo "More: --limit, --depth 2, --json on every query command; 'patchstream --help' lists them."
-echo "The stack keeps running; agents can emit writes with 'patchstream emit'. Ctrl-C stops it."
+# Every file written in the repository from now on, by an agent or an editor, is published.
+$BIN/patchstream watch "$REPO_DIR" --repo "$NAME" &
+WATCH_PID=$!
+echo "The stack keeps running and watches $REPO_DIR: edit a file and query again. Ctrl-C stops it."
 wait "$UP_PID" || true

@@ -77,16 +77,24 @@ def test_make_run_indexes_a_repository_answers_and_stops_on_ctrl_c(tmp_path: Pat
         )  # fmt: skip
         assert hook.returncode == 0 and "published 1 write" in hook.stderr, hook.stderr
 
-        def found() -> bool:
+        def found(text: str, path: str) -> bool:
             search = subprocess.run(
-                [sys.executable, "-m", "patchstream.cli.main", "query", "search",
-                 "written_by_the_agent", "--repo", "shop", "--limit", "3"],
+                [sys.executable, "-m", "patchstream.cli.main", "query", "search", text,
+                 "--repo", "shop", "--limit", "3"],
                 env=env, capture_output=True, text=True, timeout=60,
             )  # fmt: skip
-            return "shop/hooked.py" in search.stdout
+            return path in search.stdout
 
-        wait_for(found, what="the hooked edit in search")
+        wait_for(lambda: found("written_by_the_agent", "shop/hooked.py"),
+                 what="the hooked edit in search")  # fmt: skip
+        # An editor's save, no hook: the watch `make run` left on the repository sends it.
+        (repo / "shop" / "edited.py").write_text("def saved_in_an_editor():\n    return 4\n")
+        wait_for(lambda: found("saved_in_an_editor", "shop/edited.py"),
+                 what="the editor's save in search")  # fmt: skip
     finally:
         os.killpg(script.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole group
         code = script.wait(120)
     assert code == 0, "".join(lines)[-4000:]
+    watches = subprocess.run(["pgrep", "-f", f"patchstream watch {env['REPO_DIR']}"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert watches.stdout == "", watches.stdout  # Ctrl-C stopped the watch too

@@ -200,3 +200,21 @@ def test_a_batch_the_gateway_refuses_as_it_is_is_reported_not_sent_forever(
     watcher.changed(str(checkout.root / "a.py"))
     assert watcher.flush() is True and watcher.flush() is True
     assert calls == [1] and "refused, not sent again: gateway answered 422" in lines[-1]
+
+
+def test_writes_under_directories_the_index_never_reads_do_not_delay_the_rest(
+    checkout: WatchTarget,
+) -> None:
+    """A stack's data dir inside the checkout (`make run` on this repository) is written
+    every second: those writes must not keep the checkout from ever being quiet."""
+    watcher = Watcher(checkout, lambda writes: {}, MAX, debounce_s=60.0, report=lambda _: None)
+    for raw in (
+        ".patchstream/falkordb/appendonly.aof",
+        ".venv/lib/x.py",
+        "node_modules/",
+        "pkg/__pycache__/a.pyc",
+    ):
+        watcher.changed(str(checkout.root / raw), directory=raw.endswith("/"))
+    assert watcher.queue.paths == set() and watcher.queue.last_change == 0.0
+    watcher.changed(str(checkout.root / "pkg" / "a.py"))
+    assert watcher.queue.paths == {"pkg/a.py"}

@@ -242,10 +242,17 @@ class Watcher:
 
     def changed(self, raw_path: str, directory: bool = False) -> None:
         """A file system event's path (any thread); a directory that appeared, moved or went
-        is queued as ``dir/``, and stands for its files at the next flush."""
+        is queued as ``dir/``, and stands for its files at the next flush. Paths under a
+        directory the index never reads are dropped here: a stack's own data dir or a
+        virtualenv inside the checkout is written all the time, and counting those writes as
+        changes would keep the checkout from ever being quiet."""
         relative = relative_path(self.target.root, raw_path)
-        if relative is not None:
-            self.queue.add(f"{relative}/" if directory else relative)
+        if relative is None:
+            return
+        parts = relative.split("/")
+        if any(part in SKIP_DIRS for part in (parts if directory else parts[:-1])):
+            return
+        self.queue.add(f"{relative}/" if directory else relative)
 
     def flush(self) -> bool:
         """Publish what is due; False when the gateway did not take it (it stays pending)."""
