@@ -61,4 +61,5 @@ def test_an_editors_writes_and_deletes_are_published_and_secrets_stay(
         out, _ = watch.communicate(timeout=60)
     assert watch.returncode == 0, out
     assert "skipped .env: matches the deny-list" in out, out
+    assert "not indexed from here yet: `patchstream index" in out, out  # never indexed
     assert "stopped: " in out and "-pkg/edited.py" in out, out

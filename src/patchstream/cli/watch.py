@@ -64,6 +64,9 @@ def watch(
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         where = f"{target.repo}@{target.ref}" + (f"~{target.workspace}" * bool(target.workspace))
         click.echo(f"watching {target.root} -> {where} through {url}; Ctrl-C stops")
+        if known is None:  # nothing recorded: only what is written from now on is indexed
+            click.echo(f"(not indexed from here yet: `patchstream index {path}` publishes the "
+                       "files already there)")  # fmt: skip
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: run() flushed on its way out
             watcher.run(stop)
         unsent = len(watcher.queue.paths)
