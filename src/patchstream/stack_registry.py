@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
-import stat
-import tempfile
 from pathlib import Path
 
+from patchstream import user_records
 from patchstream.errors import ConfigError
 
 LOCK_NAME = "up.lock"
 RECORD_NAME = "stacks.json"
 MAX_STACKS = 20
-MAX_RECORD_BYTES = 1 << 16
 
 log = logging.getLogger(__name__)
 
@@ -55,54 +52,24 @@ def holder(data_dir: Path) -> int | None:
 
 
 def record_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "patchstream" / RECORD_NAME
+    return user_records.record_path(RECORD_NAME)
 
 
 def recorded_stacks(path: Path | None = None) -> list[Path]:
     """Recorded data dirs, most recently started first (live or not)."""
-    path = path or record_path()
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return []
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid():
-        raise ConfigError(f"{path} says where this user's clients write and another user may "
-                          f"write it (mode {stat.S_IMODE(info.st_mode):o}); run: chmod 600 "
-                          f"{path}")  # fmt: skip
-    if info.st_size > MAX_RECORD_BYTES:
-        raise ConfigError(f"{path} is over {MAX_RECORD_BYTES} bytes; remove it")
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc}); remove it") from exc
-    if not isinstance(entries, list):
-        raise ConfigError(f"{path} is not a list of data dirs; remove it")
-    return [Path(e) for e in entries if isinstance(e, str) and _acceptable(e)]
-
-
-def _acceptable(entry: str) -> bool:
-    return entry.startswith("/") and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in entry)
+    entries = user_records.read_record(path or record_path(), "where this user's clients write")
+    return [Path(str(e)) for e in entries if user_records.clean_absolute_path(e)]
 
 
 def record_stack(data_dir: Path, path: Path | None = None) -> None:
-    """Records ``data_dir`` as the most recently started stack, written whole and atomically
-    (mode 0600); entries whose stack no longer runs are dropped."""
+    """Records ``data_dir`` as the most recently started stack; entries whose stack no longer
+    runs are dropped."""
     path = path or record_path()
     data_dir = data_dir.resolve()
     kept: list[Path] = []
     with contextlib.suppress(ConfigError):  # a bad record is replaced, not trusted
         kept = [d for d in recorded_stacks(path) if d != data_dir and holder(d) is not None]
-    entries = [str(data_dir), *map(str, kept)][:MAX_STACKS]
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".stacks-")  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(entries, out, indent=1)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    user_records.write_record(path, [str(data_dir), *map(str, kept)][:MAX_STACKS])
 
 
 def running_data_dir(path: Path | None = None) -> Path | None:

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "patchstream"
 FLOORS = [
     {"__init__", "errors", "settings", "query_settings", "logs", "http_errors", "http_security",
      "http_limits", "git_safety", "text_flags", "client", "client_profile", "procfs", "pacing",
-     "stack_addresses", "stack_registry"},
+     "stack_addresses", "stack_registry", "user_records"},
     {"schemas"},
     {"parsing", "embedders"},
     {"stores"},

@@ -14,19 +14,15 @@ each entry's names must be names an event can carry.
 
 from __future__ import annotations
 
-import json
-import os
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchstream.errors import ConfigError, ContractError
+from patchstream import user_records
+from patchstream.errors import ContractError
 from patchstream.schemas.events import refuse_bad_names
 
 RECORD_NAME = "checkouts.json"
 MAX_CHECKOUTS = 1000  # the most recently indexed are kept
-MAX_RECORD_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -37,48 +33,23 @@ class Checkout:
 
 
 def record_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "patchstream" / RECORD_NAME
+    return user_records.record_path(RECORD_NAME)
 
 
 def read_checkouts(path: Path | None = None) -> list[Checkout]:
     """The recorded checkouts, most recent first; none when nothing was recorded."""
-    path = path or record_path()
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return []
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid():
-        raise ConfigError(f"{path} says where this user's edits are published and another "
-                          f"user may write it (mode {stat.S_IMODE(info.st_mode):o}); run: "
-                          f"chmod 600 {path}")  # fmt: skip
-    if info.st_size > MAX_RECORD_BYTES:
-        raise ConfigError(f"{path} is over {MAX_RECORD_BYTES} bytes; remove it")
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc}); remove it") from exc
-    if not isinstance(entries, list):
-        raise ConfigError(f"{path} is not a list of checkouts; remove it")
+    entries = user_records.read_record(path or record_path(),
+                                       "where this user's edits are published")  # fmt: skip
     return [c for c in map(_checkout, entries) if c is not None]
 
 
 def remember_checkout(root: Path, repo: str, ref: str, path: Path | None = None) -> None:
-    """Records ``root`` as ``repo@ref`` (replacing what it was), written whole and atomically."""
+    """Records ``root`` as ``repo@ref`` (replacing what it was)."""
     path = path or record_path()
     root = root.resolve()
     kept = [c for c in read_checkouts(path) if c.root != root][: MAX_CHECKOUTS - 1]
-    entries = [{"root": str(c.root), "repo": c.repo, "ref": c.ref}
-               for c in [Checkout(root, repo, ref), *kept]]  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".checkouts-")  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(entries, out, indent=1)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    user_records.write_record(path, [{"root": str(c.root), "repo": c.repo, "ref": c.ref}
+                                     for c in [Checkout(root, repo, ref), *kept]])  # fmt: skip
 
 
 def checkout_of(path: Path, checkouts: list[Checkout]) -> Checkout | None:
@@ -97,12 +68,11 @@ def _checkout(entry: object) -> Checkout | None:
     if not isinstance(entry, dict):
         return None
     root, repo, ref = entry.get("root"), entry.get("repo"), entry.get("ref")
-    if not (isinstance(root, str) and isinstance(repo, str) and isinstance(ref, str)):
+    if not (user_records.clean_absolute_path(root) and isinstance(repo, str)
+            and isinstance(ref, str)):  # fmt: skip
         return None
     try:
         refuse_bad_names(repo=repo, ref=ref)
     except ContractError:
         return None
-    if not root.startswith("/") or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in root):
-        return None
-    return Checkout(Path(root), repo, ref)
+    return Checkout(Path(str(root)), repo, ref)
