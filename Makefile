@@ -78,7 +78,7 @@ schemas: install
 	$(VENV)/bin/patchstream schemas
 
 ## bench: every bench on real code; updates the table in docs/benchmarks/index.md and prints it
-bench: bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-correctness bench-context
+bench: bench-parse bench-sinks bench-pipeline bench-watch bench-query bench-outbox bench-faults bench-correctness bench-context
 	$(PY) bench/report.py
 
 bench-parse: install
@@ -93,6 +93,10 @@ bench-pipeline: install
 	$(PY) bench/pipeline.py --corpus medium --update-results
 	$(PY) bench/pipeline.py --corpus npm --update-results
 	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-results
+
+## bench-watch: a file saved in a watched checkout, to applied, against a direct publish
+bench-watch: install
+	$(PY) bench/watch.py --corpus small --update-results
 
 bench-outbox: install
 	$(PY) bench/outbox.py --update-results

@@ -22,7 +22,7 @@ from patchstream.settings import get_settings
 @click.option("--ref", default=None, help="Branch (default: the recorded one, else main).")
 @click.option("--workspace", default=None,
               help="Publish into the agent workspace REF~WORKSPACE.")  # fmt: skip
-@click.option("--debounce-ms", default=300, show_default=True, type=click.IntRange(0, 60_000),
+@click.option("--debounce-ms", default=100, show_default=True, type=click.IntRange(0, 60_000),
               help="Quiet time before the writes gathered are published together.")  # fmt: skip
 def watch(
     path: Path, repo: str | None, ref: str | None, workspace: str | None, debounce_ms: int

@@ -226,7 +226,7 @@ class Watcher:
     """Publishes what changed under ``target.root`` until ``stop`` is set."""
 
     def __init__(
-        self, target: WatchTarget, publish: Publish, max_bytes: int, debounce_s: float = 0.3,
+        self, target: WatchTarget, publish: Publish, max_bytes: int, debounce_s: float = 0.1,
         report: Callable[[str], None] = print, retry_s: float = 2.0,
     ) -> None:  # fmt: skip
         self.target = target
