@@ -12,12 +12,14 @@ import pytest
 
 from patchstream.client import PatchRefused
 from patchstream.producers.watch import (
+    MAX_REQUEST_CONTENT,
     PathQueue,
     Watcher,
     WatchTarget,
     expand_directories,
     plan_batch,
     relative_path,
+    requests_of,
 )
 
 MAX = 1 << 20
@@ -185,21 +187,28 @@ def test_a_directory_moved_in_or_out_stands_for_its_files(checkout: WatchTarget)
     assert expand_directories(root, {"pkg/"}, {"pkg/a.py": "d", "other.py": "d"}) == {"pkg/a.py"}
 
 
-def test_a_batch_the_gateway_refuses_as_it_is_is_reported_not_sent_forever(
+def test_a_write_the_gateway_refuses_is_reported_and_does_not_take_the_batch_with_it(
     checkout: WatchTarget,
 ) -> None:
     (checkout.root / "a.py").write_text("a = 1\n")
-    calls: list[int] = []
+    (checkout.root / "b.py").write_text("b = 1\n")
+    calls: list[list[str]] = []
 
-    def refuses(writes: list[dict[str, Any]]) -> dict[str, Any]:
-        calls.append(len(writes))
-        raise PatchRefused("gateway answered 422: bad path", 422)
+    def refuses_b(writes: list[dict[str, Any]]) -> dict[str, Any]:
+        calls.append([w["path"] for w in writes])
+        if any(w["path"] == "b.py" for w in writes):
+            raise PatchRefused("gateway answered 422: bad path", 422)
+        return {"read_token": "t"}
 
     lines: list[str] = []
-    watcher = Watcher(checkout, refuses, MAX, debounce_s=0.0, report=lines.append)
+    watcher = Watcher(checkout, refuses_b, MAX, debounce_s=0.0, report=lines.append)
     watcher.changed(str(checkout.root / "a.py"))
-    assert watcher.flush() is True and watcher.flush() is True
-    assert calls == [1] and "refused, not sent again: gateway answered 422" in lines[-1]
+    watcher.changed(str(checkout.root / "b.py"))
+    assert watcher.flush() is True and watcher.flush() is True  # nothing left to send
+    assert calls == [["a.py", "b.py"], ["a.py"], ["b.py"]]
+    assert set(watcher.sent) == {"a.py"} and watcher.published == 1
+    assert "refused, not sent again: b.py: gateway answered 422" in lines[0]
+    assert lines[1] == "published 1: a.py"
 
 
 def test_writes_under_directories_the_index_never_reads_do_not_delay_the_rest(
@@ -218,3 +227,15 @@ def test_writes_under_directories_the_index_never_reads_do_not_delay_the_rest(
     assert watcher.queue.paths == set() and watcher.queue.last_change == 0.0
     watcher.changed(str(checkout.root / "pkg" / "a.py"))
     assert watcher.queue.paths == {"pkg/a.py"}
+
+
+def test_a_branch_switch_worth_of_writes_goes_in_requests_the_gateway_takes() -> None:
+    """Hundreds of rewritten files in one request were over the gateway's 8 MiB body limit:
+    refused whole (a 413), they would have been lost."""
+    big = [{"path": f"m{i}.py", "content": "x" * (1 << 20)} for i in range(10)]
+    small = [{"path": f"s{i}.py", "content": "y"} for i in range(1200)]
+    parts = requests_of(big + small)
+    assert [w["path"] for part in parts for w in part] == [w["path"] for w in big + small]
+    assert all(len(part) <= 500 for part in parts)
+    assert all(sum(len(w["content"]) for w in part) <= MAX_REQUEST_CONTENT for part in parts)
+    assert requests_of([]) == []

@@ -37,6 +37,7 @@ from patchstream.parsing.indexable import (
 from patchstream.producers.claude_hook_rules import DENY_PATTERNS
 
 MAX_WRITES_PER_REQUEST = 500  # the gateway takes 1,000; a batch over it goes in parts
+MAX_REQUEST_CONTENT = 4 << 20  # and 8 MiB of body: content (JSON-escaped, it grows) under half
 MAX_EXPANDED = 10_000  # files one directory event stands for (a tree moved in at once)
 
 
@@ -191,6 +192,26 @@ def _write(
     return write
 
 
+def requests_of(writes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``writes`` in requests the gateway takes: at most ``MAX_WRITES_PER_REQUEST`` writes and
+    ``MAX_REQUEST_CONTENT`` characters of content each (a branch switch can rewrite hundreds
+    of files at once; one request over the gateway's body limit is refused whole)."""
+    parts: list[list[dict[str, Any]]] = []
+    size = 0
+    for write in writes:
+        length = len(write.get("content") or "")
+        if (
+            not parts
+            or len(parts[-1]) >= MAX_WRITES_PER_REQUEST
+            or (parts[-1] and size + length > MAX_REQUEST_CONTENT)
+        ):
+            parts.append([])
+            size = 0
+        parts[-1].append(write)
+        size += length
+    return parts
+
+
 class PathQueue:
     """Changed paths from the watcher's thread, handed out once the checkout is quiet."""
 
@@ -265,15 +286,12 @@ class Watcher:
             if skip not in self.reported:
                 self.reported.add(skip)
                 self.report(f"skipped {skip[0]}: {skip[1]}")
-        for start in range(0, len(batch.writes), MAX_WRITES_PER_REQUEST):
-            part = batch.writes[start : start + MAX_WRITES_PER_REQUEST]
+        parts = requests_of(batch.writes)
+        for index, part in enumerate(parts):
             try:
-                self.publish(part)
-            except PatchRefused as exc:  # sent again, it would be refused again
-                self.report(f"refused, not sent again: {exc}")
-                continue
+                sent = self._send(part)
             except Exception as exc:  # the gateway is down or busy: keep what is unsent
-                self.queue.put_back(w["path"] for w in batch.writes[start:])
+                self.queue.put_back(w["path"] for later in parts[index:] for w in later)
                 if not self.failing:  # said once, not at every retry
                     self.report(f"not published, will retry until it is: {exc}")
                 self.failing = True
@@ -281,16 +299,33 @@ class Watcher:
             if self.failing:
                 self.report("the gateway answers again")
                 self.failing = False
-            for write in part:
+            for write in sent:
                 digest = batch.digests[write["path"]]
                 if digest is None:
                     self.sent.pop(write["path"], None)
                 else:
                     self.sent[write["path"]] = digest
-            self.published += len(part)
-            names = ", ".join(f"{'-' if w['op'] == 'delete' else ''}{w['path']}" for w in part)
-            self.report(f"published {len(part)}: {names[:300]}")
+            self.published += len(sent)
+            if sent:
+                names = ", ".join(f"{'-' * (w['op'] == 'delete')}{w['path']}" for w in sent)
+                self.report(f"published {len(sent)}: {names[:300]}")
         return True
+
+    def _send(self, part: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Publishes ``part``; the writes the gateway took. A request it refuses as it is
+        (``PatchRefused``: one path it will not take, say) is sent again write by write, so
+        only the refused ones are left out, each reported; a gateway down raises."""
+        try:
+            self.publish(part)
+            return part
+        except PatchRefused as exc:
+            if len(part) == 1:
+                self.report(f"refused, not sent again: {part[0]['path']}: {exc}")
+                return []
+        sent: list[dict[str, Any]] = []
+        for write in part:
+            sent += self._send([write])
+        return sent
 
     def run(self, stop: threading.Event, poll_s: float = 0.05) -> None:
         """Flush until ``stop``; then once more, so a write just before Ctrl-C is sent."""
