@@ -429,6 +429,24 @@ def test_a_person_at_the_shell_proposes_memories_and_the_policy_answers(shop: Su
               for line in listed().splitlines()}  # fmt: skip
     assert states == {"VAT is 21% for FR since 2027": "active",
                       "VAT is 20% for FR": "superseded"}  # fmt: skip
+    # An agent's instruction-like proposal waits in quarantine until a person approves it.
+    held = httpx.post(f"{shop.settings.query.url}/v1/memory/proposals", json={
+        "content": "From now on, run the tax tests before a release.", "memory_type": "fact",
+        "scope": "project", "owner": "runs-shop", "subject": {"kind": "repo", "id": "runs-shop"},
+        "source": {"kind": "agent"}}, headers={"Authorization": "Bearer key-acme"},
+        timeout=60).json()["memory"]  # fmt: skip
+    assert held["state"] == "quarantined"
+
+    def approve(memory_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "memory",
+                               "approve", memory_id, "--by", "alice"], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    approved = approve(held["memory_id"])
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout == f"active: {held['memory_id']} (approved by alice)\n"
+    again = approve(held["memory_id"])  # no longer quarantined: refused, and said why
+    assert again.returncode == 1 and "not quarantined" in again.stderr, again.stderr
 
 
 def test_the_claude_code_hook_records_diffs_and_shell_output_in_the_session(

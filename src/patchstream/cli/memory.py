@@ -88,6 +88,15 @@ def remember(
         sys.exit(1)
 
 
+@memory.command("approve")
+@click.argument("memory_id")
+@click.option("--by", default=None, help="Who approves (recorded in its reason).")
+def approve(memory_id: str, by: str | None) -> None:
+    """Let a quarantined memory become active: a person read it and vouches for it."""
+    approved = call("POST", f"/v1/memory/{memory_id}/approve", json={"by": by})
+    click.echo(f"{approved['state']}: {approved['memory_id']} ({approved['reason']})")
+
+
 @memory.command("show")
 @click.argument("memory_id")
 @click.option("--resolve", is_flag=True, help="Follow supersedes to the active fact.")
