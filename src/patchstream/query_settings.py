@@ -23,6 +23,12 @@ class QuerySettings(BaseModel):
     api_key: SecretStr = Field(
         default=SecretStr("dev-local-key"), description="the key the CLI and MCP server send"
     )
+    agent_keys: list[str] = Field(
+        default_factory=list,
+        description="API keys held by agents (MCP servers, agent workers): a memory proposal "
+        "through one may not name a source the memory policy trusts (`user`); give people "
+        "and agents different keys",
+    )
     gateway_upstream: str = Field(
         default="",
         description="the gateway this service forwards /v1/patches, /v1/traces and the "

@@ -65,7 +65,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
         ),
         query=QuerySettings(
             port=free_port(),
-            api_keys={"key-acme": "acme", "key-default": "default", "key-rebuild": "rebuild"},
+            api_keys={"key-acme": "acme", "key-default": "default", "key-rebuild": "rebuild",
+                      "key-agent-acme": "acme"},
+            agent_keys=["key-agent-acme"],  # an agent's key: it may not speak as the user
         ),
         # The query service's keys too (and the dev key): a client of the server holds one key.
         gateway=GatewaySettings(port=free_port(), api_keys={

@@ -372,7 +372,7 @@ def create_api(
                                      found.session_id, found.run_id)  # fmt: skip
         return response.model_dump(mode="json")
 
-    app.include_router(memory_router(state_tenant, memory, agent))
+    app.include_router(memory_router(state_tenant, memory, agent, settings.query.agent_keys))
     app.include_router(overlay_router(state_tenant, overlays))
     app.include_router(trace_router(state_tenant, lambda: service().graph))
     app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))
