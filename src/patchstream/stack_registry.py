@@ -91,8 +91,11 @@ FOLLOWING = False  # set by the CLI for commands that are clients of a stack
 def follow_the_running_stack() -> None:
     """From now on, a data dir left unset is the running stack's (``client_data_dir``): the
     CLI calls this for client and operator commands, never for ``up`` or its children."""
+    from patchstream.settings import get_settings
+
     global FOLLOWING
     FOLLOWING = True
+    get_settings.cache_clear()  # settings read before this were read without it
 
 
 def client_data_dir(data_dir: str, explicitly_set: bool) -> str:

@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from patchstream.cli.query import call
-from patchstream.query.client import QueryClient
+from patchstream.cli.query import call, query_client
 from patchstream.settings import get_settings
 
 
@@ -72,11 +71,8 @@ def remember(
     body = {"content": content, "memory_type": memory_type, "scope": scope, "owner": owner,
             "subject": {"kind": kind, "id": subject_id}, "key": key,
             "source": {"kind": "user"}}  # fmt: skip
-    client = QueryClient(get_settings().query)
-    try:
+    with query_client() as client:  # the body of a refusal (422) is the answer here
         response = client.http.post("/v1/memory/proposals", json=body)
-    finally:
-        client.close()
     if response.status_code not in (201, 422) or "decision" not in response.json():
         raise click.ClickException(f"{response.status_code}: {response.text}")
     answer = response.json()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -13,14 +15,21 @@ from patchstream.schemas.graph import CallResolution
 from patchstream.settings import get_settings
 
 
-def call(method: str, path: str, **kwargs: Any) -> Any:
+@contextlib.contextmanager
+def query_client() -> Iterator[QueryClient]:
+    """A client of the configured query service; its errors as the CLI reports them."""
     client = QueryClient(get_settings().query)
     try:
-        return client.call(method, path, **kwargs)
+        yield client
     except QueryServiceError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         client.close()
+
+
+def call(method: str, path: str, **kwargs: Any) -> Any:
+    with query_client() as client:
+        return client.call(method, path, **kwargs)
 
 
 @click.group()
@@ -78,14 +87,9 @@ def _walk(kind: str) -> None:
         name_or_id: str, repo: str | None, ref: str, workspace: str | None, depth: int,
         resolution: str, as_json: bool,
     ) -> None:  # fmt: skip
-        client = QueryClient(get_settings().query)
-        try:
+        with query_client() as client:
             result = client.walk_named(kind, name_or_id, depth, repo, view_ref(ref, workspace),
                                        resolution)  # fmt: skip
-        except QueryServiceError as exc:
-            raise click.ClickException(str(exc)) from exc
-        finally:
-            client.close()
         if as_json:
             click.echo(json.dumps(result))
             return

@@ -50,12 +50,6 @@ class QueryClient:
             raise QueryServiceError(f"{response.status_code}: {response.text}")
         return None if response.status_code == 204 else response.json()
 
-    def resolve(self, name_or_id: str, repo: str | None = None, ref: str | None = None) -> str:
-        """A symbol id for a name (the preferred match, see ``named``) or an id as given."""
-        if "::" in name_or_id:
-            return name_or_id
-        return str(self.named(name_or_id, repo, ref)[0]["id"])
-
     def named(self, name: str, repo: str | None = None, ref: str | None = None) -> list[Any]:
         """The symbols a bare name stands for, best first (``preferred_symbols``)."""
         params = {"name": name, **({"repo": repo} if repo else {}),

@@ -6,17 +6,18 @@ the service's, and what an MCP client sees is what the HTTP API would answer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from patchstream.agent.memory import SourceKind
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.settings import Settings
 
 # Sources an agent may name for what it proposes: never ``user``, the policy's trusted one.
-AGENT_SOURCES = ("agent", "tool-output", "web", "document", "repository", "commit", "session")
+AGENT_SOURCES = tuple(kind for kind in get_args(SourceKind) if kind != "user")
 
 INSTRUCTIONS = (
     "Code intelligence over indexed repositories, kept fresh from git pushes and agent writes. "
