@@ -157,17 +157,3 @@ def test_a_milvus_that_works_without_answering_is_loading_not_hung(tmp_path: Pat
 
     assert verdicts("while True: pass")[-1] is True  # busy: still given time
     assert verdicts("import time; time.sleep(60)")[-1] is False  # idle: hung
-
-
-def test_free_ports_are_chosen_below_the_range_outgoing_connections_take_theirs_from() -> None:
-    """A port from the ephemeral range can become an outgoing connection's local port
-    between the pick and the bind (an e2e stack's query service failed to start so)."""
-    import socket
-
-    from patchstream.embedded.services import _ephemeral_low, free_port
-
-    low = _ephemeral_low()
-    for port in (free_port() for _ in range(20)):
-        assert 1024 <= port < low
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", port))  # and free, as promised

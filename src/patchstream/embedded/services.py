@@ -10,7 +10,6 @@ import contextlib
 import importlib.util
 import logging
 import os
-import random
 import secrets
 import socket
 import subprocess
@@ -38,30 +37,9 @@ class ServiceError(PatchstreamError):
 
 
 def free_port() -> int:
-    """A port free now, below the kernel's ephemeral range when one is: a port from that range
-    (what binding port 0 hands out) is also any outgoing connection's, and one can take it
-    before the service binds it. An e2e stack's query service failed to start so, beside the
-    suite's HTTP traffic; below the range only another listener can collide."""
-    low = _ephemeral_low()
-    for _ in range(64):
-        port = random.randint(max(1024, low - 12_000), low - 1)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _ephemeral_low() -> int:
-    """The first port of the kernel's ephemeral range (Linux's default when unreadable)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 def port_is_open(host: str, port: int) -> bool:
