@@ -318,3 +318,78 @@ def test_a_broker_over_its_memory_bound_is_restarted_empty_once_all_is_consumed(
         wait_for(after_applied, timeout=180, what="a write after the restart")
     finally:
         stack.recycler = original
+
+
+def test_graph_writes_its_log_never_held_are_replayed_after_a_kill(
+    durable_stack: Supervisor,
+) -> None:
+    """Issue #52: FalkorDB runs with ``appendfsync everysec``; under a slow fsync it answers a
+    write before the write reaches its log, and a SIGKILL then loses it. The test makes that
+    loss certain rather than likely: after the writes were applied (and the outbox counted
+    them applied), FalkorDB is killed and its log cut back to where it stood before them,
+    which is what a restart finds after a postponed write. The stack must end as it was."""
+    import redis
+
+    from patchstream.embedded.services import falkordb_password
+    from patchstream.stores.factory import open_graph_store, open_vector_store
+
+    stack = durable_stack
+    falkordb = next(s for s in stack.services if s.name == "falkordb")
+    password = falkordb_password(stack.data_dir / "falkordb")
+    admin = redis.Redis(port=falkordb.port, password=password)
+    admin.config_set("auto-aof-rewrite-percentage", 0)  # the log's tail stays one file
+
+    def log_settled() -> bool:
+        info = admin.info("persistence")
+        return not int(info["aof_buffer_length"]) and not int(info["aof_rewrite_in_progress"])
+
+    wait_for(log_settled, timeout=60, what="FalkorDB's log to hold every write")
+    (tail,) = (stack.data_dir / "falkordb" / "appendonlydir").glob("*.incr.aof")
+    cut_at = tail.stat().st_size
+    admin.close()
+    paths = [f"unlogged/g{i}.py" for i in range(12)]
+    with PatchClient(stack.settings.gateway.url, "dev-local-key") as client:
+        for i, path in enumerate(paths):
+            client.write_file("unlogged", path, f"def g{i}(x):\n    return helper(x) + {i}\n")
+
+    graph, vectors = open_graph_store(stack.settings), open_vector_store(stack.settings)
+    try:
+        wait_for(lambda: set(paths) <= set(graph.file_hashes("default", "unlogged", "main"))
+                 and set(paths) <= set(vectors.file_hashes("default", "unlogged", "main")),
+                 timeout=120, what="the writes in both tiers")  # fmt: skip
+
+        def counted_applied() -> bool:  # so only a recheck of applied entries can find them
+            stack.outbox.next_prune = 0.0
+            stack.tend_outbox(time.monotonic())
+            outbox = Outbox(outbox_path(stack.settings))
+            try:
+                owed = outbox.pending(limit=1000, after_id=0, retained=False)
+            finally:
+                outbox.close()
+            return not [e for e in owed if e.repo == "unlogged"]
+
+        wait_for(counted_applied, timeout=120, what="the outbox to count the writes applied")
+        before = graph.snapshot("default")
+        assert sum(f"::{path}::g" in str(row) for row in before.symbols for path in paths) == 12
+    finally:
+        graph.close()
+    falkordb.process.kill()
+    falkordb.process.wait(10)
+    with tail.open("r+b") as log:  # what a postponed write looks like to a restart
+        log.truncate(cut_at)
+    stack.check()  # restarts FalkorDB: the writes are gone from the graph
+    graph = open_graph_store(stack.settings)
+    try:
+        assert not set(paths) & set(graph.file_hashes("default", "unlogged", "main"))
+
+        def healed() -> bool:
+            stack.outbox.next_prune = 0.0
+            stack.tend_outbox(time.monotonic())
+            return graph.snapshot("default") == before
+
+        # Well inside the outbox's periodic recheck (60 s) and redelivery (60 s): without a
+        # replay at FalkorDB's restart, the writes would still be missing here.
+        wait_for(healed, timeout=45, what="the graph to hold the acknowledged writes again")
+    finally:
+        graph.close()
+        vectors.close()

@@ -309,6 +309,11 @@ class Supervisor:
                     self.outbox.replay_due = True  # and none of what it had acknowledged
                 if service.name == "milvus":  # killed, it may have lost rows it had flushed
                     self.outbox.vectors_restarted()
+                if service.name == "falkordb":
+                    # With appendfsync everysec, a write FalkorDB answered may not have
+                    # reached its log (a slow fsync postpones it up to 2 s): every entry the
+                    # graph lacks after the restart is published again now, not at a recheck.
+                    self.outbox.replay_due = True
         if self.vector_sink_held and self._audited_at_start():
             self.vector_sink_held = False
             log.info("event=vector_sink_released reason=vector_tier_audited")
