@@ -9,7 +9,7 @@ import pytest
 
 from patchstream.indexing.scan import scan_directory
 from patchstream.parsing.filestate import FileStateBuilder
-from patchstream.parsing.indexable import skip_reason
+from patchstream.parsing.indexable import is_secret_name, skip_reason, withheld_hash
 from patchstream.schemas.events import PatchEvent
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.parse_stage import ParseStage
@@ -24,7 +24,13 @@ FILES = {
     "pkg/blob.py": "x = 1\n\x00\x01\n",
     "web/app.min.js": "function f(){return 1}\n",
     "web/app.js": "function f() { return 1; }\n",
+    "tests/certs/server.key": "not even a key: the name decides\n",
+    "tests/fixture.py": 'KEY = """-----BEGIN RSA PRIVATE KEY-----\nMIIB...\n"""\n',
+    "ext/logo.ai": "%PDF-1.5\n%\u00e2\u00e3\n1 0 obj\n",
+    ".env.example": "TOKEN=\n",
 }
+WITHHELD = {"pkg/blob.py": "binary", "tests/certs/server.key": "secret",
+            "tests/fixture.py": "secret", "ext/logo.ai": "binary"}  # fmt: skip
 
 
 def _event(path: str, content: str, version: int = 1, old_path: str | None = None) -> PatchEvent:
@@ -53,10 +59,55 @@ def test_a_write_holds_a_file_exactly_when_a_scan_of_the_same_tree_would(tmp_pat
     for rel, text in FILES.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    scanned = set(scan_directory(tmp_path).files)
+    scan = scan_directory(tmp_path)
     stage = ParseStage(FileStateBuilder(), BlobReader(""))
-    written = {rel for rel, text in FILES.items() if stage.handle(_event(rel, text), None).state}
-    assert scanned == written == {"pkg/kept.py", "web/app.js"}
+    states = {rel: stage.handle(_event(rel, text), None).state for rel, text in FILES.items()}
+    written = {rel for rel, state in states.items() if state is not None}
+    assert set(scan.files) | {w.path for w in scan.withheld} == written
+    assert set(scan.files) == {"pkg/kept.py", "web/app.js", ".env.example"}
+    # Withheld: a name flagged with the reason, held under the same hash a scan computes.
+    assert {w.path: w.reason for w in scan.withheld} == WITHHELD
+    for file in scan.withheld:
+        state = states[file.path]
+        assert state is not None and state.flags.raised() == [file.reason]
+        assert [s.kind for s in state.symbols] == ["file"] and not state.chunks
+        assert state.content_hash == withheld_hash(file.reason, file.size)
+
+
+def test_a_file_over_the_size_cap_is_withheld_without_being_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_bytes(b"x = 1\n" * 200_000)  # 1.2 MB
+    (tmp_path / "small.py").write_text(CODE)
+    scan = scan_directory(tmp_path, max_bytes=1_000_000)
+    assert scan.files == ["small.py"]
+    withheld = [(w.path, w.reason, w.size) for w in scan.withheld]
+    assert withheld == [("big.py", "too_large", 1_200_000)]
+    assert scan.skipped == {"too_large": 1}
+
+
+@pytest.mark.parametrize(
+    ("head", "reason"),
+    [
+        (b"%PDF-1.4\n", "binary"), (b"\x89PNG\r\n\x1a\n", "binary"), (b"\x7fELF\x02", "binary"),
+        (b"PK\x03\x04", "binary"), (b"x = '''\n-----BEGIN OPENSSH PRIVATE KEY-----", "secret"),
+        (b"-----BEGIN ENCRYPTED PRIVATE KEY-----", "secret"),
+        (b"-----BEGIN PGP PRIVATE KEY BLOCK-----", "secret"),
+        (b"-----BEGIN CERTIFICATE-----\nMII", None), (b"def pdf(): return '%PDF-'\n", None),
+    ],
+)  # fmt: skip
+def test_content_decides_binary_and_secret_whatever_the_name(
+    head: bytes, reason: str | None
+) -> None:
+    assert skip_reason("src/data.py", head) == reason
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [(".env", True), (".env.production", True), (".env.example", False), ("id_rsa", True),
+     ("id_utils.py", False), ("server.pem", True), ("credentials", True), (".npmrc", True),
+     ("keys.py", False)],
+)  # fmt: skip
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
 
 
 def test_a_write_that_makes_a_held_file_generated_removes_what_it_held() -> None:

@@ -57,13 +57,24 @@ def test_written_files_become_upserts_and_what_must_stay_here_does(checkout: Wat
     changed = ["app.py", ".env", "run.log", "blob.py", "__pycache__/app.cpython-311.pyc",
                "big.py"]  # fmt: skip
     batch = plan_batch(checkout, changed, {}, max_bytes=200)
-    assert _ops(batch.writes) == [("upsert", "app.py")]
-    assert batch.writes[0]["content"] == "def app():\n    return 2\n"
-    assert batch.writes[0]["repo"] == "shop" and batch.writes[0]["actor"] == "watch"
+    # What must stay here goes as a name and a reason only, so the index drops what it held.
+    assert _ops(batch.writes) == [("upsert", ".env"), ("upsert", "app.py"), ("upsert", "big.py"),
+                                  ("upsert", "blob.py")]  # fmt: skip
+    writes = {w["path"]: w for w in batch.writes}
+    assert writes["app.py"]["content"] == "def app():\n    return 2\n"
+    assert writes["app.py"]["repo"] == "shop" and writes["app.py"]["actor"] == "watch"
+    withheld = {path: w.get("withheld") for path, w in writes.items() if path != "app.py"}
+    assert withheld == {".env": {"reason": "secret", "size": 9},
+                        "big.py": {"reason": "too_large", "size": 600},
+                        "blob.py": {"reason": "binary", "size": 8}}  # fmt: skip
+    assert not any("content" in w for path, w in writes.items() if path != "app.py")
     reasons = dict(batch.skipped)  # the ignored file and __pycache__ pass quietly
     assert set(reasons) == {".env", "blob.py", "big.py"}
-    assert "deny-list" in reasons[".env"] and reasons["blob.py"] == "binary"
+    assert reasons[".env"].startswith("secret: ") and reasons["blob.py"].startswith("binary: ")
     assert "size cap" in reasons["big.py"]
+    # Unchanged, a withheld file is not sent again.
+    again = plan_batch(checkout, changed, {**batch.digests}, max_bytes=200)
+    assert again.writes == []
 
 
 def test_unchanged_content_is_not_sent_again(checkout: WatchTarget) -> None:

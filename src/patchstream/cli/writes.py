@@ -6,11 +6,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchstream.logs import configure_logging
 from patchstream.settings import get_settings
+
+if TYPE_CHECKING:
+    from patchstream.schemas.events import WithheldContent
 
 
 @click.command()
@@ -82,12 +86,30 @@ def index(
             f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
             f"seconds={summary.seconds}"
         )
+        _say_skipped(summary.skipped, summary.withheld)
     if not summary.complete:
         click.echo(
             f"timed out: graph applied {summary.graph_applied}, vectors applied "
             f"{summary.vectors_applied} of {summary.published}", err=True,
         )  # fmt: skip
         sys.exit(1)
+
+
+_WITHHELD_LINES = 50  # named one by one up to this; --json lists every one
+
+
+def _say_skipped(skipped: dict[str, int], withheld: list[dict[str, str]]) -> None:
+    """Each withheld file by name and why; the files not indexed, counted by reason."""
+    if skipped:
+        counts = " ".join(f"{reason}={count}" for reason, count in sorted(skipped.items()))
+        click.echo(f"skipped: {counts}")
+    for file in withheld[:_WITHHELD_LINES]:
+        path = file["path"] if file["path"].isprintable() else repr(file["path"])
+        click.echo(f"  withheld {path}: {file['detail']} (indexed as its name, flagged "
+                   f"{file['reason']})")  # fmt: skip
+    if len(withheld) > _WITHHELD_LINES:
+        click.echo(f"  ... and {len(withheld) - _WITHHELD_LINES} more withheld (--json lists "
+                   "them)")  # fmt: skip
 
 
 @click.command()
@@ -118,15 +140,13 @@ def emit(
 
     if sum([source is not None, from_stdin, is_delete]) != 1:
         raise click.UsageError("give exactly one of --file, --stdin or --delete")
-    content = None
-    if source is not None:
-        content = source.read_bytes().decode("utf-8", errors="replace")
-    elif from_stdin:
-        content = sys.stdin.read()
+    content, withheld = _content_to_publish(file_path, source, from_stdin,
+                                            get_settings().parsing.max_file_bytes)  # fmt: skip
     event = PatchEvent(
         tenant=tenant, repo=repo, ref=ref, path=file_path,
-        op="delete" if is_delete else "upsert", content=content, version=time.time_ns(),
-        source="cli", actor=actor, session_id=session, workspace=workspace,
+        op="delete" if is_delete else "upsert", content=content, withheld=withheld,
+        version=time.time_ns(), source="cli", actor=actor, session_id=session,
+        workspace=workspace,
     )  # fmt: skip
 
     async def send() -> None:
@@ -149,9 +169,11 @@ def emit(
         from patchstream.client import PatchClient
 
         with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
-            write = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
+            write: dict[str, Any] = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
                      "content": content, "session_id": session, "actor": actor,
                      "workspace": workspace}  # fmt: skip
+            if withheld is not None:
+                write["withheld"] = withheld.model_dump()
             receipt = c.write([write])
         click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
                                "read_token": receipt["read_token"]}))  # fmt: skip
@@ -167,3 +189,32 @@ def emit(
             }
         )
     )
+
+
+def _content_to_publish(
+    path: str, source: Path | None, from_stdin: bool, max_bytes: int
+) -> tuple[str | None, WithheldContent | None]:
+    """What ``emit`` sends of a file: its text, or, for a file the index withholds (over the
+    size cap, binary, a secret), nothing but the reason, said on stderr. The same rule as
+    ``index``, ``watch`` and a push (``parsing.indexable``)."""
+    from patchstream.parsing.indexable import content_skip, path_skip
+    from patchstream.schemas.events import WithheldContent
+
+    if source is None and not from_stdin:
+        return None, None
+    if source is not None:
+        with source.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+        size = max(len(data), source.stat().st_size)
+    else:
+        data = sys.stdin.buffer.read()
+        size = len(data)
+    skip = path_skip(path) or content_skip(data, size, max_bytes)
+    if skip is not None and skip.withheld:
+        click.echo(f"withheld {path}: {skip.detail}; published as a name flagged {skip.reason}",
+                   err=True)  # fmt: skip
+        return None, WithheldContent(reason=skip.reason, size=size)
+    if skip is not None:
+        click.echo(f"not indexed {path}: {skip.detail} (the pipeline drops it, as a scan "
+                   "would)", err=True)  # fmt: skip
+    return data.decode("utf-8", errors="replace"), None

@@ -12,7 +12,9 @@ from typing import Literal
 from patchstream.errors import ContractError
 from patchstream.indexing.scan import ScanResult, recent_commits
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.schemas.events import WithheldContent
 from patchstream.schemas.paths import validate_repo_path
 
 
@@ -23,6 +25,7 @@ class PlannedWrite:
     content: str | None = None
     content_hash: str | None = None
     commit: str | None = None
+    withheld: WithheldContent | None = None
 
 
 @dataclass
@@ -53,7 +56,19 @@ def plan_index(
             plan.invalid_paths += 1
             continue
         plan.writes.append(PlannedWrite(rel, "upsert", content, digest))
-    present = set(scan.files)
+    for file in scan.withheld:  # a flagged name, never the content
+        digest = withheld_hash(file.reason, file.size)
+        if held.get(file.path) == digest:
+            plan.unchanged += 1
+            continue
+        try:
+            validate_repo_path(file.path)
+        except ContractError:
+            plan.invalid_paths += 1
+            continue
+        withheld = WithheldContent(reason=file.reason, size=file.size)
+        plan.writes.append(PlannedWrite(file.path, "upsert", None, digest, withheld=withheld))
+    present = set(scan.files) | {file.path for file in scan.withheld}
     for commit in recent_commits(root, commits):
         path = f"{COMMITS_DIR}{commit.sha}.md"
         present.add(path)

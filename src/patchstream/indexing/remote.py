@@ -10,6 +10,7 @@ key decides the tenant; ``--base`` declares the branch overlay through ``POST /v
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -31,13 +32,14 @@ _NOTHING_WRITTEN = 2**63 - 1
 
 
 def batches(writes: list[PlannedWrite], max_bytes: int) -> Iterator[list[PlannedWrite]]:
-    """Writes in requests of at most ``MAX_WRITES`` and about ``max_bytes`` of body (JSON may
-    escape content: a quarter of the limit is left for it); a file over that goes alone."""
-    budget = max_bytes * 3 // 4
+    """Writes in requests of at most ``MAX_WRITES`` and ``max_bytes`` of body, as the gateway
+    counts it (inflated, JSON-encoded: escaping can make content six times longer); a file
+    over that goes alone (and is refused alone, its path named)."""
+    budget = max_bytes - 4096  # the request's envelope
     batch: list[PlannedWrite] = []
     size = 0
     for write in writes:
-        cost = len((write.content or "").encode("utf-8")) + _OVERHEAD
+        cost = _encoded_size(write.content) + _OVERHEAD
         if batch and (len(batch) >= MAX_WRITES or size + cost > budget):
             yield batch
             batch, size = [], 0
@@ -45,6 +47,11 @@ def batches(writes: list[PlannedWrite], max_bytes: int) -> Iterator[list[Planned
         size += cost
     if batch:
         yield batch
+
+
+def _encoded_size(content: str | None) -> int:
+    """Bytes of ``content`` as a JSON string (ASCII-escaped, as ``httpx`` sends it)."""
+    return len(json.dumps(content)) if content is not None else 0
 
 
 def held_remotely(query: QueryClient, repo: str, ref: str) -> dict[str, str | None]:
@@ -73,9 +80,8 @@ def index_remote(
     """Index ``root`` into the server ``settings.gateway.url`` / ``settings.query.url`` name."""
     started = time.monotonic()
     summary = IndexSummary(tenant="", repo=repo, ref=ref, version=time.time_ns())
-    scan = scan_directory(root)
-    summary.files_scanned = len(scan.files)
-    summary.skipped = dict(scan.skipped)
+    scan = scan_directory(root, settings.parsing.max_file_bytes)
+    summary.scanned(scan)
     query = QueryClient(settings.query)
     gateway = PatchClient(settings.gateway.url, settings.gateway.api_key.get_secret_value(),
                           timeout_s=120.0, compress=True)  # fmt: skip
@@ -128,6 +134,7 @@ def _upload(
         body: list[dict[str, Any]] = [
             {"repo": repo, "ref": ref, "path": w.path, "op": w.op, "actor": "patchstream-index",
              **({"content": w.content} if w.content is not None else {}),
+             **({"withheld": w.withheld.model_dump()} if w.withheld is not None else {}),
              **({"commit": w.commit} if w.commit is not None else {})}
             for w in batch
         ]  # fmt: skip

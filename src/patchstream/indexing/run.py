@@ -17,7 +17,7 @@ from aiokafka.errors import KafkaError
 
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.plan import IndexPlan, plan_index
-from patchstream.indexing.scan import scan_directory
+from patchstream.indexing.scan import ScanResult, scan_directory
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
@@ -58,6 +58,8 @@ class IndexSummary:
     deleted: int = 0
     commits: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    # Files whose content stayed here (too large, binary, secret): path, reason, in words.
+    withheld: list[dict[str, str]] = field(default_factory=list)
     graph_applied: int = 0
     vectors_applied: int = 0
     symbols: int = 0
@@ -72,6 +74,12 @@ class IndexSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def scanned(self, scan: ScanResult) -> None:
+        self.files_scanned = len(scan.files)
+        self.skipped = dict(scan.skipped)
+        self.withheld = [{"path": w.path, "reason": w.reason, "detail": w.detail}
+                         for w in scan.withheld]  # fmt: skip
 
     def count(self, plan: IndexPlan) -> None:
         self.unchanged, self.deleted, self.commits = plan.unchanged, plan.deleted, plan.commits
@@ -146,9 +154,8 @@ async def index_directory(
     started = time.monotonic()
     version = time.time_ns()
     summary = IndexSummary(tenant=tenant, repo=repo, ref=ref, version=version)
-    scan = scan_directory(root)
-    summary.files_scanned = len(scan.files)
-    summary.skipped = dict(scan.skipped)
+    scan = scan_directory(root, settings.parsing.max_file_bytes)
+    summary.scanned(scan)
     graph = await _opened(lambda: open_graph_store(settings), timeout_s)
     vectors = await _opened(lambda: open_vector_store(settings), timeout_s)
     try:
@@ -160,8 +167,10 @@ async def index_directory(
         common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
                   "source": "snapshot", "actor": "patchstream-index",
                   "batch_id": f"index-{version}"}  # fmt: skip
-        events = [PatchEvent(path=w.path, op=w.op, content=w.content, content_hash=w.content_hash,
-                             commit=w.commit, **common) for w in plan.writes]  # fmt: skip
+        events = [PatchEvent(path=w.path, op=w.op, content=w.content,
+                             content_hash=None if w.withheld else w.content_hash,
+                             withheld=w.withheld, commit=w.commit, **common)
+                  for w in plan.writes]  # fmt: skip
         bars = Progress(len(events), progress)
         outbox = Outbox(outbox_path(settings)) if settings.gateway.outbox else None
         try:

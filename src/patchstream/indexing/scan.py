@@ -1,5 +1,6 @@
 """Which files of a directory to index: git's view of it (``.gitignore`` respected), minus
-vendored, generated and binary files (``parsing.indexable``, the rule pushes and writes share)."""
+vendored and generated files, with oversized, binary and secret files withheld (their names
+only): ``parsing.indexable``, the rule pushes, writes and watches share."""
 
 from __future__ import annotations
 
@@ -10,18 +11,26 @@ from pathlib import Path
 
 import pathspec
 
-from patchstream.parsing.indexable import (
-    HEAD_BYTES,
-    SKIP_DIRS,
-    content_skip_reason,
-    path_skip_reason,
-)
+from patchstream.parsing.indexable import SKIP_DIRS, judge_file
+
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024  # ParsingSettings.max_file_bytes's default
+
+
+@dataclass(frozen=True)
+class WithheldFile:
+    """A file whose content stays here: the index gets its name, flagged with ``reason``."""
+
+    path: str
+    reason: str
+    size: int
+    detail: str
 
 
 @dataclass
 class ScanResult:
     files: list[str] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
+    withheld: list[WithheldFile] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> files (withheld too)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -56,26 +65,28 @@ def _walk_files(root: Path) -> list[str]:
     return found
 
 
-def scan_directory(root: Path) -> ScanResult:
+def scan_directory(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ScanResult:
     result = ScanResult()
     candidates = _git_files(root)
     if candidates is None:
         candidates = _walk_files(root)
     for rel in sorted(set(candidates)):
-        reason = path_skip_reason(rel)
-        if reason is not None:
-            result.skip(reason)
-            continue
         path = root / rel
         if path.is_symlink() or not path.is_file():
             result.skip("not_a_regular_file")
             continue
-        with path.open("rb") as handle:
-            reason = content_skip_reason(handle.read(HEAD_BYTES))
-        if reason is not None:
-            result.skip(reason)
+        try:
+            skip, _ = judge_file(path, rel, max_bytes)
+        except OSError:  # gone or unreadable since git listed it
+            result.skip("unreadable")
             continue
-        result.files.append(rel)
+        if skip is None:
+            result.files.append(rel)
+            continue
+        result.skip(skip.reason)
+        if skip.withheld:
+            size = path.stat().st_size
+            result.withheld.append(WithheldFile(rel, skip.reason, size, skip.detail))
     return result
 
 

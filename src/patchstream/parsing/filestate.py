@@ -18,6 +18,7 @@ from patchstream.parsing.chunking import ChunkOwner, build_chunks
 from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
+from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.languages import language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
 from patchstream.parsing.tokens import TokenCounter
@@ -248,6 +249,21 @@ def shell_state(target: FileRef, data: bytes, flags: FileFlags | None = None) ->
         symbols=(_file_symbol(target, language, data),),
         flags=flags or FileFlags(),
     )
+
+
+def withheld_state(target: FileRef, reason: str, size: int) -> FileState:
+    """A file whose content the index does not hold (``indexable.WITHHELD``): its name, its
+    size, the reason as its flag; the same state whichever producer saw the content."""
+    language = language_for_path(target.path)
+    digest = withheld_hash(reason, size)
+    symbol = Symbol(id=file_id(target.repo, target.path), kind=SymbolKind.FILE,
+                    name=posixpath.basename(target.path), qualified_name=target.path,
+                    path=target.path, language=language, start_line=1, end_line=1,
+                    content_hash=digest)  # fmt: skip
+    return FileState(tenant=target.tenant, repo=target.repo, ref=target.ref,
+                     workspace=target.workspace, path=target.path, version=target.version,
+                     language=language, content_hash=digest, size_bytes=size, symbols=(symbol,),
+                     flags=FileFlags.model_validate({reason: True}))  # fmt: skip
 
 
 def _owns_chunk(symbol: Symbol, kinds: dict[str, SymbolKind]) -> bool:

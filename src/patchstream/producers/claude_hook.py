@@ -5,12 +5,12 @@ It must never block or fail the agent's tool call: every error is logged to stde
 process exits 0, within a few seconds at most. It publishes only files of checkouts this user
 indexed (``producers.checkouts``) or the gateway config registers (``local_path``), to the
 configured gateway or else the one ``up`` serves here, and skips, saying so on stderr, what
-git ignores, what is over the size cap and what matches the deny-list (``.env*``, keys).
+git ignores. A file over the size cap, binary or a secret (``parsing.indexable``, the rule of
+every entry point) is published as its name only, flagged, and said on stderr.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 import subprocess
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchClient
+from patchstream.parsing.indexable import judge_file
 from patchstream.producers.checkouts import checkout_by_git_dir, checkout_of, read_checkouts
-from patchstream.producers.claude_hook_rules import DENY_PATTERNS
 from patchstream.producers.claude_session import (
     SHELL_TOOLS,
     query_configured,
@@ -119,15 +119,11 @@ def _ignored_by_git(root: Path, relative: str) -> bool:
     return result.returncode == 0
 
 
-def check_publishable(root: Path, relative: str, file_path: Path, max_bytes: int) -> None:
-    """Skipped unless the file may leave the machine: not denied, not ignored, not too big."""
-    name = Path(relative).name
-    if any(fnmatch.fnmatch(name, pattern) for pattern in DENY_PATTERNS):
-        raise Skipped(f"{relative} matches the deny-list ({', '.join(DENY_PATTERNS)})")
+def check_publishable(root: Path, relative: str) -> None:
+    """Skipped when git ignores the file (what may leave the machine of it is
+    ``parsing.indexable``'s to say)."""
     if _ignored_by_git(root, relative):
         raise Skipped(f"{relative} is ignored by git")
-    if file_path.exists() and file_path.stat().st_size > max_bytes:
-        raise Skipped(f"{relative} is over the {max_bytes}-byte size cap")
 
 
 def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
@@ -147,14 +143,24 @@ def handle(payload: dict[str, Any], settings: Settings) -> dict[str, Any] | None
     target = target_of(file_path, settings)
     root, repo = target.root, target.repo
     relative = file_path.relative_to(root.resolve()).as_posix()
-    check_publishable(root, relative, file_path, settings.parsing.max_file_bytes)
+    check_publishable(root, relative)
     session = payload.get("session_id")
     with PatchClient(gateway_url(settings), settings.gateway.api_key.get_secret_value(),
                      timeout_s=3.0, workspace=target.workspace) as client:  # fmt: skip
         if not file_path.exists():
             return client.delete_file(repo, relative, target.ref, session_id=session)
-        content = file_path.read_bytes().decode("utf-8", errors="replace")
-        receipt = client.write_file(repo, relative, content, target.ref, session_id=session,
+        skip, data = judge_file(file_path, relative, settings.parsing.max_file_bytes)
+        if skip is not None and skip.withheld:
+            print(f"patchstream hook: withheld {relative}: {skip.detail}; published as a name "
+                  f"flagged {skip.reason}", file=sys.stderr)  # fmt: skip
+            withheld = {"reason": skip.reason, "size": file_path.stat().st_size}
+            return client.write([{"repo": repo, "ref": target.ref, "path": relative,
+                                  "op": "upsert", "withheld": withheld, "session_id": session,
+                                  "actor": "claude-code"}])  # fmt: skip
+        if skip is not None:
+            raise Skipped(f"{relative} is not indexed ({skip.reason}: {skip.detail})")
+        receipt = client.write_file(repo, relative, data.decode("utf-8", errors="replace"),
+                                    target.ref, session_id=session,
                                     actor="claude-code")  # fmt: skip
     if session and query_configured(
         settings

@@ -6,7 +6,6 @@ query service is configured (``PATCHSTREAM_QUERY__URL``): the hook never fails a
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from patchstream.producers.claude_hook_rules import DENY_PATTERNS
+from patchstream.parsing.indexable import is_secret_name
 from patchstream.settings import Settings
 
 SHELL_TOOLS = frozenset({"Bash"})
@@ -85,8 +84,8 @@ def record_shell_output(settings: Settings, payload: dict[str, Any]) -> str:
     # A command that names a secret file may print it: its output never leaves the machine.
     for word in _WORDS.findall(command):
         name = Path(word).name
-        if any(fnmatch.fnmatch(name, pattern) for pattern in DENY_PATTERNS):
-            return f"skipped: the command names {name} (deny-list)"
+        if is_secret_name(name):
+            return f"skipped: the command names {name} (a key or credential file)"
     code = response.get("exit_code", response.get("returncode"))
     body = {
         "tool": str(payload.get("tool_name") or "Bash")[:200],

@@ -45,7 +45,13 @@ from patchstream.producers.webhooks import (
     read_github_push,
     read_gitlab_push,
 )
-from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, OBJECT_ID_PATTERN, PatchEvent
+from patchstream.schemas.events import (
+    ACTOR_PATTERN,
+    ID_PATTERN,
+    OBJECT_ID_PATTERN,
+    PatchEvent,
+    WithheldContent,
+)
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.schemas.traces import TraceEvent
 from patchstream.settings import Settings
@@ -64,6 +70,9 @@ class Write(BaseModel):
     path: str = Field(max_length=1024)
     op: Literal["upsert", "delete", "rename"] = "upsert"
     content: str | None = None
+    withheld: WithheldContent | None = Field(
+        default=None, description="no content: the file's name, flagged (too large, binary, secret)"
+    )
     old_path: str | None = Field(default=None, max_length=1024)
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
     run_id: str | None = Field(default=None, pattern=ID_PATTERN)
@@ -349,13 +358,16 @@ def create_gateway(
             if write.content is not None and len(write.content) > max_file_bytes // 4:
                 size = _utf8_size(write.content, index)
                 if size > max_file_bytes:
-                    raise HTTPException(413, f"writes[{index}]: content is {size} bytes; the "
-                                             f"limit per file is {max_file_bytes}")  # fmt: skip
+                    raise HTTPException(413, f"writes[{index}] ({write.path[:200]!r}): content "
+                                             f"is {size} bytes; the limit per file is "
+                                             f"{max_file_bytes}: send it as withheld "
+                                             "(too_large)")  # fmt: skip
             try:
                 events.append(PatchEvent(
                     tenant=tenant, repo=write.repo, ref=write.ref, workspace=write.workspace,
                     path=write.path, op=write.op,
-                    content=write.content, old_path=write.old_path, version=version + index,
+                    content=write.content, withheld=write.withheld, old_path=write.old_path,
+                    version=version + index,
                     source=body.source, actor=write.actor, session_id=write.session_id,
                     run_id=write.run_id, batch_id=body.batch_id, commit=write.commit,
                 ))  # fmt: skip

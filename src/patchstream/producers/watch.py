@@ -7,17 +7,19 @@ an agent's refactor is many files), then published as one request to the gateway
 them in its outbox before it answers, as for the hook: acknowledged means durable. A batch
 the gateway did not take stays pending and is sent again; content already sent is not.
 
-What may leave the machine follows the hook's rules (the deny-list, git's ignores, the size
-cap) and the index's (``parsing.indexable``: vendored, generated and binary files); what git
-ignores or the index never reads (``__pycache__``, ``node_modules``) is passed over quietly,
-the rest is reported once per path. A delete is sent only for a file git tracks or this watch
-published: editors' temporary files come and go without reaching the index.
+What may leave the machine follows the index's rule (``parsing.indexable``: the size cap,
+binary content, secrets by name and content, vendored and generated files) and git's ignores;
+a withheld file (too large, binary, a secret) is published as its name, flagged, so the index
+drops what it held before; what git ignores or the index never reads (``__pycache__``,
+``node_modules``) is passed over quietly, the rest is reported once per path. A delete is sent
+only for a file git tracks or this watch published: editors' temporary files come and go
+without reaching the index.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
+import json
 import os
 import subprocess
 import threading
@@ -28,16 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchRefused
-from patchstream.parsing.indexable import (
-    HEAD_BYTES,
-    SKIP_DIRS,
-    content_skip_reason,
-    path_skip_reason,
-)
-from patchstream.producers.claude_hook_rules import DENY_PATTERNS
+from patchstream.parsing.indexable import SKIP_DIRS, judge_file, path_skip, withheld_hash
 
 MAX_WRITES_PER_REQUEST = 500  # the gateway takes 1,000; a batch over it goes in parts
-MAX_REQUEST_CONTENT = 4 << 20  # and 8 MiB of body: content (JSON-escaped, it grows) under half
+MAX_REQUEST_CONTENT = 6 << 20  # of the gateway's 8 MiB of body: content as JSON-encoded
 MAX_EXPANDED = 10_000  # files one directory event stands for (a tree moved in at once)
 
 
@@ -102,7 +98,7 @@ def plan_batch(
     """The writes for paths that changed: an upsert for a file whose content differs from what
     was last sent, a delete for a file that is gone and was known; the rest skipped."""
     batch = Batch()
-    candidates = sorted(p for p in set(changed) if path_skip_reason(p) != "vendored"
+    candidates = sorted(p for p in set(changed) if not _vendored(p)
                         and not in_nested_checkout(target.root, p))  # fmt: skip
     ignored = ignored_by_git(target.root, candidates)
     gone: list[str] = []
@@ -113,16 +109,20 @@ def plan_batch(
             continue
         if relative in ignored or path.is_symlink() or not path.is_file():
             continue  # what git ignores; a directory; a link the index does not follow
-        reason = _skip_reason(relative, path, max_bytes)
-        data = b""
-        if reason is None:
-            try:
-                data = path.read_bytes()
-            except OSError:  # gone between the look and the read: the next event says so
+        try:
+            skip, data = judge_file(path, relative, max_bytes)
+            size = path.stat().st_size
+        except OSError:  # gone between the look and the read: the next event says so
+            continue
+        if skip is not None:
+            batch.skipped.append((relative, f"{skip.reason}: {skip.detail}"))
+            if not skip.withheld:
                 continue
-            reason = content_skip_reason(data[:HEAD_BYTES])
-        if reason is not None:
-            batch.skipped.append((relative, reason))
+            digest = withheld_hash(skip.reason, size)
+            if sent.get(relative) != digest:
+                withheld = {"reason": skip.reason, "size": size}
+                batch.writes.append(_write(target, relative, "upsert", actor, withheld=withheld))
+                batch.digests[relative] = digest
             continue
         digest = hashlib.sha256(data).hexdigest()
         if sent.get(relative) == digest:
@@ -164,29 +164,21 @@ def in_nested_checkout(root: Path, relative: str) -> bool:
     return any((root.joinpath(*parts[: i + 1]) / ".git").exists() for i in range(len(parts)))
 
 
-def _skip_reason(relative: str, path: Path, max_bytes: int) -> str | None:
-    """Why a file present in the checkout must not be published, by its name and size."""
-    name = relative.rsplit("/", 1)[-1]
-    if any(fnmatch.fnmatch(name, pattern) for pattern in DENY_PATTERNS):
-        return f"matches the deny-list ({', '.join(DENY_PATTERNS)})"
-    reason = path_skip_reason(relative)
-    if reason is not None:
-        return reason
-    try:
-        if path.stat().st_size > max_bytes:
-            return f"over the {max_bytes}-byte size cap"
-    except OSError:
-        return None
-    return None
+def _vendored(relative: str) -> bool:
+    skip = path_skip(relative)
+    return skip is not None and skip.reason == "vendored"
 
 
 def _write(
-    target: WatchTarget, relative: str, op: str, actor: str, content: str | None = None
-) -> dict[str, Any]:
+    target: WatchTarget, relative: str, op: str, actor: str, content: str | None = None,
+    withheld: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     write: dict[str, Any] = {"repo": target.repo, "ref": target.ref, "path": relative, "op": op,
                              "actor": actor}  # fmt: skip
     if content is not None:
         write["content"] = content
+    if withheld is not None:
+        write["withheld"] = withheld
     if target.workspace is not None:
         write["workspace"] = target.workspace
     return write
@@ -199,7 +191,8 @@ def requests_of(writes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     parts: list[list[dict[str, Any]]] = []
     size = 0
     for write in writes:
-        length = len(write.get("content") or "")
+        content = write.get("content")
+        length = len(json.dumps(content)) if content is not None else 0  # as it is sent
         if (
             not parts
             or len(parts[-1]) >= MAX_WRITES_PER_REQUEST

@@ -47,6 +47,16 @@ class EditHint(BaseModel):
     new_end_byte: int = Field(ge=0)
 
 
+class WithheldContent(BaseModel):
+    """The producer kept the file's content on its machine (too large, binary or a secret):
+    the index holds the file's name, flagged with the reason, and nothing of its content."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: Literal["too_large", "binary", "secret"]
+    size: int = Field(ge=0, description="the content's size in bytes")
+
+
 class PatchEvent(BaseModel):
     """One file write, delete or rename, keyed by ``tenant/repo/ref/path``.
 
@@ -76,6 +86,9 @@ class PatchEvent(BaseModel):
     old_path: str | None = Field(default=None, description="previous path, for op=rename")
     content: str | None = Field(default=None, description="new UTF-8 content, inline")
     blob: BlobRef | None = Field(default=None, description="new content as a git blob")
+    withheld: WithheldContent | None = Field(
+        default=None, description="op=upsert without content: a flagged name, and why"
+    )
     content_hash: str | None = Field(default=None, description="xxh3-128 hex of the content")
     edit: EditHint | None = None
     version: int = Field(ge=0)
@@ -128,6 +141,10 @@ class PatchEvent(BaseModel):
         has_content = self.content is not None or self.blob is not None
         if self.content is not None and self.blob is not None:
             raise ValueError("send either inline content or a blob reference, not both")
+        if self.withheld is not None:
+            if has_content or self.op != "upsert":
+                raise ValueError("withheld is for op=upsert with no content or blob")
+            return self
         if self.op in ("upsert", "rename") and not has_content:
             # A rename carries the new content: the old path's state lives on another
             # partition, so the parse stage cannot borrow it.

@@ -21,7 +21,12 @@ class FileFlags(BaseModel):
         default=False, description="syntax errors; last good symbols kept where affected"
     )
     too_large: bool = Field(default=False, description="over the size cap; File node only")
-    binary: bool = Field(default=False, description="NUL bytes; File node only")
+    binary: bool = Field(
+        default=False, description="NUL bytes or a binary format's signature; File node only"
+    )
+    secret: bool = Field(
+        default=False, description="a key or credential (by name or content); File node only"
+    )
     not_utf8: bool = Field(default=False, description="decoded with replacement characters")
     parse_timeout: bool = Field(default=False, description="parse budget exceeded; previous kept")
     parse_failed: bool = Field(

@@ -99,7 +99,8 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
     patch_topic = app.topic(topics.patch_events, **raw, **raw_serializers)
     delta_topic = app.topic(topics.file_deltas, **raw, **raw_serializers)
     dlq_topic = app.topic(topics.dlq, **raw, **raw_serializers)
-    stage = ParseStage(state_builder(settings.parsing), BlobReader(settings.pipeline.repos_dir))
+    stage = ParseStage(state_builder(settings.parsing), BlobReader(settings.pipeline.repos_dir),
+                       settings.parsing.max_file_bytes)  # fmt: skip
     states = PreviousStates(
         open_graph_store(settings),
         settings.parsing.tree_cache_size,
@@ -185,6 +186,8 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
                 if output.not_indexed is not None:  # removed, as a clean scan would skip it
                     log.info("event=not_indexed path=%r reason=%s", patch.path,
                              output.not_indexed)  # fmt: skip
+                if output.withheld is not None:  # a flagged name: said, never the content
+                    log.info("event=withheld path=%r reason=%s", patch.path, output.withheld)
                 language = (output.state.language if output.state else None) or "none"
                 metrics.parse_seconds.labels(language).observe(outcome.seconds)
                 metrics.events.labels("parse", "stale" if output.stale else "parsed").inc()

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from patchstream.errors import ContractError
 from patchstream.parsing.delta import delete_delta, diff_states
-from patchstream.parsing.filestate import FileRef, StateBuilder
+from patchstream.parsing.filestate import FileRef, StateBuilder, withheld_state
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.indexable import skip_reason
+from patchstream.parsing.indexable import judge
 from patchstream.parsing.jail import FileFlagged
 from patchstream.schemas.events import EditHint, PatchEvent
 from patchstream.schemas.state import FileDelta, FileState
@@ -26,12 +26,16 @@ class ParseOutput:
     stale: bool = False
     flagged: str | None = None  # why the file was skipped (kept its last good state)
     not_indexed: str | None = None  # why the index does not hold the file (a scan skips it)
+    withheld: str | None = None  # why the index holds only the file's name (too large ...)
 
 
 class ParseStage:
-    def __init__(self, builder: StateBuilder, blobs: BlobReader) -> None:
+    def __init__(
+        self, builder: StateBuilder, blobs: BlobReader, max_file_bytes: int = 2 * 1024 * 1024
+    ) -> None:
         self.builder = builder
         self.blobs = blobs
+        self.max_file_bytes = max_file_bytes
 
     def content_of(self, event: PatchEvent) -> bytes:
         if event.content is not None:
@@ -53,10 +57,14 @@ class ParseStage:
             return ParseOutput(state=previous, stale=True)
         if event.op == "delete":
             return self._removed(event, previous)
+        if event.withheld is not None:
+            return self._withheld(event, previous, event.withheld.reason, event.withheld.size)
         data = self.content_of(event)
-        reason = skip_reason(event.path, data)
-        if reason is not None:
-            return self._not_indexed(event, previous, reason)
+        skip = judge(event.path, data, self.max_file_bytes)
+        if skip is not None and skip.withheld:
+            return self._withheld(event, previous, skip.reason, len(data))
+        if skip is not None:
+            return self._not_indexed(event, previous, skip.reason)
         state, flagged = self._build(event, data, previous, event.edit)
         output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state,
                              flagged=flagged)  # fmt: skip
@@ -86,6 +94,17 @@ class ParseStage:
         self._follow_ups(event, output)
         return output
 
+    def _withheld(
+        self, event: PatchEvent, previous: FileState | None, reason: str, size: int
+    ) -> ParseOutput:
+        """The file's name, flagged with the reason; what it held before goes."""
+        self.builder.forget(event.key)
+        state = withheld_state(_target(event), reason, size)
+        output = ParseOutput(deltas=[diff_states(previous, state, event)], state=state,
+                             withheld=reason)  # fmt: skip
+        self._follow_ups(event, output)
+        return output
+
     def _build(
         self, event: PatchEvent, data: bytes, previous: FileState | None, hint: EditHint | None
     ) -> tuple[FileState, str | None]:
@@ -98,12 +117,14 @@ class ParseStage:
         """A redelivery at the version already parsed: the complete state again (base:
         nothing), for a tier that lost the first delta. The worker's own state is reused
         when the content matches (it has the chunks; the graph's view of a file does not)."""
-        if event.op == "delete":
+        if event.op == "delete" or event.withheld is not None:
             return self.handle(event, None)
         data = self.content_of(event)
-        reason = skip_reason(event.path, data)
-        if reason is not None:  # the content is read once, not again by handle()
-            return self._not_indexed(event, None, reason)
+        skip = judge(event.path, data, self.max_file_bytes)
+        if skip is not None and skip.withheld:  # the content is read once, not again
+            return self._withheld(event, None, skip.reason, len(data))
+        if skip is not None:
+            return self._not_indexed(event, None, skip.reason)
         state, flagged = previous, None
         if not previous.chunks or hash_bytes(data) != previous.content_hash:
             state, flagged = self._build(event, data, previous, None)
