@@ -366,3 +366,48 @@ def test_a_jail_grown_by_a_burst_is_replaced_when_the_stage_goes_quiet() -> None
         assert builder.build(_target("a.py"), GOOD) == before  # the fresh one parses alike
     finally:
         builder.close()
+
+
+_SPINNING_JAIL = """
+import sys
+from patchstream.parsing.jail_child import frame, read_frame
+out = sys.stdout.buffer
+out.write(frame(b'{"ready": true, "layers": []}')); out.flush()
+read_frame(sys.stdin.buffer); read_frame(sys.stdin.buffer)
+while True:  # a step nothing cancels: the worker's CPU watch must stop it
+    pass
+"""
+
+
+def test_a_file_spinning_past_its_cpu_budget_is_flagged_at_once_not_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #53: a file whose parse could not be cancelled held the files behind it for
+    ~40 s (four budgets and 2 s, then all of it again in a fresh jail). CPU time is the same
+    on a retry: the file is flagged the first time, after two budgets and a second."""
+    monkeypatch.setattr("patchstream.parsing.jail._BOOT",
+                        "import sys; sys.path.insert(0, sys.argv.pop(1)); exec("
+                        f"{_SPINNING_JAIL!r})")  # fmt: skip
+    builder = JailedStateBuilder(ParsingSettings(timeout_micros=300_000, sandbox_wall_s=60))
+    builder.start()
+    previous = FileStateBuilder(ParsingSettings()).build(_target("m.py"), GOOD)
+    with pytest.raises(FileFlagged) as flagged:
+        builder.build(_target("m.py", 2), GOOD, previous)
+    assert "over the file's CPU budget of 1.6s" in flagged.value.reason
+    assert "fresh jail" not in flagged.value.reason and builder.started == 1
+    state = flagged.value.state
+    assert state.flags.raised() == ["parse_timeout"] and state.symbols == previous.symbols
+    builder.close()
+
+
+def test_unclosed_parentheses_are_flagged_within_the_budget_in_the_jail(
+    jailed: JailedStateBuilder,
+) -> None:
+    """200,000 unclosed parentheses made one ERROR node whose query ran 15.5 CPU-s and could
+    not be cancelled; the width is looked at first, and the file keeps its last good state."""
+    previous = jailed.build(_target("p.py"), GOOD)
+    state = jailed.build(_target("p.py", 2), b"x = " + b"(" * 200_000 + b"\n", previous)
+    assert state.flags.parse_timeout and state.symbols == previous.symbols
+    after = jailed.build(_target("next.py"), GOOD)
+    assert {s.name for s in after.symbols} >= {"keep", "helper"}
+    assert jailed.started == 1  # nothing was killed

@@ -51,7 +51,13 @@ _LOOK_S = 0.5  # how often a silent jail's CPU time is looked at
 
 
 class JailFailure(ParseError):  # noqa: N818 - a condition, named as the runtime reads it
-    """The jail died, hung or ran out of memory on a file (``reason`` says which)."""
+    """The jail died, hung or ran out of memory on a file (the message says which).
+    ``over_budget``: it spent the file's CPU budget without answering. CPU time is the same
+    on any retry, so that file is flagged at once rather than tried again."""
+
+    def __init__(self, message: str, over_budget: bool = False) -> None:
+        super().__init__(message)
+        self.over_budget = over_budget
 
 
 class JailedParseError(ParseError):
@@ -189,11 +195,15 @@ class ParseJail:
         """The jail's CPU time so far, in clock ticks (0 once it is gone)."""
         return cpu_ticks(self.process.pid) or 0
 
+    def _cpu_budget_s(self) -> float:
+        """What a file may cost: the parse and the extraction budgets (each cancels
+        cooperatively first), and one second for the rest (decoding, chunking, the reply).
+        A step tree-sitter cannot cancel (a query over a pathological tree) is stopped here:
+        files behind it wait this long at most, not the wall-clock budget."""
+        return 2 * self.settings.timeout_micros / 1_000_000 + 1
+
     def _over_cpu(self) -> bool:
-        """Spinning past what a file may cost: the parse and extraction budgets (which cancel
-        cooperatively first), twice over, and two seconds more."""
-        allowed_s = 4 * self.settings.timeout_micros / 1_000_000 + 2
-        return self._cpu_ticks() - self.cpu_at_send > allowed_s * TICKS_PER_S
+        return self._cpu_ticks() - self.cpu_at_send > self._cpu_budget_s() * TICKS_PER_S
 
     def _failure(
         self,
@@ -208,7 +218,9 @@ class ParseJail:
         if garbled:
             return JailFailure(f"{during}: the jail answered outside its contract (killed)")
         if spinning:
-            return JailFailure(f"{during}: over its CPU budget without answering (killed)")
+            return JailFailure(f"{during}: over the file's CPU budget of "
+                               f"{self._cpu_budget_s():.1f}s without answering (killed)",
+                               over_budget=True)  # fmt: skip
         if hung:
             budget = _START_S if during == "start" else self.settings.sandbox_wall_s
             return JailFailure(f"{during}: no answer within {budget:.0f}s (killed)")
@@ -261,13 +273,22 @@ class JailedStateBuilder:
                 except JailFailure as exc:
                     reasons.append(str(exc))
                     self._discard()
+                    if exc.over_budget:
+                        return self._flagged(target, data, previous, reasons, "parse_timeout")
                     continue
                 if jail.worn():
                     self._discard()
                 return settle(fresh, previous)
+        return self._flagged(target, data, previous, reasons, "parse_failed")
+
+    def _flagged(
+        self, target: FileRef, data: bytes, previous: FileState | None, reasons: list[str],
+        flag: str,
+    ) -> FileState:  # fmt: skip
+        """The file keeps its last good structure, flagged; the reason goes to the DLQ."""
         reason = "; then in a fresh jail: ".join(reasons)
-        log.warning("event=parse_failed path=%r reason=%r", target.path, reason)
-        flagged = Fresh(shell_state(target, data, FileFlags(parse_failed=True)))
+        log.warning("event=%s path=%r reason=%r", flag, target.path, reason)
+        flagged = Fresh(shell_state(target, data, FileFlags.model_validate({flag: True})))
         raise FileFlagged(settle(flagged, previous), reason)
 
     def quiet(self) -> bool:
