@@ -24,15 +24,23 @@ from patchstream.settings import get_settings
               help="Publish into the agent workspace REF~WORKSPACE.")  # fmt: skip
 @click.option("--debounce-ms", default=100, show_default=True, type=click.IntRange(0, 60_000),
               help="Quiet time before the writes gathered are published together.")  # fmt: skip
+@click.option("--reconcile/--no-reconcile", default=True, show_default=True,
+              help="After each batch, compare the index with the tree and publish what "
+              "differs (a branch switch, a rebase, a missed event).")  # fmt: skip
 def watch(
-    path: Path, repo: str | None, ref: str | None, workspace: str | None, debounce_ms: int
-) -> None:
+    path: Path, repo: str | None, ref: str | None, workspace: str | None, debounce_ms: int,
+    reconcile: bool,
+) -> None:  # fmt: skip
     """Publish each file written under PATH until Ctrl-C: for agents and editors with no
     hook (Cursor, Aider, Codex, a person's editor). Through the gateway, as the Claude Code
-    hook publishes; git-ignored, denied (.env, keys), vendored and binary files stay here."""
+    hook publishes; after each batch the index is compared with the tree, so a branch switch
+    leaves nothing of the old branch. Git-ignored and vendored files stay here; oversized,
+    binary and secret files go as their names only, flagged."""
     from patchstream.client import PatchClient
+    from patchstream.indexing.remote import held_remotely
     from patchstream.producers.claude_hook import Skipped, Target, gateway_url, target_of
     from patchstream.producers.watch import Watcher, WatchTarget
+    from patchstream.query.client import QueryClient
     from patchstream.schemas.events import refuse_bad_names
 
     settings = get_settings()
@@ -53,13 +61,19 @@ def watch(
     def report(line: str) -> None:
         click.echo(f"{datetime.now():%H:%M:%S} {line}")
 
+    view = target.ref + (f"~{target.workspace}" if target.workspace else "")
+    query = QueryClient(settings.query)
     with PatchClient(url, settings.gateway.api_key.get_secret_value()) as client:
 
         def publish(writes: list[dict[str, Any]]) -> dict[str, Any]:
             return client.write(writes)
 
+        def held() -> dict[str, str | None]:  # the view the tree is compared with
+            return held_remotely(query, target.repo, view)
+
         watcher = Watcher(target, publish, settings.parsing.max_file_bytes,
-                          debounce_s=debounce_ms / 1000, report=report)  # fmt: skip
+                          debounce_s=debounce_ms / 1000, report=report,
+                          held=held if reconcile else None)  # fmt: skip
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         where = f"{target.repo}@{target.ref}" + (f"~{target.workspace}" * bool(target.workspace))
@@ -69,6 +83,7 @@ def watch(
                        "files already there)")  # fmt: skip
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: run() flushed on its way out
             watcher.run(stop)
+        query.http.close()
         unsent = len(watcher.queue.paths)
         left = f"; {unsent} path(s) unpublished: `patchstream index` sends them" * bool(unsent)
         click.echo(f"stopped: {watcher.published} write(s) published{left}")

@@ -18,7 +18,6 @@ without reaching the index.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -31,6 +30,7 @@ from typing import Any
 
 from patchstream.client import PatchRefused
 from patchstream.parsing.indexable import SKIP_DIRS, judge_file, path_skip, withheld_hash
+from patchstream.producers.watch_reconcile import InFlight, TreeHashes, content_hash, plan_reconcile
 
 MAX_WRITES_PER_REQUEST = 500  # the gateway takes 1,000; a batch over it goes in parts
 MAX_REQUEST_CONTENT = 6 << 20  # of the gateway's 8 MiB of body: content as JSON-encoded
@@ -124,7 +124,7 @@ def plan_batch(
                 batch.writes.append(_write(target, relative, "upsert", actor, withheld=withheld))
                 batch.digests[relative] = digest
             continue
-        digest = hashlib.sha256(data).hexdigest()
+        digest = content_hash(data)
         if sent.get(relative) == digest:
             continue  # saved again unchanged
         batch.writes.append(_write(target, relative, "upsert", actor,
@@ -234,6 +234,8 @@ class PathQueue:
 
 
 Publish = Callable[[list[dict[str, Any]]], dict[str, Any]]
+Held = Callable[[], dict[str, str | None]]  # the ref's view: path -> hash (GET /v1/files)
+RECONCILE_EVERY_S = 1.0  # a burst of batches is compared with the tree once a second at most
 
 
 class Watcher:
@@ -241,7 +243,8 @@ class Watcher:
 
     def __init__(
         self, target: WatchTarget, publish: Publish, max_bytes: int, debounce_s: float = 0.1,
-        report: Callable[[str], None] = print, retry_s: float = 2.0,
+        report: Callable[[str], None] = print, retry_s: float = 2.0, held: Held | None = None,
+        reconcile_every_s: float = RECONCILE_EVERY_S,
     ) -> None:  # fmt: skip
         self.target = target
         self.publish = publish
@@ -253,6 +256,13 @@ class Watcher:
         self.reported: set[tuple[str, str]] = set()  # skips said once, not at every save
         self.published = 0
         self.failing = False  # the last attempt found the gateway down
+        self.held = held  # None: no reconcile (the watch then trusts its events alone)
+        self.tree = TreeHashes(target.root, max_bytes)
+        self.in_flight = InFlight()
+        self.reconcile_due = False
+        self.reconcile_every_s = reconcile_every_s
+        self.reconciled_at = -reconcile_every_s
+        self.view_failing = False
 
     def changed(self, raw_path: str, directory: bool = False) -> None:
         """A file system event's path (any thread); a directory that appeared, moved or went
@@ -269,22 +279,64 @@ class Watcher:
         self.queue.add(f"{relative}/" if directory else relative)
 
     def flush(self) -> bool:
-        """Publish what is due; False when the gateway did not take it (it stays pending)."""
+        """Publish what is due, then compare the view with the tree; False when the gateway
+        did not take it (it stays pending)."""
         changed = self.queue.take_when_quiet()
-        if not changed:
+        if changed:
+            changed = expand_directories(self.target.root, changed, self.sent)
+            batch = plan_batch(self.target, changed, self.sent, self.max_bytes)
+            if not self._publish(batch):
+                self.queue.put_back(changed)
+                return False
+            self.reconcile_due = self.held is not None
+        if self.reconcile_due and time.monotonic() - self.reconciled_at >= self.reconcile_every_s:
+            return self.reconcile()
+        return True
+
+    def reconcile(self, only_if_indexed: bool = False) -> bool:
+        """Publish whatever makes the ref's view equal the tree (a branch switch, a rebase,
+        a stash, a missed event); False when the view or the gateway did not answer (due
+        again at the next poll). ``only_if_indexed``: nothing when the view is empty (a
+        checkout never indexed is indexed by ``index``, not by a watch that starts)."""
+        if self.held is None:
             return True
-        changed = expand_directories(self.target.root, changed, self.sent)
-        batch = plan_batch(self.target, changed, self.sent, self.max_bytes)
+        self.reconciled_at = time.monotonic()
+        try:
+            held = self.held()
+        except Exception as exc:  # the query service is down: the next poll tries again
+            if not self.view_failing:
+                self.report(f"could not read the index's view to compare with the tree: {exc}")
+            self.view_failing = True
+            return False
+        self.view_failing = False
+        self.reconcile_due = False
+        if only_if_indexed and not held:
+            return True
+        self.in_flight.settle(held)
+        plan = plan_reconcile(self.tree.read(), held, self.in_flight)
+        if not plan.upserts and not plan.deletes:
+            return True
+        batch = plan_batch(self.target, plan.upserts, {}, self.max_bytes)
+        for relative in plan.deletes:
+            batch.writes.append(_write(self.target, relative, "delete", "watch"))
+            batch.digests[relative] = None
+        self.report(f"the index differs from the tree: {len(plan.upserts)} to publish, "
+                    f"{len(plan.deletes)} to delete")  # fmt: skip
+        if not self._publish(batch):
+            self.reconcile_due = True
+            return False
+        return True
+
+    def _publish(self, batch: Batch) -> bool:
+        """Send ``batch`` in requests the gateway takes; False when it did not answer."""
         for skip in batch.skipped:
             if skip not in self.reported:
                 self.reported.add(skip)
                 self.report(f"skipped {skip[0]}: {skip[1]}")
-        parts = requests_of(batch.writes)
-        for index, part in enumerate(parts):
+        for part in requests_of(batch.writes):
             try:
                 sent = self._send(part)
             except Exception as exc:  # the gateway is down or busy: keep what is unsent
-                self.queue.put_back(w["path"] for later in parts[index:] for w in later)
                 if not self.failing:  # said once, not at every retry
                     self.report(f"not published, will retry until it is: {exc}")
                 self.failing = True
@@ -294,6 +346,7 @@ class Watcher:
                 self.failing = False
             for write in sent:
                 digest = batch.digests[write["path"]]
+                self.in_flight.sent(write["path"], digest)
                 if digest is None:
                     self.sent.pop(write["path"], None)
                 else:
@@ -341,6 +394,9 @@ class Watcher:
         observer = Observer()
         observer.schedule(Handler(), str(self.target.root), recursive=True)
         observer.start()
+        # What changed while no watch ran (a switch, a pull), when the ref is indexed at all.
+        if not self.reconcile(only_if_indexed=True):
+            self.reconcile_due = True
         try:
             while not stop.wait(poll_s):
                 if not self.flush():
