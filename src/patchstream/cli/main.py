@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -212,6 +213,12 @@ def status(quiet: bool) -> None:
         healthy &= up_now
         if not quiet:
             click.echo(f"{name:<12} {address:<{width}} {'up' if up_now else 'DOWN'}")
+    if healthy and not quiet:
+        from patchstream.cli.query import tenant_flagged_line
+        from patchstream.query.client import QueryClient
+
+        with contextlib.closing(QueryClient(settings.query, timeout_s=10)) as client:
+            click.echo(tenant_flagged_line(client))
     sys.exit(0 if healthy else 1)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from patchstream.query.client import QueryClient, QueryServiceError
+from patchstream.query.service import FLAGGED_LISTED
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import CallResolution
 from patchstream.settings import get_settings
@@ -169,3 +170,32 @@ def freshness(repo: str, ref: str, as_json: bool) -> None:
             continue
         fields = "  ".join(f"{k}={v}" for k, v in info.items())
         click.echo(f"{tier:<7} pending={pending.get(tier, '?')}  {fields}")
+    # Not yet parsed: pending for both tiers (all repositories: the bus is shared).
+    click.echo(f"{'parse':<7} pending={pending.get('parse', '?')}  (every repository)")
+    for line in flagged_lines(result):
+        click.echo(line)
+
+
+def flagged_lines(result: dict[str, Any]) -> list[str]:
+    """What a freshness answer says of files the index holds in part or not at all."""
+    counts = result.get("flagged") or {}
+    if not counts:
+        return ["flagged none"]
+    lines = ["flagged " + "  ".join(f"{flag}={n}" for flag, n in counts.items())]
+    for file in result.get("flagged_files", []):
+        path = file["path"] if str(file["path"]).isprintable() else repr(file["path"])
+        lines.append(f"  {path}: {', '.join(file['flags'])}")
+    if len(result.get("flagged_files", [])) >= FLAGGED_LISTED:
+        lines.append(f"  ... (the first {FLAGGED_LISTED} are named)")
+    return lines
+
+
+def tenant_flagged_line(client: QueryClient) -> str:
+    """``status``'s line: the tenant's flagged files, every repository."""
+    try:
+        result = client.call("GET", "/v1/freshness")
+    except QueryServiceError as exc:
+        return f"flagged files: not known ({exc})"
+    counts = result.get("flagged") or {}
+    said = "  ".join(f"{flag}={n}" for flag, n in counts.items()) or "none"
+    return f"flagged files: {said}" + ("  (`query freshness REPO` names them)" * bool(counts))

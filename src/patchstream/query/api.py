@@ -31,7 +31,7 @@ from patchstream.query.index_api import index_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
 from patchstream.query.overlay_api import overlay_router
-from patchstream.query.service import QueryService
+from patchstream.query.service import QueryService, flag_report
 from patchstream.query.trace_api import trace_router
 from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.schemas.graph import CallResolution
@@ -312,18 +312,23 @@ def create_api(
         return asdict(found)
 
     async def freshness_of(tenant: str, repo: str | None, ref: str) -> dict[str, Any]:
-        tiers: dict[str, Any] = (
-            await run(service().freshness, tenant, repo, ref) if repo else {"as_of": time.time()}
-        )
+        if repo:
+            tiers: dict[str, Any] = await run(service().freshness, tenant, repo, ref)
+        else:  # the tenant's flagged files, every repository
+            flagged = await run(service().graph.flagged_files, tenant)
+            tiers = {**flag_report(flagged), "as_of": time.time()}
         try:
             lags = await state["lag"].lags()
             tiers["pending_events"] = {tier: lag.pending for tier, lag in lags.items()}
         except Exception as exc:  # the bus being down must not break reads
             tiers["pending_events"] = {"error": str(exc)}
         now = tiers["as_of"]
+        # An event the parse stage has not turned into a delta yet is pending for both tiers:
+        # a file stuck in parsing held later writes while both sinks had nothing to do.
+        parsing = tiers["pending_events"].get("parse", 0)
         for tier in ("graph", "vector"):
             info = tiers.get(tier)
-            pending = tiers["pending_events"].get(tier, 0)
+            pending = tiers["pending_events"].get(tier, 0) + parsing
             if isinstance(info, dict):
                 last = info.get("last_applied_at")
                 info["lag_s"] = round(now - last, 3) if pending and last else 0.0

@@ -24,7 +24,7 @@ from patchstream.query.working_state import memory_candidate, working_state_cand
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
 from patchstream.settings import Settings
-from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
+from patchstream.stores.graph.base import FlaggedFile, GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import WORKSPACE_MARK, merged_hashes, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_rows import SearchHit
@@ -305,6 +305,7 @@ class QueryService:
         files, vector_last = held if held is not None else self.vectors.last_applied(tenant, repo)
         now = time.time()
         return {
+            **flag_report(self.graph.flagged_files(tenant, repo, ref)),
             "graph": {
                 "files": visible,
                 "last_version": max(v.max_version for v in layers),
@@ -329,6 +330,21 @@ class QueryService:
             graph is not None and graph.version >= write.version,
             vector is not None and vector >= write.version,
         )
+
+
+FLAGGED_LISTED = 50  # files named in a freshness answer; every flag is counted
+
+
+def flag_report(flagged: list[FlaggedFile]) -> dict[str, object]:
+    """Files whose content the index holds in part or not at all, counted by flag, and the
+    first ``FLAGGED_LISTED`` named: what ``query freshness`` and ``status`` show."""
+    counts: dict[str, int] = {}
+    for file in flagged:
+        for flag in file.flags:
+            counts[flag] = counts.get(flag, 0) + 1
+    listed = [{"repo": f.repo, "ref": f.ref, "path": f.path, "flags": list(f.flags)}
+              for f in flagged[:FLAGGED_LISTED]]  # fmt: skip
+    return {"flagged": dict(sorted(counts.items())), "flagged_files": listed}
 
 
 def _untrusted_files(candidates: list[Candidate]) -> list[tuple[str, str, str]]:

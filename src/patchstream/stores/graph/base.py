@@ -67,6 +67,16 @@ class RepoVersion:
 
 
 @dataclass(frozen=True)
+class FlaggedFile:
+    """A live file whose structure is partial or absent, and why (``FileFlags`` raised)."""
+
+    repo: str
+    ref: str
+    path: str
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SessionWrite:
     """A file an agent session wrote, and the symbols that write changed."""
 
@@ -263,6 +273,14 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...
+
+    @abc.abstractmethod
+    def flagged_files(
+        self, tenant: str, repo: str | None = None, ref: str = "main", limit: int = 10_000
+    ) -> list[FlaggedFile]:
+        """Live files with a flag raised (too large, binary, secret, not UTF-8, over the
+        parse budget, failed, syntax errors): those a read of ``repo``'s ``ref`` sees, or
+        the tenant's (every repository and ref) when ``repo`` is None."""
 
     @abc.abstractmethod
     def live_files(self, tenant: str, file_uids: list[str]) -> set[str]:

@@ -7,7 +7,7 @@ import abc
 from datetime import UTC, datetime
 from typing import Any
 
-from patchstream.stores.graph.base import FileVersion, RepoVersion, SessionWrite
+from patchstream.stores.graph.base import FileVersion, FlaggedFile, RepoVersion, SessionWrite
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.statements import READ_FENCE
 from patchstream.stores.overlays import View
@@ -134,6 +134,30 @@ class FenceReads(abc.ABC):
             return RepoVersion(0, 0, None)
         files, version, applied = rows[0]
         return RepoVersion(int(files), int(version), from_epoch(applied))
+
+    def flagged_files(
+        self, tenant: str, repo: str | None = None, ref: str = "main", limit: int = 10_000
+    ) -> list[FlaggedFile]:
+        if not tenant:
+            return []
+        flagged = "f.deleted = false AND size(f.flags) > 0"
+        if repo is None:
+            rows = self._read(tenant, f"MATCH (f:Fence) WHERE {flagged} RETURN f.scope, f.path, "
+                              "f.flags ORDER BY f.scope, f.path LIMIT $limit",
+                              {"limit": limit})  # fmt: skip
+        else:
+            view = self.view(tenant, repo, ref)
+            scopes = view.scopes if view is not None else [scope_of(tenant, repo, ref)]
+            rows = self._read(tenant, f"MATCH (f:Fence) WHERE f.scope IN $scopes AND {flagged} "
+                              "RETURN f.scope, f.path, f.flags ORDER BY f.path LIMIT $limit",
+                              {"scopes": scopes, "limit": limit})  # fmt: skip
+            if view is not None:  # what a layer above holds hides the base's copy
+                rows = [r for r in rows if view.owner(r[1]) == r[0]]
+        found = []
+        for scope, path, flags in rows:
+            _tenant, repo_of, ref_of = str(scope).split("|", 2)
+            found.append(FlaggedFile(repo_of, ref_of, path, tuple(sorted(flags))))
+        return found
 
     def count_applied(self, tenant: str, repo: str, ref: str, min_version: int) -> int:
         if not tenant:
