@@ -285,22 +285,38 @@ def test_claude_code_hook_publishes_only_what_may_leave_the_machine(
     sec_stack: Supervisor, origin: Path, tmp_path: Path
 ) -> None:
     (origin / ".env.local").write_text("API_KEY=hunter2\n")
-    (origin / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
-    (origin / "id_ed25519").write_text("key\n")
+    (origin / "server.pem").write_text("-----BEGIN " + "PRIVATE KEY-----\nhunter3\n")
+    (origin / "id_ed25519").write_text("key hunter4\n")
     (origin / "build").mkdir(exist_ok=True)
     (origin / "build" / "gen.py").write_text("x = 1\n")
     (origin / "huge.py").write_text("x = 1\n" * (MAX_FILE // 4))
     outside = tmp_path / "elsewhere"
     subprocess.run(["git", "init", "-q", str(outside)], check=True)
     (outside / "mine.py").write_text("y = 2\n")
-    cases = {".env.local": "deny-list", "server.pem": "deny-list", "id_ed25519": "deny-list",
-             "build/gen.py": "ignored by git", "huge.py": "size cap",
-             str(outside / "mine.py"): "is in no indexed checkout"}  # fmt: skip
-    for relative, reason in cases.items():
+    skipped = {"build/gen.py": "ignored by git", str(outside / "mine.py"): "is in no indexed "
+               "checkout"}  # fmt: skip
+    for relative, reason in skipped.items():
         done = _hook(sec_stack, origin, relative)
         assert done.returncode == 0
         assert "skipped" in done.stderr and reason in done.stderr, (relative, done.stderr)
         assert "published" not in done.stderr
+    # Keys and oversized files go as their names only, flagged: the index learns why it has
+    # nothing of them, and drops what it held before.
+    withheld = {".env.local": "secret", "server.pem": "secret", "id_ed25519": "secret",
+                "huge.py": "too_large"}  # fmt: skip
+    for relative, reason in withheld.items():
+        done = _hook(sec_stack, origin, relative)
+        assert done.returncode == 0 and f"withheld {relative}" in done.stderr, done.stderr
+        assert f"flagged {reason}" in done.stderr and "published 1 write" in done.stderr
+
+    def flagged() -> dict[str, list[str]]:
+        answer = _query(sec_stack, "GET", "/v1/freshness", params={"repo": "shop"}).json()
+        return {f["path"]: f["flags"] for f in answer.get("flagged_files", [])}
+
+    wait_for(lambda: {p: [r] for p, r in withheld.items()}.items() <= flagged().items(),
+             timeout=120, what="the withheld files as flagged names")  # fmt: skip
+    found = _query(sec_stack, "POST", "/v1/search", json={"query": "hunter2 hunter3 hunter4"})
+    assert found.status_code == 200 and "hunter" not in found.text  # no content went
     # A checkouts record another user may write would say where this user's edits go: the
     # hook refuses it, and publishes nothing, rather than read it.
     state = tmp_path / "state"

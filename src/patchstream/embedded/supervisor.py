@@ -218,6 +218,7 @@ class Supervisor:
     def start(self) -> None:
         self.lock.acquire()
         self.settings = with_embedded_addresses(self.settings)
+        self._purge_withheld_content()
         self.start_services()
         env = self.environment()
         asyncio.run(ensure_topics(self.settings.kafka))
@@ -245,6 +246,21 @@ class Supervisor:
                     # the checks restart it with backoff, as any crashed child; `up` goes on
                     log.warning("event=worker_start_failed worker=%s reason=%r", worker.name,
                                 str(exc))  # fmt: skip
+
+    def _purge_withheld_content(self) -> None:
+        """Before anything reads the outbox: content today's file rule withholds (keys an
+        older index took in) is rewritten as flagged names, and replayed as such below."""
+        from patchstream.producers.outbox import Outbox, outbox_path
+        from patchstream.producers.outbox_purge import purge_withheld
+
+        path = outbox_path(self.settings)
+        if not self.settings.gateway.outbox or not path.exists():
+            return
+        outbox = Outbox(path)
+        try:
+            purge_withheld(outbox, self.settings.parsing.max_file_bytes)
+        finally:
+            outbox.close()
 
     def _audited_at_start(self) -> bool:
         milvus = next((s for s in self.services if s.name == "milvus"), None)

@@ -54,6 +54,8 @@ _INDEXES = (
 )
 
 
+_META = "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
 _PUSHES = """
 CREATE TABLE IF NOT EXISTS pushes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -120,6 +122,7 @@ class Outbox:
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.execute(_SCHEMA)
         self._db.execute(_PUSHES)
+        self._db.execute(_META)
         if "applied" not in self._columns():
             try:
                 self._db.execute(_APPLIED)
@@ -178,6 +181,39 @@ class Outbox:
                 self._db.execute("ROLLBACK")
                 raise
         return removed
+
+    def meta(self, name: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, name: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
+                             (name, value))  # fmt: skip
+
+    def values(self, after_id: int = 0, limit: int = 1000) -> list[tuple[int, bytes]]:
+        """(id, value) of every entry after ``after_id``, applied or not, in id order."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, value FROM outbox WHERE id > ? ORDER BY id "
+                                    "LIMIT ?", (after_id, limit)).fetchall()  # fmt: skip
+        return [(int(id_), bytes(value)) for id_, value in rows]
+
+    def rewrite(self, entry_id: int, value: bytes, version: int) -> None:
+        """Replace an entry's event (same file) with ``value`` at ``version``, owed again;
+        the old bytes are overwritten on disk (``secure_delete``), not merely unlinked."""
+        with self._lock:
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._db.execute("UPDATE outbox SET value = ?, version = ?, applied = 0 WHERE id = ?",
+                             (value, version, entry_id))  # fmt: skip
+
+    def scrub(self) -> None:
+        """Fold the WAL into the file and rebuild it: no free page or WAL frame keeps what
+        :meth:`rewrite` replaced."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def mark_pending(self, ids: Iterable[int]) -> None:
         """A store lost what these entries applied: they are owed to it again."""
