@@ -290,14 +290,14 @@ class Watcher:
                 return False
             self.reconcile_due = self.held is not None
         if self.reconcile_due and time.monotonic() - self.reconciled_at >= self.reconcile_every_s:
-            return self.reconcile()
+            self.reconcile()  # a view that does not answer is due again, not a failed publish
         return True
 
-    def reconcile(self, only_if_indexed: bool = False) -> bool:
+    def reconcile(self) -> bool:
         """Publish whatever makes the ref's view equal the tree (a branch switch, a rebase,
         a stash, a missed event); False when the view or the gateway did not answer (due
-        again at the next poll). ``only_if_indexed``: nothing when the view is empty (a
-        checkout never indexed is indexed by ``index``, not by a watch that starts)."""
+        again). Nothing while the view holds only this watch's own writes: a checkout never
+        indexed is indexed by ``index``, not uploaded whole by its first save."""
         if self.held is None:
             return True
         self.reconciled_at = time.monotonic()
@@ -310,8 +310,8 @@ class Watcher:
             return False
         self.view_failing = False
         self.reconcile_due = False
-        if only_if_indexed and not held:
-            return True
+        if all(path in self.sent or path in self.in_flight.writes for path in held):
+            return True  # not indexed: what `index` is for
         self.in_flight.settle(held)
         plan = plan_reconcile(self.tree.read(), held, self.in_flight)
         if not plan.upserts and not plan.deletes:
@@ -395,7 +395,7 @@ class Watcher:
         observer.schedule(Handler(), str(self.target.root), recursive=True)
         observer.start()
         # What changed while no watch ran (a switch, a pull), when the ref is indexed at all.
-        if not self.reconcile(only_if_indexed=True):
+        if not self.reconcile():
             self.reconcile_due = True
         try:
             while not stop.wait(poll_s):
