@@ -113,7 +113,7 @@ def load_instances() -> list[Instance]:
 
 
 def indexable(path: str) -> bool:
-    """What ``patchstream index`` would take by name (``indexing.scan``)."""
+    """What ``patchstream index`` would take by name (``producers.tree_scan``)."""
     parts = path.split("/")
     name = parts[-1]
     return not (any(p in SKIP_DIRS for p in parts[:-1]) or name in SKIP_NAMES

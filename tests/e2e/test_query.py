@@ -541,11 +541,13 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
                             "billing"], env=env, capture_output=True, text=True,
                            timeout=60)  # fmt: skip
     assert fresh.returncode == 0, fresh.stderr
-    assert [line.split()[0] for line in fresh.stdout.splitlines()] == ["graph", "vector"]
+    assert [line.split()[0] for line in fresh.stdout.splitlines()] == ["graph", "vector",
+                                                                       "parse", "flagged"]  # fmt: skip
+    assert fresh.stdout.splitlines()[-1] == "flagged none"  # nothing of billing is withheld
     as_json = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
                               "billing", "--json"], env=env, capture_output=True, text=True,
                              timeout=60)  # fmt: skip
-    assert {"graph", "vector", "pending_events"} <= set(json.loads(as_json.stdout))
+    assert {"graph", "vector", "pending_events", "flagged"} <= set(json.loads(as_json.stdout))
 
 
 SHAPES = {

@@ -494,7 +494,7 @@ def test_the_claude_code_hook_records_diffs_and_shell_output_in_the_session(
     said = hook({"session_id": "cc-9", "tool_name": "Bash", "cwd": str(repo),
                  "tool_input": {"command": "cat .env"},
                  "tool_response": {"stdout": "API_KEY=hunter2", "stderr": ""}})  # fmt: skip
-    assert "deny-list" in said
+    assert "a key or credential file" in said
     with _client(shop) as client:
         session = client.session("cc-9")
     assert [d["path"] for d in session["diffs"]] == ["tax.py"]

@@ -96,6 +96,9 @@ def _walkthrough_repo(root: Path) -> Path:
     (repo / "blob.py").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)
     (repo / "nul.py").write_bytes(b"x = 1\n\x00\n")
     (repo / "parens.py").write_text("x = " + "(" * 200_000 + "\n")
+    # Under the size cap, but 9 MB as JSON (each control character escapes to six bytes):
+    # over a gateway's body limit, so a server refuses it, alone.
+    (repo / "ctrl.py").write_bytes(b"x = '" + b"\x01" * 1_500_000 + b"'\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "the walkthrough's files")
     _git(repo, "switch", "-qc", "moved")
@@ -117,7 +120,7 @@ def _branch_exists(repo: Path, name: str) -> bool:
 def _clean_index(root: Path) -> dict[str, str | None]:
     """What an index of the tree from nothing holds: path -> hash."""
     from patchstream.indexing.plan import plan_index
-    from patchstream.indexing.scan import scan_directory
+    from patchstream.producers.tree_scan import scan_directory
 
     plan = plan_index(root, scan_directory(root), {}, commits=0)
     return {w.path: w.content_hash for w in plan.writes if w.op == "upsert"}
@@ -156,6 +159,10 @@ def test_the_walkthrough_ends_equal_to_a_clean_index_with_every_skipped_file_sai
     assert {path: [reason] for path, reason in WITHHELD.items()}.items() <= flags.items()
     assert "parse_timeout" in flags["parens.py"], flags  # within its budget, not ~40 s
     assert fresh["flagged"]["binary"] == 3 and fresh["flagged"]["secret"] == 1, fresh
+    symbol_url = f"{stack.settings.query.url}/v1/symbols/walk::tests/certs/server.key"
+    key_file = httpx.get(symbol_url, headers={"Authorization": "Bearer key-acme"},
+                         timeout=60).json()  # fmt: skip
+    assert key_file["flags"] == ["secret"] and key_file["kind"] == "file", key_file
 
     # A watch, then `git switch` to the branch where the package moved up a directory.
     client = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
@@ -184,8 +191,10 @@ def test_the_walkthrough_ends_equal_to_a_clean_index_with_every_skipped_file_sai
                 "--timeout", "300")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "withheld big.py: " in done.stdout and "withheld ext/logo.ai: " in done.stdout
-    wait_for(lambda: _view(stack, "walk-remote") == _clean_index(repo), timeout=180,
-             what="the remote index of the tree")  # fmt: skip
+    assert "refused 'ctrl.py' by the server: gateway answered 413" in done.stderr, done.stderr
+    everything_else = {p: h for p, h in _clean_index(repo).items() if p != "ctrl.py"}
+    wait_for(lambda: _view(stack, "walk-remote") == everything_else, timeout=180,
+             what="the remote index of the tree, but the file refused")  # fmt: skip
 
     # emit of the 20 MB file: a flagged name, not a broker refusal.
     emitted = _cli(client, "emit", "--repo", "walk", "--path", "big.py", "--file",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from patchstream.indexing.plan import PlannedWrite, plan_index
 from patchstream.indexing.remote import MAX_WRITES, batches
-from patchstream.indexing.scan import ScanResult
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.producers.tree_scan import ScanResult
 from patchstream.stores.overlays import held_by_both
 
 

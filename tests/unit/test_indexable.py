@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.indexing.scan import scan_directory
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.indexable import is_secret_name, skip_reason, withheld_hash
+from patchstream.producers.tree_scan import scan_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.parse_stage import ParseStage

@@ -27,6 +27,9 @@ class FanOutGraph:
     callees = callers
     impact = callers
 
+    def flagged_files(self, *args: Any) -> list[Any]:
+        return []
+
     limits: list[int | None]
 
     def walks(

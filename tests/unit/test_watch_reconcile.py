@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from patchstream.indexing.plan import plan_index
-from patchstream.indexing.scan import scan_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.indexable import withheld_hash
+from patchstream.producers.tree_scan import scan_directory
 from patchstream.producers.watch import Watcher, WatchTarget
 from patchstream.producers.watch_reconcile import InFlight, plan_reconcile
 

@@ -87,6 +87,9 @@ def index(
             f"seconds={summary.seconds}"
         )
         _say_skipped(summary.skipped, summary.withheld)
+        for refused in summary.refused:
+            click.echo(f"  refused {refused['path']!r} by the server: {refused['reason']}",
+                       err=True)  # fmt: skip
     if not summary.complete:
         click.echo(
             f"timed out: graph applied {summary.graph_applied}, vectors applied "

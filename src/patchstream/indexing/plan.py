@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Literal
 
 from patchstream.errors import ContractError
-from patchstream.indexing.scan import ScanResult, recent_commits
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.producers.tree_scan import ScanResult, recent_commits
 from patchstream.schemas.events import WithheldContent
 from patchstream.schemas.paths import validate_repo_path
 

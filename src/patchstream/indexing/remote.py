@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from patchstream.client import PatchClient
+from patchstream.client import PatchClient, PatchRefused
 from patchstream.indexing.plan import PlannedWrite, plan_index
 from patchstream.indexing.run import IndexSummary, Progress
-from patchstream.indexing.scan import scan_directory
+from patchstream.producers.tree_scan import scan_directory
 from patchstream.query.client import QueryClient
 from patchstream.settings import Settings
 
@@ -130,7 +130,9 @@ def _upload(
     counts from; with nothing to write, a version no file has)."""
     since = _NOTHING_WRITTEN
     batch_id = f"index-{summary.version}"
-    for batch in batches(writes, max_bytes):
+    pending = list(batches(writes, max_bytes))
+    while pending:
+        batch = pending.pop(0)
         body: list[dict[str, Any]] = [
             {"repo": repo, "ref": ref, "path": w.path, "op": w.op, "actor": "patchstream-index",
              **({"content": w.content} if w.content is not None else {}),
@@ -138,7 +140,14 @@ def _upload(
              **({"commit": w.commit} if w.commit is not None else {})}
             for w in batch
         ]  # fmt: skip
-        receipt = gateway.write(body, source="snapshot", batch_id=batch_id)
+        try:
+            receipt = gateway.write(body, source="snapshot", batch_id=batch_id)
+        except PatchRefused as exc:  # one file's trouble costs that file, not the run
+            if len(batch) > 1:
+                pending[:0] = [[write] for write in batch]
+            else:
+                summary.refused.append({"path": batch[0].path, "reason": str(exc)[:500]})
+            continue
         since = min(since, int(receipt["version"]))
         summary.published += len(batch)
         bars.update(summary.published, 0, 0)

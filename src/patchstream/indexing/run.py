@@ -17,8 +17,8 @@ from aiokafka.errors import KafkaError
 
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.plan import IndexPlan, plan_index
-from patchstream.indexing.scan import ScanResult, scan_directory
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
+from patchstream.producers.tree_scan import ScanResult, scan_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -60,6 +60,8 @@ class IndexSummary:
     skipped: dict[str, int] = field(default_factory=dict)
     # Files whose content stayed here (too large, binary, secret): path, reason, in words.
     withheld: list[dict[str, str]] = field(default_factory=list)
+    # Writes the server refused, each alone (path, its answer): the run went on without them.
+    refused: list[dict[str, str]] = field(default_factory=list)
     graph_applied: int = 0
     vectors_applied: int = 0
     symbols: int = 0

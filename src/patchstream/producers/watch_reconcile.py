@@ -6,7 +6,7 @@ files at once and the paths it removes are no longer tracked by git, so a watch 
 only what git tracks (or what it sent itself) left the old tree indexed beside the new one:
 every symbol twice. A rebase, a stash or a pull does the same, and an event can be missed.
 So after each batch the watch reads the ref's view (``GET /v1/files``: path and the hash
-both tiers hold) and the tree (``indexing.scan``: the rule every entry point shares), and
+both tiers hold) and the tree (``producers.tree_scan``: the rule every entry point shares), and
 plans upserts for files whose content differs and deletes for files the tree lacks.
 
 Pure parts here: the tree's hashes (with a stat cache: a reconcile re-reads only files whose
@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchstream.indexing.scan import scan_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.producers.tree_scan import scan_directory
 
 IN_FLIGHT_S = 30.0  # a write not in the view this long after it was sent is sent again
 

@@ -309,7 +309,11 @@ def create_api(
         found = await run(service().symbol, tenant, symbol_id, ref)
         if found is None:
             raise HTTPException(404, f"no symbol {symbol_id!r}")
-        return asdict(found)
+        if found.kind != "file":
+            return asdict(found)
+        # A file says why the index holds little or nothing of it (withheld, over budget ...).
+        flags = await run(service().graph.file_flags, tenant, found.repo, ref, found.path)
+        return {**asdict(found), "flags": flags}
 
     async def freshness_of(tenant: str, repo: str | None, ref: str) -> dict[str, Any]:
         if repo:

@@ -275,6 +275,10 @@ class GraphStore(abc.ABC):
     def repo_version(self, tenant: str, repo: str, ref: str) -> RepoVersion: ...
 
     @abc.abstractmethod
+    def file_flags(self, tenant: str, repo: str, ref: str, path: str) -> list[str]:
+        """The flags raised on the file a read of ``ref`` sees at ``path`` (none: [])."""
+
+    @abc.abstractmethod
     def flagged_files(
         self, tenant: str, repo: str | None = None, ref: str = "main", limit: int = 10_000
     ) -> list[FlaggedFile]:

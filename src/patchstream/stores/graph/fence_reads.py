@@ -135,6 +135,14 @@ class FenceReads(abc.ABC):
         files, version, applied = rows[0]
         return RepoVersion(int(files), int(version), from_epoch(applied))
 
+    def file_flags(self, tenant: str, repo: str, ref: str, path: str) -> list[str]:
+        if not tenant:
+            return []
+        fuid = self._file_uid(tenant, repo, ref, path)
+        rows = self._read(tenant, "MATCH (f:Fence {uid: $fuid}) WHERE f.deleted = false "
+                          "RETURN f.flags", {"fuid": fuid})  # fmt: skip
+        return sorted(rows[0][0] or []) if rows else []
+
     def flagged_files(
         self, tenant: str, repo: str | None = None, ref: str = "main", limit: int = 10_000
     ) -> list[FlaggedFile]:
