@@ -541,8 +541,8 @@ def test_cli_walks_take_a_minimum_resolution_and_print_each_callers(indexed: Sup
                             "billing"], env=env, capture_output=True, text=True,
                            timeout=60)  # fmt: skip
     assert fresh.returncode == 0, fresh.stderr
-    assert [line.split()[0] for line in fresh.stdout.splitlines()] == ["graph", "vector",
-                                                                       "parse", "flagged"]  # fmt: skip
+    tiers = [line.split()[0] for line in fresh.stdout.splitlines()]
+    assert tiers == ["graph", "vector", "parse", "flagged"]
     assert fresh.stdout.splitlines()[-1] == "flagged none"  # nothing of billing is withheld
     as_json = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "freshness",
                               "billing", "--json"], env=env, capture_output=True, text=True,
