@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-correctness bench-context clean
+.PHONY: install system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +104,10 @@ bench-outbox: install
 ## bench-faults: 100 rounds of a random SIGKILL mid-index (about an hour)
 bench-faults: install
 	$(PY) bench/faults.py --rounds 100 --update-results
+
+## bench-chaos: 30 minutes of SIGKILLs and pauses of every process while agents write and queries run
+bench-chaos: install
+	$(PY) bench/chaos.py --minutes 30 --update-results
 
 ## bench-restarts: 100 rounds of stopping the whole stack and starting it on its own data
 bench-restarts: install

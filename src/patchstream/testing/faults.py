@@ -181,8 +181,14 @@ class FaultSoak:
         pid = self.victim_pid(victim)
         children = set(self.children()) if victim == "up" else set()
         os.kill(pid, signal.SIGKILL)
-        if victim != "up":
-            return  # the supervisor restarts it
+        if victim == "up":
+            self.restart_up(children)
+        # any other: the supervisor restarts it
+
+    def restart_up(self, children: set[int]) -> None:
+        """After ``up`` was killed: wait for it and its ``children`` to be gone, and start it
+        again on the same data. Call it from the thread that started the harness: ``up``
+        gets its parent-death signal when the *thread* that started it ends."""
         assert self.up is not None
         self.up.wait(30)
         deadline = time.monotonic() + 60
@@ -238,9 +244,25 @@ class FaultSoak:
             attempts += 1  # the fault failed this run (say, the broker went mid-publish)
             self._index(FAULT_TENANT, attempt_s, outcome)
         recovery = time.monotonic() - started
+        result = self.rebuild_and_compare(timeout_s)
+        result.round, result.victim, result.kill_after_s = self.rounds, victim, kill_after
+        result.index_attempts, result.recovery_s = attempts, round(recovery, 2)
+        return result
+
+    def index_once(self, timeout_s: float = 600.0) -> None:
+        """The corpus as it is, indexed into the fault tenant with no fault: what a load
+        starts from."""
+        outcome: dict[str, object] = {}
+        self._index(FAULT_TENANT, timeout_s, outcome)
+        if not _complete(outcome.get("summary")):
+            raise RuntimeError(f"the first index did not complete: {outcome}")
+
+    def rebuild_and_compare(self, timeout_s: float = 600.0) -> RoundResult:
+        """The working copy indexed into a fresh tenant with no fault, and the fault tenant
+        compared with it."""
         clean = f"tclean{self.rounds}{uuid.uuid4().hex[:4]}"
         clean_started = time.monotonic()
-        outcome = {}
+        outcome: dict[str, object] = {}
         for _ in range(3):  # the supervisor may still be restarting what a late kill hit
             self._index(clean, timeout_s, outcome)
             if _complete(outcome.get("summary")):
@@ -248,10 +270,7 @@ class FaultSoak:
         else:
             raise RuntimeError(f"the clean rebuild did not complete: {outcome}")
         self.cold_index_s = time.monotonic() - clean_started
-        result = self.compare(clean)
-        result.round, result.victim, result.kill_after_s = self.rounds, victim, kill_after
-        result.index_attempts, result.recovery_s = attempts, round(recovery, 2)
-        return result
+        return self.compare(clean)
 
     def log_tails(self, lines: int = 12) -> str:
         """The last lines of every child's log: what a failed round leaves to read in CI."""
