@@ -33,12 +33,11 @@ def build_state(
 def _no_client_profile_between_tests() -> Iterator[None]:
     """A CLI test of a client command turns the process's client mode on (the CLI does, once
     per process); later tests start without it, whatever profile this machine's user has."""
-    from patchstream import client_profile
+    from patchstream.settings import adjust_settings, settings_adjusted
 
     yield
-    if client_profile.CLIENT_MODE:
-        client_profile.CLIENT_MODE = False
-        client_profile.get_settings.cache_clear()
+    if settings_adjusted("client"):
+        adjust_settings("client", None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -24,10 +24,9 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from patchstream.errors import ConfigError
-from patchstream.settings import Settings, get_settings
+from patchstream.settings import Settings, adjust_settings
 
 PROFILE_NAME = "client.toml"
-CLIENT_MODE = False  # set by the CLI for its client commands (use_client_profile)
 _KEY = re.compile(r"[\x21-\x7e]{1,512}")  # printable, no spaces: it goes in a header
 
 
@@ -35,9 +34,7 @@ def use_client_profile() -> None:
     """From now on, settings name the server of ``PATCHSTREAM_SERVER`` or the profile: the CLI
     calls this for its client commands only, never for a service, a worker or an operator
     command that opens stores (a developer's profile must not turn ``up`` into a client)."""
-    global CLIENT_MODE
-    CLIENT_MODE = True
-    get_settings.cache_clear()
+    adjust_settings("client", as_client)
 
 
 def profile_path() -> Path:

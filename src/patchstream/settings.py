@@ -7,6 +7,7 @@ Every value has a default that works for the embedded single-machine stack.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal, TypeVar
 
@@ -397,12 +398,12 @@ class Settings(BaseSettings):
         embedded = self.embedded
         # Copies, not assignments: a section object a caller passed in may be shared.
         if "bootstrap" not in self.kafka.model_fields_set:
-            self.kafka = _derived(self.kafka, bootstrap=f"127.0.0.1:{embedded.kafka_port}")
+            self.kafka = derived(self.kafka, bootstrap=f"127.0.0.1:{embedded.kafka_port}")
         if "falkordb_port" not in self.graph.model_fields_set:
-            self.graph = _derived(self.graph, falkordb_port=embedded.falkordb_port)
+            self.graph = derived(self.graph, falkordb_port=embedded.falkordb_port)
         if "url" not in self.query.model_fields_set:
             url = f"http://{client_host(self.query.host)}:{self.query.port}"
-            self.query = _derived(self.query, url=url)
+            self.query = derived(self.query, url=url)
         return self
 
     def embedding_settings(self) -> EmbeddingSettings:
@@ -414,7 +415,7 @@ class Settings(BaseSettings):
 _Section = TypeVar("_Section", bound=BaseModel)
 
 
-def _derived(section: _Section, **values: object) -> _Section:
+def derived(section: _Section, **values: object) -> _Section:
     """``section`` with ``values``, still counted as unset: "set" keeps meaning what a user
     set (the hook records working state only for a query service named explicitly)."""
     copied = section.model_copy(update=values)
@@ -429,20 +430,35 @@ def client_host(listen_host: str) -> str:
     return "[::1]" if listen_host == "::" else listen_host
 
 
+# How the CLI's modes adjust what the environment says, by name, applied in this order: a
+# client command aimed at its server (``client_profile``), then a data dir left unset taken
+# from the running stack (``stack_registry``). They register here, so that this module needs
+# neither of them (they read it).
+_ADJUSTMENT_ORDER = ("client", "stack")
+_ADJUSTMENTS: dict[str, Callable[[Settings], Settings]] = {}
+
+
+def adjust_settings(name: str, step: Callable[[Settings], Settings] | None) -> None:
+    """From now on every ``get_settings`` passes through ``step`` (None: no longer)."""
+    if name not in _ADJUSTMENT_ORDER:
+        raise ValueError(f"unknown settings adjustment {name!r}")
+    if step is None:
+        _ADJUSTMENTS.pop(name, None)
+    else:
+        _ADJUSTMENTS[name] = step
+    get_settings.cache_clear()  # settings read before were read without it
+
+
+def settings_adjusted(name: str) -> bool:
+    return name in _ADJUSTMENTS
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment (a client command's aimed
-    at its server: ``client_profile.use_client_profile``; its data dir, left unset, is the
-    running stack's: ``stack_registry.follow_the_running_stack``)."""
-    from patchstream import client_profile, stack_registry
-
+    """The process-wide settings, read once from the environment, then adjusted by the
+    CLI's modes (``adjust_settings``)."""
     settings = Settings()
-    if client_profile.CLIENT_MODE:
-        settings = client_profile.as_client(settings)
-    if stack_registry.FOLLOWING and not settings.remote:
-        embedded = settings.embedded
-        data_dir = stack_registry.client_data_dir(
-            embedded.data_dir, "data_dir" in embedded.model_fields_set
-        )
-        settings.embedded = _derived(embedded, data_dir=data_dir)
+    for name in _ADJUSTMENT_ORDER:
+        if name in _ADJUSTMENTS:
+            settings = _ADJUSTMENTS[name](settings)
     return settings

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from patchstream import user_records
 from patchstream.errors import ConfigError
+from patchstream.settings import Settings, adjust_settings, derived
 
 LOCK_NAME = "up.lock"
 RECORD_NAME = "stacks.json"
@@ -85,17 +86,21 @@ def running_data_dir(path: Path | None = None) -> Path | None:
     return None
 
 
-FOLLOWING = False  # set by the CLI for commands that are clients of a stack
-
-
 def follow_the_running_stack() -> None:
     """From now on, a data dir left unset is the running stack's (``client_data_dir``): the
     CLI calls this for client and operator commands, never for ``up`` or its children."""
-    from patchstream.settings import get_settings
+    adjust_settings("stack", following_the_running_stack)
 
-    global FOLLOWING
-    FOLLOWING = True
-    get_settings.cache_clear()  # settings read before this were read without it
+
+def following_the_running_stack(settings: Settings) -> Settings:
+    """``settings`` with a data dir left unset replaced by the running stack's (a client of
+    a server has no data dir to follow)."""
+    if settings.remote:
+        return settings
+    embedded = settings.embedded
+    data_dir = client_data_dir(embedded.data_dir, "data_dir" in embedded.model_fields_set)
+    settings.embedded = derived(embedded, data_dir=data_dir)
+    return settings
 
 
 def client_data_dir(data_dir: str, explicitly_set: bool) -> str:

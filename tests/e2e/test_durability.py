@@ -137,8 +137,8 @@ def _lag_is_zero(settings: Settings) -> bool:
 def test_replaying_the_whole_topic_three_times_changes_nothing(durable_stack: Supervisor) -> None:
     import asyncio
 
+    from patchstream.bus.topics import Topics
     from patchstream.stores.factory import open_graph_store, open_vector_store
-    from patchstream.streams.topics import Topics
     from tests.integration.test_dlq import _read_all
 
     stack = durable_stack
@@ -151,7 +151,7 @@ def test_replaying_the_whole_topic_three_times_changes_nothing(durable_stack: Su
         everything = asyncio.run(_read_all(stack.settings.kafka, topic))
 
         async def republish() -> None:
-            from patchstream.streams.producer import make_producer
+            from patchstream.bus.producer import make_producer
 
             producer = make_producer(stack.settings.kafka)
             await producer.start()

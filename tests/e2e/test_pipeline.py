@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from patchstream.bus.topics import Topics
 from patchstream.embedded.priority import autogroup_nice
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
@@ -22,7 +23,6 @@ from patchstream.schemas.events import PatchEvent
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.dlq import read_dead_letters
 from patchstream.streams.producer import EventPublisher
-from patchstream.streams.topics import Topics
 from tests.e2e.conftest import make_repo, wait_for
 
 UTIL = (

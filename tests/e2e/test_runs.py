@@ -20,10 +20,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from patchstream.agent import runs
+from patchstream.bus.topics import Topics
 from patchstream.client import RunClient, RunConflictError
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
-from patchstream.streams.topics import Topics
 from tests.e2e.conftest import make_repo
 
 KEY = "key-default"  # the query service's key of tenant "default", the gateway dev key's tenant

@@ -11,11 +11,11 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import ensure_topics
 from patchstream.embedded.services import Service
 from patchstream.settings import KafkaSettings
 from patchstream.streams.codec import dead_letter
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import ensure_topics
 
 
 def _cli(kafka: KafkaSettings, *args: str) -> str:

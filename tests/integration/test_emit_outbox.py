@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from patchstream.bus.topics import ensure_topics
 from patchstream.cli.main import cli
 from patchstream.embedded.services import Service
 from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.settings import EmbeddedSettings, KafkaSettings, Settings, get_settings
-from patchstream.streams.topics import ensure_topics
 
 
 def test_an_emitted_write_is_in_the_outbox_once_acknowledged(

@@ -7,11 +7,11 @@ import asyncio
 import time
 import uuid
 
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import ensure_topics
 from patchstream.embedded.services import Service
 from patchstream.settings import KafkaSettings
 from patchstream.streams.fetch_pacing import FetchPacer, PacedConsumer
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import ensure_topics
 
 
 async def _until(condition: object, timeout: float = 30.0) -> None:

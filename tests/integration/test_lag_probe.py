@@ -10,11 +10,11 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import ensure_topics
 from patchstream.embedded.services import Service
 from patchstream.query.lag import LagProbe
 from patchstream.settings import KafkaSettings
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import ensure_topics
 
 
 async def _until(condition: object, timeout: float = 20.0) -> None:

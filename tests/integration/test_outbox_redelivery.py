@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from patchstream.bus.topics import Topics, ensure_topics
 from patchstream.embedded import outbox_relay
 from patchstream.embedded.outbox_relay import OutboxTender, replay_and_prune
 from patchstream.embedded.services import Service
@@ -25,7 +26,6 @@ from patchstream.schemas.events import PatchEvent
 from patchstream.settings import EmbeddedSettings, KafkaSettings, Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
-from patchstream.streams.topics import Topics, ensure_topics
 
 
 def _keys_on_bus(kafka: KafkaSettings, topic: str) -> list[bytes]:

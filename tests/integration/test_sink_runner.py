@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from patchstream.bus.topics import Topics, ensure_topics
 from patchstream.consumers.runner import SinkRunner, is_unavailable
 from patchstream.embedded.services import Service, ensure_port_free, free_port, start_tansu
 from patchstream.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
@@ -17,7 +18,6 @@ from patchstream.schemas.state import FileDelta
 from patchstream.settings import KafkaSettings, PipelineSettings, Settings
 from patchstream.stores.graph.falkordb import FalkorGraphStore
 from patchstream.streams.codec import encode
-from patchstream.streams.topics import Topics, ensure_topics
 from tests.integration.deltas import upsert
 
 

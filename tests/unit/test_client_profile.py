@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from patchstream import client_profile
 from patchstream.client_profile import as_client, checked_server_url, read_profile
 from patchstream.errors import ConfigError
-from patchstream.settings import Settings, get_settings
+from patchstream.settings import Settings, adjust_settings, get_settings
 
 
 def test_a_server_url_aims_every_client_at_it() -> None:
@@ -69,8 +69,7 @@ def test_only_client_commands_read_the_profile(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     for name in ("PATCHSTREAM_SERVER", "PATCHSTREAM_API_KEY", "PATCHSTREAM_REMOTE"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(client_profile, "CLIENT_MODE", False)
-    get_settings.cache_clear()
+    adjust_settings("client", None)
     try:
         assert not get_settings().remote and not get_settings().server
         client_profile.use_client_profile()

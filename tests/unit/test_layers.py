@@ -16,7 +16,7 @@ FLOORS = [
      "stack_addresses", "stack_registry", "user_records"},
     {"schemas"},
     {"parsing", "embedders"},
-    {"stores"},
+    {"stores", "bus"},
     {"metrics"},
     {"streams"},
     {"producers", "consumers", "agent", "tracing"},
@@ -50,3 +50,30 @@ def test_no_module_imports_a_higher_floor() -> None:
             if FLOOR.get(target, -1) > FLOOR[part]:
                 upward.append(f"{path.relative_to(PACKAGE)} -> {node.module}")
     assert upward == []
+
+
+def _imports(path: Path) -> set[str]:
+    """The ``patchstream.*`` modules a module imports, function-level imports included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "patchstream":
+                found |= {f"patchstream.{alias.name}" for alias in node.names}
+            elif node.module.startswith("patchstream."):
+                found.add(node.module)
+    return found
+
+
+def test_the_modules_at_the_package_root_import_in_no_circle() -> None:
+    """Issue #52: settings -> client_profile -> settings (and stack_registry) was a circle,
+    closed by imports inside functions; the CLI's modes now register with settings."""
+    root = {p.stem: p for p in PACKAGE.glob("*.py")}
+    graph = {name: {m.split(".")[1] for m in _imports(path)} & set(root)
+             for name, path in root.items()}  # fmt: skip
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n}))
+                   for n in graph[start])  # fmt: skip
+
+    circles = sorted(name for name in graph if reaches(name, name, {name}))
+    assert circles == []

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from patchstream.bus.topics import Topics
 from patchstream.consumers.runner import SinkRunner
 from patchstream.errors import StoreRefused, StoreUnavailable
 from patchstream.metrics import Metrics
@@ -20,7 +21,6 @@ from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import encode
 from patchstream.streams.parse_batch import PreviousStates, parse_until_the_store_answers
 from patchstream.streams.parse_stage import ParseStage
-from patchstream.streams.topics import Topics
 from patchstream.testing import ManualClock, MemoryBus, MemoryConsumer, MemoryProducer
 from tests.integration.deltas import upsert
 from tests.unit.test_parse_batch import FlakyGraph

@@ -108,11 +108,10 @@ def test_the_cli_follows_only_for_client_commands(
     running: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`index` from a repository's directory finds the stack; `up` there never adopts it."""
-    from patchstream.settings import get_settings
+    from patchstream.settings import adjust_settings, get_settings
 
     monkeypatch.chdir(state)
-    monkeypatch.setattr(stack_registry, "FOLLOWING", False)
-    get_settings.cache_clear()
+    adjust_settings("stack", None)
     try:
         assert get_settings().embedded.data_dir == ".patchstream"  # as `up` reads it
         stack_registry.follow_the_running_stack()
@@ -120,5 +119,4 @@ def test_the_cli_follows_only_for_client_commands(
         followed = get_settings().embedded
         assert followed.data_dir == str(running) and "data_dir" not in followed.model_fields_set
     finally:
-        monkeypatch.setattr(stack_registry, "FOLLOWING", False)
-        get_settings.cache_clear()
+        adjust_settings("stack", None)

@@ -379,7 +379,7 @@ def topics(wait_s: float) -> None:
     """Create the pipeline's topics (patch events, file deltas, DLQ) if they do not exist."""
     import asyncio
 
-    from patchstream.streams.topics import ensure_topics
+    from patchstream.bus.topics import ensure_topics
 
     configure_logging()
     kafka = get_settings().kafka
@@ -425,8 +425,8 @@ def sink(kind: str) -> None:
     runners = [SinkRunner(kind, settings, apply, metrics=metrics, store=store,
                           finish_fetch=finish)]  # fmt: skip
     if isinstance(apply, GraphSink):  # runtime edges are the graph's: same process, own group
+        from patchstream.bus.topics import Topics
         from patchstream.streams.codec import decode_trace
-        from patchstream.streams.topics import Topics
 
         runners.append(SinkRunner(
             "trace", settings, TraceSink(apply.store), metrics=metrics, store=store,

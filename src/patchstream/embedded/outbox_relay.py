@@ -23,14 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import Topics
 from patchstream.embedded.stall_watch import read_lags
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
 from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import Topics
 
 if TYPE_CHECKING:  # the supervisor imports this module; pymilvus only when a store opens
     from patchstream.stores.vector.milvus import MilvusVectorStore

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchstream.bus.topics import ensure_topics
 from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.child_settings import (
     child_environment,
@@ -44,7 +45,6 @@ from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender, read_la
 from patchstream.procfs import rss_mib
 from patchstream.settings import Settings
 from patchstream.stack_addresses import BACKING_HOST, milvus_socket_path
-from patchstream.streams.topics import ensure_topics
 
 log = logging.getLogger("patchstream.up")
 _MAX_BACKOFF_S = 30.0

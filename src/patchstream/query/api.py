@@ -19,6 +19,8 @@ from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.relay import RunEventRelay
 from patchstream.agent.runs import Run
 from patchstream.agent.service import AgentStateService
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import Topics
 from patchstream.errors import ContractError
 from patchstream.http_errors import install_error_handlers
 from patchstream.http_limits import KeyRateLimit
@@ -39,8 +41,6 @@ from patchstream.schemas.read_tokens import parse_read_token
 from patchstream.settings import Settings
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.vector.search_mirror import SearchMirror
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import Topics
 
 ServiceFactory = Callable[[Settings], QueryService]
 

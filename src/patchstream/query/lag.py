@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from patchstream.bus.topics import Topics
 from patchstream.metrics import Metrics
 from patchstream.pacing import FetchPacer
 from patchstream.settings import KafkaSettings
-from patchstream.streams.topics import Topics
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import Topics
 from patchstream.settings import KafkaSettings
-from patchstream.streams.producer import make_producer
-from patchstream.streams.topics import Topics
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 import aiokafka
 import faust
 
+from patchstream.bus.topics import Topics
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.jail import state_builder
@@ -35,7 +36,6 @@ from patchstream.streams.parse_batch import (
     parse_until_the_store_answers,
 )
 from patchstream.streams.parse_stage import ParseStage
-from patchstream.streams.topics import Topics
 
 log = logging.getLogger("patchstream.parse")
 AGENT_CRASHED = 70  # the exit status of a worker whose parse agent failed (EX_SOFTWARE)

@@ -5,25 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
-from aiokafka import AIOKafkaProducer
-
+from patchstream.bus.producer import make_producer
+from patchstream.bus.topics import Topics, ensure_topics
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.traces import TraceEvent
 from patchstream.settings import KafkaSettings
 from patchstream.streams.codec import encode
-from patchstream.streams.topics import Topics, ensure_topics
-
-
-def make_producer(kafka: KafkaSettings, linger_ms: int = 0) -> AIOKafkaProducer:
-    """A producer with the pipeline's durability settings (``acks=all`` by default)."""
-    return AIOKafkaProducer(
-        bootstrap_servers=kafka.bootstrap,
-        acks="all" if kafka.acks == "all" else int(kafka.acks),
-        enable_idempotence=kafka.enable_idempotence,
-        max_request_size=kafka.max_message_bytes,
-        linger_ms=linger_ms,
-        request_timeout_ms=kafka.request_timeout_ms,
-    )
 
 
 class EventPublisher:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from patchstream.bus.topics import Topics
 from patchstream.embedded.child_settings import settings_environment, with_embedded_addresses
 from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.services import free_port, port_is_open
@@ -46,7 +47,6 @@ from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.graph.base import GraphSnapshot
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
-from patchstream.streams.topics import Topics
 
 VICTIMS = ("tansu", "parse", "graph-sink", "vector-sink", "up")
 # Words of each victim's command line (argv elements) that tell it apart.

@@ -1,0 +1,19 @@
+"""A Kafka producer with the pipeline's durability settings."""
+
+from __future__ import annotations
+
+from aiokafka import AIOKafkaProducer
+
+from patchstream.settings import KafkaSettings
+
+
+def make_producer(kafka: KafkaSettings, linger_ms: int = 0) -> AIOKafkaProducer:
+    """A producer with the pipeline's durability settings (``acks=all`` by default)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=kafka.bootstrap,
+        acks="all" if kafka.acks == "all" else int(kafka.acks),
+        enable_idempotence=kafka.enable_idempotence,
+        max_request_size=kafka.max_message_bytes,
+        linger_ms=linger_ms,
+        request_timeout_ms=kafka.request_timeout_ms,
+    )
