@@ -233,14 +233,14 @@ def format_memory(peaks: dict[str, float]) -> str:
 
 def stack_settings(tmp: Path, topic_prefix: str, **sections: Any) -> Any:
     """Settings for a bench's own embedded stack: every port free, data in ``tmp``."""
-    from patchstream.embedded.services import free_port
-    from patchstream.settings import (
+    from patchstream.config.settings import (
         EmbeddedSettings,
         GatewaySettings,
         KafkaSettings,
         QuerySettings,
         Settings,
     )
+    from patchstream.embedded.services import free_port
 
     defaults: dict[str, Any] = {
         "embedded": EmbeddedSettings(data_dir=str(tmp / "stack"), kafka_port=free_port(),

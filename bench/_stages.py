@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from patchstream.config.settings import Settings
 from patchstream.query import service as service_module
 from patchstream.query.service import QueryService
-from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.vector.search_mirror import SearchMirror
 from pipeline import percentile

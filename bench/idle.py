@@ -29,8 +29,8 @@ from _common import (
     stack_settings,
     update_results_row,
 )
+from patchstream.config.settings import KafkaSettings
 from patchstream.embedded.supervisor import Supervisor
-from patchstream.settings import KafkaSettings
 from pipeline import measure_edits, percentile
 
 

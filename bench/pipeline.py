@@ -41,10 +41,10 @@ from _common import (
     update_results_row,
 )
 from _peers import aider_repo_map, codegraphcontext_index
+from patchstream.config.settings import EmbeddingSettings, Settings
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import EmbeddingSettings, Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.producer import EventPublisher
 

@@ -34,11 +34,11 @@ from _common import (
     stack_settings,
     update_results_row,
 )
+from patchstream.config.settings import GatewaySettings, QuerySettings, Settings
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing import remote
 from patchstream.indexing.run import IndexSummary, index_directory
-from patchstream.settings import GatewaySettings, QuerySettings, Settings
 
 SENT = {"bytes": 0}
 

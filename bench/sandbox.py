@@ -32,10 +32,10 @@ from _common import (
     print_rows,
     update_results_row,
 )
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileRef, FileStateBuilder, StateBuilder
 from patchstream.parsing.jail import FileFlagged, JailedStateBuilder
 from patchstream.parsing.languages import language_for_path
-from patchstream.settings import ParsingSettings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 

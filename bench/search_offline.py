@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine
 from context_quality import FileBM25, load_set
+from patchstream.config.settings import QuerySettings, Settings
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.file_roles import is_auxiliary
@@ -38,7 +39,6 @@ from patchstream.query.file_map import (
 )
 from patchstream.query.question import named_files, named_in
 from patchstream.schemas.chunks import Chunk
-from patchstream.settings import QuerySettings, Settings
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,

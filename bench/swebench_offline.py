@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, update_results_row
 from context_quality import FileBM25
+from patchstream.config.settings import Settings
 from patchstream.embedders.base import Embedder
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.file_roles import is_auxiliary
@@ -53,7 +54,6 @@ from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.indexable import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.question import named_files, named_in
-from patchstream.settings import Settings
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,

@@ -30,10 +30,10 @@ from _common import (
     update_results_row,
 )
 from patchstream.client import PatchClient
+from patchstream.config.settings import GatewaySettings, Settings
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.producers.watch import Watcher, WatchTarget
-from patchstream.settings import GatewaySettings, Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from pipeline import measure_edits, percentile
 

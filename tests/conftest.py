@@ -33,7 +33,7 @@ def build_state(
 def _no_client_profile_between_tests() -> Iterator[None]:
     """A CLI test of a client command turns the process's client mode on (the CLI does, once
     per process); later tests start without it, whatever profile this machine's user has."""
-    from patchstream.settings import adjust_settings, settings_adjusted
+    from patchstream.config.settings import adjust_settings, settings_adjusted
 
     yield
     if settings_adjusted("client"):

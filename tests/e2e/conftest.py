@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patchstream.embedded.services import free_port
-from patchstream.embedded.supervisor import Supervisor
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,
@@ -23,6 +21,8 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
 
 ALLOWED_TENANTS = ["default", "acme", "rebuild"]
 LOG_TAIL_BYTES = 6000  # of each stack log, shown with a failed test

@@ -13,11 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchstream.client import PatchClient
-from patchstream.embedded.broker_recycle import BrokerRecycler
-from patchstream.embedded.services import free_port
-from patchstream.embedded.supervisor import Supervisor
-from patchstream.producers.outbox import Outbox, outbox_path
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,
@@ -25,6 +21,10 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
+from patchstream.embedded.broker_recycle import BrokerRecycler
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.producers.outbox import Outbox, outbox_path
 from tests.e2e.conftest import running, wait_for
 
 

@@ -17,16 +17,16 @@ import httpx
 import pytest
 
 from patchstream.client import PatchClient
-from patchstream.embedded.services import free_port
-from patchstream.embedded.supervisor import Supervisor
-from patchstream.producers.git_mirror import Mirror
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,
     QuerySettings,
     Settings,
 )
+from patchstream.embedded.services import free_port
+from patchstream.embedded.supervisor import Supervisor
+from patchstream.producers.git_mirror import Mirror
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.overlays import OverlayInfo

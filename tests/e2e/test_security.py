@@ -21,9 +21,7 @@ import pytest
 from falkordb import FalkorDB
 from redis.exceptions import AuthenticationError, ResponseError
 
-from patchstream.embedded.services import free_port, port_is_open
-from patchstream.embedded.supervisor import Supervisor
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     EmbeddingSettings,
     GatewaySettings,
@@ -33,6 +31,8 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
+from patchstream.embedded.services import free_port, port_is_open
+from patchstream.embedded.supervisor import Supervisor
 from tests.e2e.conftest import running, wait_for
 from tests.e2e.test_gateway import _push_payload, _signed, git
 

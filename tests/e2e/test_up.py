@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from patchstream.config.stack_addresses import milvus_socket_path
 from patchstream.embedded.services import free_port, port_is_open
-from patchstream.stack_addresses import milvus_socket_path
 from tests.e2e.conftest import make_repo, wait_for
 
 

@@ -165,8 +165,8 @@ def test_run_events_reach_the_bus_after_the_fact_and_never_block_a_write(
     from patchstream.agent.service import AgentStateService
     from patchstream.bus.producer import make_producer
     from patchstream.bus.topics import ensure_topics
+    from patchstream.config.settings import KafkaSettings
     from patchstream.embedded.services import Service, free_port
-    from patchstream.settings import KafkaSettings
 
     service = AgentStateService(_store(graph), graph)
     run = service.create_run(tenant, runs.RunCreate(goal="g"))

@@ -13,8 +13,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import ensure_topics
+from patchstream.config.settings import KafkaSettings
 from patchstream.embedded.services import Service
-from patchstream.settings import KafkaSettings
 from patchstream.streams.codec import dead_letter
 
 

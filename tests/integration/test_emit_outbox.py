@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from patchstream.bus.topics import ensure_topics
 from patchstream.cli.main import cli
+from patchstream.config.settings import EmbeddedSettings, KafkaSettings, Settings, get_settings
 from patchstream.embedded.services import Service
 from patchstream.producers.outbox import Outbox, outbox_path
-from patchstream.settings import EmbeddedSettings, KafkaSettings, Settings, get_settings
 
 
 def test_an_emitted_write_is_in_the_outbox_once_acknowledged(

@@ -9,8 +9,8 @@ import uuid
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import ensure_topics
+from patchstream.config.settings import KafkaSettings
 from patchstream.embedded.services import Service
-from patchstream.settings import KafkaSettings
 from patchstream.streams.fetch_pacing import FetchPacer, PacedConsumer
 
 

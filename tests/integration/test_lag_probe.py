@@ -12,9 +12,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import ensure_topics
+from patchstream.config.settings import KafkaSettings
 from patchstream.embedded.services import Service
 from patchstream.query.lag import LagProbe
-from patchstream.settings import KafkaSettings
 
 
 async def _until(condition: object, timeout: float = 20.0) -> None:

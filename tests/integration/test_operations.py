@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchstream.http_security import resolve_api_keys
-from patchstream.settings import Settings
+from patchstream.config.settings import Settings
+from patchstream.http.security import resolve_api_keys
 from tests.promql import DASHBOARDS, alert_queries, dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_compose_file_validates_with_the_example_environment() -> None:
 
 def _settings_from(env: dict[str, str]) -> Settings:
     code = (
-        "import json, sys; from patchstream.settings import Settings; "
+        "import json, sys; from patchstream.config.settings import Settings; "
         "sys.stdout.write(Settings().model_dump_json())"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM")}

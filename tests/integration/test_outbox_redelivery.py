@@ -18,12 +18,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from patchstream.bus.topics import Topics, ensure_topics
+from patchstream.config.settings import EmbeddedSettings, KafkaSettings, Settings
 from patchstream.embedded import outbox_relay
 from patchstream.embedded.outbox_relay import OutboxTender, replay_and_prune
 from patchstream.embedded.services import Service
 from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import EmbeddedSettings, KafkaSettings, Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchstream.embedded.services import Service, ServiceError, port_is_open, wait_until_ready
-from patchstream.procfs import listens_on
+from patchstream.system.procfs import listens_on
 
 
 @pytest.mark.parametrize("fixture", ["tansu_service", "milvus_service", "falkordb_service"])

@@ -11,11 +11,11 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from patchstream.bus.topics import Topics, ensure_topics
+from patchstream.config.settings import KafkaSettings, PipelineSettings, Settings
 from patchstream.consumers.runner import SinkRunner, is_unavailable
 from patchstream.embedded.services import Service, ensure_port_free, free_port, start_tansu
 from patchstream.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from patchstream.schemas.state import FileDelta
-from patchstream.settings import KafkaSettings, PipelineSettings, Settings
 from patchstream.stores.graph.falkordb import FalkorGraphStore
 from patchstream.streams.codec import encode
 from tests.integration.deltas import upsert

@@ -13,10 +13,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import ensure_topics
+from patchstream.config.settings import EmbeddedSettings, GatewaySettings, KafkaSettings, Settings
 from patchstream.embedded.services import Service
 from patchstream.embedded.stall_watch import StallTender
 from patchstream.embedded.supervisor import Supervisor, Worker
-from patchstream.settings import EmbeddedSettings, GatewaySettings, KafkaSettings, Settings
 
 
 def test_a_group_with_pending_events_and_no_commit_is_restarted(tansu_service: Service) -> None:

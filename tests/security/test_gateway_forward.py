@@ -14,9 +14,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
+from patchstream.config.settings import QuerySettings, Settings
 from patchstream.embedded.services import free_port, port_is_open
 from patchstream.query.api import create_api
-from patchstream.settings import QuerySettings, Settings
 
 SEEN: list[dict[str, object]] = []
 

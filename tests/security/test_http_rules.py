@@ -8,10 +8,11 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
+from patchstream.config.settings import EmbeddedSettings, GatewaySettings, QuerySettings, Settings
 from patchstream.errors import ConfigError
-from patchstream.http_errors import install_error_handlers
-from patchstream.http_limits import TokenBuckets
-from patchstream.http_security import (
+from patchstream.http.errors import install_error_handlers
+from patchstream.http.limits import TokenBuckets
+from patchstream.http.security import (
     DEV_API_KEY,
     BodyLimit,
     GzipRequest,
@@ -21,7 +22,6 @@ from patchstream.http_security import (
 from patchstream.producers.gateway import create_gateway
 from patchstream.producers.registry import Registry
 from patchstream.query.api import create_api
-from patchstream.settings import EmbeddedSettings, GatewaySettings, QuerySettings, Settings
 
 
 def test_the_dev_key_works_only_on_loopback_with_no_keys_configured() -> None:

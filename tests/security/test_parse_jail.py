@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.jail import FileFlagged, JailedStateBuilder, spawn
 from patchstream.parsing.jail_child import read_frame
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.graph import SymbolKind
-from patchstream.settings import ParsingSettings
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.parse_stage import ParseStage
 
@@ -81,7 +81,7 @@ _EXPLOIT = """
 import json, os, socket, subprocess, sys, resource
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.jail_child import frame, lock_down, warm_up
-from patchstream.settings import ParsingSettings
+from patchstream.config.settings import ParsingSettings
 settings = ParsingSettings.model_validate_json(sys.argv[1])
 probe = json.loads(sys.stdin.buffer.readline())
 warm_up(FileStateBuilder(settings))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from patchstream.config.settings import GatewaySettings, Settings
 from patchstream.errors import ConfigError
 from patchstream.producers import checkouts
 from patchstream.producers.checkouts import (
@@ -19,7 +20,6 @@ from patchstream.producers.checkouts import (
     remember_checkout,
 )
 from patchstream.producers.claude_hook import Skipped, Target, gateway_url, target_of
-from patchstream.settings import GatewaySettings, Settings
 
 
 @pytest.fixture

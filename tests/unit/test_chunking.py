@@ -3,10 +3,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.hashing import hash_code
 from patchstream.schemas.graph import SymbolKind
-from patchstream.settings import ParsingSettings
 from tests.conftest import FIXTURES, build_state
 
 

@@ -74,7 +74,7 @@ def test_a_broker_that_does_not_answer_is_named_with_exit_1(
 ) -> None:
     import pytest
 
-    from patchstream.settings import get_settings
+    from patchstream.config.settings import get_settings
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     monkeypatch.setenv("PATCHSTREAM_KAFKA__BOOTSTRAP", "127.0.0.1:1")
@@ -126,7 +126,7 @@ def test_operator_commands_refuse_to_run_as_clients_of_a_server(
 ) -> None:
     """Issue #36: `reconcile` and `dlq` open the broker and the stores; with only a server URL
     they say so in one line instead of failing on a store address they never had."""
-    from patchstream.settings import get_settings
+    from patchstream.config.settings import get_settings
 
     monkeypatch.setenv("PATCHSTREAM_SERVER", "https://ps.example.com")
     get_settings.cache_clear()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from patchstream import client_profile
-from patchstream.client_profile import as_client, checked_server_url, read_profile
+from patchstream.config import client_profile
+from patchstream.config.client_profile import as_client, checked_server_url, read_profile
+from patchstream.config.settings import Settings, adjust_settings, get_settings
 from patchstream.errors import ConfigError
-from patchstream.settings import Settings, adjust_settings, get_settings
 
 
 def test_a_server_url_aims_every_client_at_it() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from patchstream.config.stack_registry import LOCK_NAME, holder
 from patchstream.embedded.data_dir_lock import DataDirLock, StackAlreadyRunning
-from patchstream.stack_registry import LOCK_NAME, holder
 
 HOLD = """
 import sys, time

@@ -8,10 +8,10 @@ import pydantic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.delta import apply_delta, compute_delta, delete_delta, diff_states
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.state import FileState
-from patchstream.settings import ParsingSettings
 from patchstream.streams.codec import decode_delta, encode
 from tests.conftest import FIXTURES, build_state
 

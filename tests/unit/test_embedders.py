@@ -6,11 +6,11 @@ import math
 import httpx
 import pytest
 
+from patchstream.config.settings import EmbeddingSettings
 from patchstream.embedders.factory import create_embedder
 from patchstream.embedders.hashing import HashingEmbedder, split_identifiers
 from patchstream.embedders.openai import OpenAIEmbedder
 from patchstream.errors import ConfigError, EmbedderError
-from patchstream.settings import EmbeddingSettings
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

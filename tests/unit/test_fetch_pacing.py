@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from patchstream.settings import KafkaSettings
+from patchstream.config.settings import KafkaSettings
 from patchstream.streams.fetch_pacing import FetchPacer, pace, pacer_for
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.graph import SymbolKind
-from patchstream.settings import ParsingSettings
 from tests.conftest import build_state
 
 GOOD = b'''def keep(x):

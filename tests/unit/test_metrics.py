@@ -12,11 +12,11 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from patchstream.config.settings import MetricsSettings
 from patchstream.errors import ContractError
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.metrics.registry import MULTIPROC_ENV, RepoLabels
 from patchstream.schemas.state import FileDelta
-from patchstream.settings import MetricsSettings
 from patchstream.streams.codec import decode_event
 
 

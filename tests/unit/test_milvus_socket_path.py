@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from patchstream.config.stack_addresses import SOCKET_PATH_MAX, milvus_socket_path
 from patchstream.errors import ConfigError
-from patchstream.stack_addresses import SOCKET_PATH_MAX, milvus_socket_path
 
 
 def test_a_short_data_dir_holds_the_socket(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_runtime_dir_others_can_enter_is_refused(
 
 def test_a_terminal_beside_up_reaches_its_milvus_with_no_setting(tmp_path: Path) -> None:
     """Issue found by `make run`: the CLI read Milvus on a TCP port `up` no longer opens."""
-    from patchstream.settings import EmbeddedSettings, Settings, VectorSettings
+    from patchstream.config.settings import EmbeddedSettings, Settings, VectorSettings
     from patchstream.stores.factory import milvus_uri
 
     embedded = EmbeddedSettings(data_dir=str(tmp_path), milvus_port=19999)

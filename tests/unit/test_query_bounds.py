@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from patchstream.config.settings import QuerySettings, Settings
 from patchstream.query.service import _FRESHNESS_ENTRIES, QueryService
-from patchstream.settings import QuerySettings, Settings
 from patchstream.stores.graph.base import Neighbor, RepoVersion, StoredSymbol
 from patchstream.stores.vector.milvus_rows import SearchHit
 

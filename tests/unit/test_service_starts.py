@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from patchstream.config.settings import EmbeddedSettings, Settings
 from patchstream.embedded.services import ServiceError, ensure_port_free
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.errors import ConfigError
-from patchstream.settings import EmbeddedSettings, Settings
 
 
 def _listening() -> socket.socket:

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import pytest
 
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import MetricsSettings, PipelineSettings, Settings
 from patchstream.consumers.runner import SinkRunner
 from patchstream.errors import StoreRefused, StoreUnavailable
 from patchstream.metrics import Metrics
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.state import FileDelta
-from patchstream.settings import MetricsSettings, PipelineSettings, Settings
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import encode
 from patchstream.streams.parse_batch import PreviousStates, parse_until_the_store_answers
@@ -251,8 +251,8 @@ def test_a_quiet_sink_comes_round_once_a_second_and_a_busy_one_at_its_batch_wait
     """A sink's poll returns as soon as records come; its timeout only paces the empty loop
     (to see a stop). Quiet for ``kafka.idle_after_s``, it loops every IDLE_LOOP_MS instead of
     every ``sink_batch_wait_ms``: an idle stack's sinks woke five times a second each."""
+    from patchstream.config.settings import KafkaSettings
     from patchstream.consumers.runner import IDLE_LOOP_MS
-    from patchstream.settings import KafkaSettings
 
     settings = SETTINGS.model_copy(update={"kafka": KafkaSettings(idle_after_s=0.2)})
     bus = MemoryBus()

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from patchstream import stack_registry
-from patchstream.errors import ConfigError
-from patchstream.stack_registry import (
+from patchstream.config import stack_registry
+from patchstream.config.stack_registry import (
     client_data_dir,
     record_path,
     record_stack,
     recorded_stacks,
     running_data_dir,
 )
+from patchstream.errors import ConfigError
 
 HOLD = """
 import sys, time
@@ -108,7 +108,7 @@ def test_the_cli_follows_only_for_client_commands(
     running: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`index` from a repository's directory finds the stack; `up` there never adopts it."""
-    from patchstream.settings import adjust_settings, get_settings
+    from patchstream.config.settings import adjust_settings, get_settings
 
     monkeypatch.chdir(state)
     adjust_settings("stack", None)

@@ -58,8 +58,8 @@ def test_a_held_tier_is_not_restarted_and_keeps_its_patience(
     """The vector sink held for the start audit has events pending and commits nothing: that
     is the hold, not a stall. The tender skips it (it logged `consumer_stalled ... restarting
     it` for a sink that was not running) and its clock starts over at release."""
+    from patchstream.config.settings import KafkaSettings
     from patchstream.embedded import stall_watch
-    from patchstream.settings import KafkaSettings
 
     stuck = {"vector": lag({0: 9}, {0: 3}, "vector")}
     monkeypatch.setattr(stall_watch, "read_lags", lambda kafka: stuck)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from patchstream.config.settings import EmbeddedSettings, Settings
 from patchstream.embedded.supervisor import VECTOR_SINK, Supervisor, Worker
 from patchstream.errors import StoreUnavailable
-from patchstream.settings import EmbeddedSettings, Settings
 
 
 def test_the_vector_sink_starts_after_the_first_audit_that_passes(tmp_path: Path) -> None:

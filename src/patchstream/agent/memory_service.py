@@ -21,7 +21,7 @@ from typing import Any
 
 from patchstream.agent.memory import Decision, Memory, Policy, Proposal, decide, digest, ttl_seconds
 from patchstream.agent.service import NotFound, VersionConflict
-from patchstream.settings import Settings
+from patchstream.config.settings import Settings
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.state.base import AgentStateStore, StoredDoc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiokafka import AIOKafkaProducer
 
-from patchstream.settings import KafkaSettings
+from patchstream.config.settings import KafkaSettings
 
 
 def make_producer(kafka: KafkaSettings, linger_ms: int = 0) -> AIOKafkaProducer:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from patchstream.settings import KafkaSettings
+from patchstream.config.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

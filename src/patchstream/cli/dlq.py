@@ -7,7 +7,7 @@ import json
 
 import click
 
-from patchstream.settings import get_settings
+from patchstream.config.settings import get_settings
 from patchstream.streams.dlq import read_dead_letters, replay, select
 
 

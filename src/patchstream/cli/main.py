@@ -26,14 +26,14 @@ from patchstream.cli.trace import trace
 from patchstream.cli.watch import watch
 from patchstream.cli.workspace import workspace
 from patchstream.cli.writes import emit, index
-from patchstream.client_profile import use_client_profile
+from patchstream.config.client_profile import use_client_profile
+from patchstream.config.settings import get_settings
+from patchstream.config.stack_registry import follow_the_running_stack
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
 from patchstream.parsing.delta import compute_delta
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.schemas.state import FileDelta
-from patchstream.settings import get_settings
-from patchstream.stack_registry import follow_the_running_stack
 
 # Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
 # at one URL with one key. Services, workers and operator commands keep their own settings.
@@ -179,9 +179,9 @@ def status(quiet: bool) -> None:
     stores, the query service and the gateway, and (embedded stack) every worker and sink.
     As a client of a server (PATCHSTREAM_REMOTE=1), the query service and the gateway only,
     each asked over HTTP with its key."""
+    from patchstream.config.stack_registry import LOCK_NAME, holder
     from patchstream.embedded.probes import unix_socket_accepts
     from patchstream.embedded.services import port_is_open
-    from patchstream.stack_registry import LOCK_NAME, holder
     from patchstream.stores.factory import milvus_uri
 
     settings = get_settings()
@@ -277,7 +277,7 @@ def serve_http(factory: str, host: str, port: int, workers: int) -> None:
 
 def refuse_unsafe_keys(keys: dict[str, str], host: str, service: str) -> None:
     """Exit with a clear message before serving when the keys are unsafe for ``host``."""
-    from patchstream.http_security import resolve_api_keys
+    from patchstream.http.security import resolve_api_keys
 
     try:
         resolve_api_keys(keys, host, service)

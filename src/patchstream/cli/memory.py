@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from patchstream.cli.query import call, query_client
-from patchstream.settings import get_settings
+from patchstream.config.settings import get_settings
 
 
 @click.group()

@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
+from patchstream.config.settings import get_settings
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.query.service import FLAGGED_LISTED
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import CallResolution
-from patchstream.settings import get_settings
 
 
 @contextlib.contextmanager

@@ -71,7 +71,7 @@ def _default(field: FieldInfo) -> str:
 
 
 def settings_page() -> str:
-    from patchstream.settings import Settings
+    from patchstream.config.settings import Settings
 
     lines = ["# Configuration reference", "", _GENERATED, "",
              "Every setting is read from the environment (`PATCHSTREAM_` prefix, `__` between a "

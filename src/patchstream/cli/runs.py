@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from patchstream.client import PatchClientError, RunClient, RunConflictError
-from patchstream.settings import get_settings
+from patchstream.config.settings import get_settings
 
 
 def _client() -> RunClient:

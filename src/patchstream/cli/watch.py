@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from patchstream.settings import get_settings
+from patchstream.config.settings import get_settings
 
 
 @click.command()

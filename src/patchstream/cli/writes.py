@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from patchstream.config.settings import get_settings
 from patchstream.logs import configure_logging
-from patchstream.settings import get_settings
 
 if TYPE_CHECKING:
     from patchstream.schemas.events import WithheldContent

@@ -23,9 +23,9 @@ from aiokafka.errors import KafkaError
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import Settings
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics
-from patchstream.settings import Settings
 from patchstream.streams.codec import dead_letter, decode_delta
 from patchstream.streams.fetch_pacing import PacedConsumer, pacer_for
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from patchstream.config.settings import Settings
+from patchstream.config.stack_addresses import BACKING_HOST, embedded_milvus_uri
 from patchstream.embedded.services import falkordb_password
-from patchstream.settings import Settings
-from patchstream.stack_addresses import BACKING_HOST, embedded_milvus_uri
 
 # What each child may read. Sections with secrets (graph, vector, embedding, query, gateway)
 # go only to the children that use them: the OpenAI key never reaches the gateway.

@@ -16,8 +16,8 @@ import logging
 import os
 from pathlib import Path
 
+from patchstream.config.stack_registry import LOCK_NAME, record_stack
 from patchstream.embedded.services import ServiceError
-from patchstream.stack_registry import LOCK_NAME, record_stack
 
 log = logging.getLogger(__name__)
 

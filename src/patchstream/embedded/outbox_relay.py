@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import Settings
 from patchstream.embedded.stall_watch import read_lags
 from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
-from patchstream.settings import Settings
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
 

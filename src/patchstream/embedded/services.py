@@ -26,7 +26,7 @@ from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers, unix_socket_accepts
 from patchstream.errors import ConfigError, PatchstreamError
-from patchstream.procfs import TICKS_PER_S, cpu_ticks, listens_on
+from patchstream.system.procfs import TICKS_PER_S, cpu_ticks, listens_on
 
 log = logging.getLogger("patchstream.up")
 PORT_RELEASE_WAIT_S = 20.0

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from patchstream.config.settings import KafkaSettings
 from patchstream.query.lag import GroupLag, LagProbe
-from patchstream.settings import KafkaSettings
 
 log = logging.getLogger("patchstream.up")
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchstream.bus.topics import ensure_topics
+from patchstream.config.settings import Settings
+from patchstream.config.stack_addresses import BACKING_HOST, milvus_socket_path
 from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.child_settings import (
     child_environment,
@@ -42,9 +44,7 @@ from patchstream.embedded.services import (
     start_tansu,
 )
 from patchstream.embedded.stall_watch import TIER_SERVICES, StallTender, read_lags
-from patchstream.procfs import rss_mib
-from patchstream.settings import Settings
-from patchstream.stack_addresses import BACKING_HOST, milvus_socket_path
+from patchstream.system.procfs import rss_mib
 
 log = logging.getLogger("patchstream.up")
 _MAX_BACKOFF_S = 30.0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from patchstream.config.settings import EmbeddingSettings
 from patchstream.embedders.base import Embedder
 from patchstream.errors import ConfigError
-from patchstream.settings import EmbeddingSettings
 
 
 def create_embedder(settings: EmbeddingSettings) -> Embedder:

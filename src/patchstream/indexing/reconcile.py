@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchstream.config.settings import Settings
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.git_mirror import Mirror
 from patchstream.schemas.events import BlobRef, PatchEvent
-from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.overlays import merged_hashes
 from patchstream.streams.producer import EventPublisher

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchClient, PatchRefused
+from patchstream.config.settings import Settings
 from patchstream.indexing.plan import PlannedWrite, plan_index
 from patchstream.indexing.run import IndexSummary, Progress
 from patchstream.producers.tree_scan import scan_directory
 from patchstream.query.client import QueryClient
-from patchstream.settings import Settings
 
 log = logging.getLogger("patchstream.index")
 PAGE = 5000  # paths per /v1/files page

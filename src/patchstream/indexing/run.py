@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaError
 
+from patchstream.config.settings import Settings
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.plan import IndexPlan, plan_index
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.producers.tree_scan import ScanResult, scan_directory
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import Settings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.overlay_service import check_branch_base, held_view
 from patchstream.streams.producer import EventPublisher

@@ -26,9 +26,9 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from patchstream import __version__
+from patchstream.config.settings import MetricsSettings
 from patchstream.errors import ContractError
 from patchstream.metrics.gc_pauses import process_gc_pauses
-from patchstream.settings import MetricsSettings
 from patchstream.stores.overlays import OverlayInfo
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

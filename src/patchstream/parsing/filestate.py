@@ -14,6 +14,7 @@ from typing import Protocol
 
 import tree_sitter as ts
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.chunking import ChunkOwner, build_chunks
 from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
@@ -26,7 +27,6 @@ from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import EditHint, file_key
 from patchstream.schemas.graph import Edge, EdgeType, Symbol, SymbolKind
 from patchstream.schemas.state import FileFlags, FileState
-from patchstream.settings import ParsingSettings
 
 
 class StateBuilder(Protocol):

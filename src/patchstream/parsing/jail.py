@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import patchstream
+from patchstream.config.settings import ParsingSettings
 from patchstream.errors import ParseError
 from patchstream.parsing.filestate import (
     FileRef,
@@ -37,10 +38,9 @@ from patchstream.parsing.filestate import (
     shell_state,
 )
 from patchstream.parsing.jail_child import MAX_FRAME, MEMORY_EXIT, frame
-from patchstream.procfs import TICKS_PER_S, cpu_ticks
 from patchstream.schemas.events import EditHint
 from patchstream.schemas.state import FileFlags, FileState
-from patchstream.settings import ParsingSettings
+from patchstream.system.procfs import TICKS_PER_S, cpu_ticks
 
 log = logging.getLogger(__name__)
 

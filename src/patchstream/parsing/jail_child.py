@@ -32,10 +32,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
 
+from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.languages import LANGUAGES
 from patchstream.schemas.events import EditHint
-from patchstream.settings import ParsingSettings
 
 landlockpy: ModuleType | None
 try:  # imported while files can still be read

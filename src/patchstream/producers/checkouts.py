@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchstream import user_records
+from patchstream.config import user_records
 from patchstream.errors import ContractError
 from patchstream.schemas.events import refuse_bad_names
 

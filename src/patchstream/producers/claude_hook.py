@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.client import PatchClient
+from patchstream.config.settings import Settings, client_host
 from patchstream.parsing.indexable import judge_file
 from patchstream.producers.checkouts import checkout_by_git_dir, checkout_of, read_checkouts
 from patchstream.producers.claude_session import (
@@ -29,7 +30,6 @@ from patchstream.producers.claude_session import (
     record_shell_output,
 )
 from patchstream.producers.registry import load_registry
-from patchstream.settings import Settings, client_host
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 

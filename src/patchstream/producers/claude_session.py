@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import httpx
 
+from patchstream.config.settings import Settings
 from patchstream.parsing.indexable import is_secret_name
-from patchstream.settings import Settings
 
 SHELL_TOOLS = frozenset({"Bash"})
 _DIFF_BYTES = 64 * 1024  # the session keeps 8,000 characters; this bounds the request

@@ -26,10 +26,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from patchstream import __version__
+from patchstream.config.settings import Settings
 from patchstream.errors import ConfigError, ContractError
-from patchstream.http_errors import install_error_handlers
-from patchstream.http_limits import KeyRateLimit
-from patchstream.http_security import BodyLimit, GzipRequest, bearer_tenant, resolve_api_keys
+from patchstream.http.errors import install_error_handlers
+from patchstream.http.limits import KeyRateLimit
+from patchstream.http.security import BodyLimit, GzipRequest, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.producers.git_mirror import validate_clone_url
@@ -54,7 +55,6 @@ from patchstream.schemas.events import (
 )
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.schemas.traces import TraceEvent
-from patchstream.settings import Settings
 from patchstream.streams.producer import EventPublisher
 
 log = logging.getLogger("patchstream.gateway")
@@ -406,6 +406,6 @@ def _utf8_size(text: str, index: int) -> int:
 
 def gateway_from_environment() -> FastAPI:
     """The app for ``uvicorn --factory`` (one per worker process), from the environment."""
-    from patchstream.settings import get_settings
+    from patchstream.config.settings import get_settings
 
     return create_gateway(get_settings())

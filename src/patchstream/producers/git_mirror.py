@@ -20,8 +20,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from patchstream.errors import ContractError, PatchstreamError
-from patchstream.git_safety import UnsafeGitInput, git_environment, validate_object_id
 from patchstream.schemas.paths import validate_repo_path
+from patchstream.system.git_safety import UnsafeGitInput, git_environment, validate_object_id
 
 ZERO_SHA = "0" * 40
 _SKIPPED_MODES = ("120000", "160000")

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchstream.config.settings import Settings
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import Settings
 from patchstream.streams.codec import encode
 
 _SCHEMA = """

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from patchstream.errors import ContractError
-from patchstream.git_safety import validate_object_id
-from patchstream.http_security import safe_json
+from patchstream.http.security import safe_json
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.branch_overlays import (
     closing_events,
@@ -28,6 +27,7 @@ from patchstream.producers.git_mirror import (
 )
 from patchstream.producers.registry import RegisteredRepo, Registry
 from patchstream.schemas.events import ACTOR_PATTERN, ID_PATTERN, BlobRef, PatchEvent, Source
+from patchstream.system.git_safety import validate_object_id
 
 _ACTOR = re.compile(ACTOR_PATTERN)
 _DELIVERY = re.compile(ID_PATTERN)

@@ -21,10 +21,11 @@ from patchstream.agent.runs import Run
 from patchstream.agent.service import AgentStateService
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import Settings
 from patchstream.errors import ContractError
-from patchstream.http_errors import install_error_handlers
-from patchstream.http_limits import KeyRateLimit
-from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.http.errors import install_error_handlers
+from patchstream.http.limits import KeyRateLimit
+from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
@@ -38,7 +39,6 @@ from patchstream.query.trace_api import trace_router
 from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import parse_read_token
-from patchstream.settings import Settings
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.vector.search_mirror import SearchMirror
 
@@ -439,6 +439,6 @@ def openapi_document() -> str:
 
 def api_from_environment() -> FastAPI:
     """The app for ``uvicorn --factory`` (one per worker process), from the environment."""
-    from patchstream.settings import get_settings
+    from patchstream.config.settings import get_settings
 
     return create_api(get_settings())

@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 import httpx
 
+from patchstream.config.settings import QuerySettings
 from patchstream.errors import PatchstreamError
-from patchstream.settings import QuerySettings
 
 MAX_NAMED = 8  # symbols one name walks from; past it the caller is told to name one
 

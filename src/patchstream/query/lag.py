@@ -11,9 +11,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import KafkaSettings
 from patchstream.metrics import Metrics
 from patchstream.pacing import FetchPacer
-from patchstream.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

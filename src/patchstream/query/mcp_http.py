@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from patchstream.http_limits import KeyRateLimit
-from patchstream.http_security import BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.config.settings import Settings
+from patchstream.http.limits import KeyRateLimit
+from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys
 from patchstream.query.mcp_server import create_mcp_server
-from patchstream.settings import Settings
 
 Scope = dict[str, Any]
 Receive = Any

@@ -13,8 +13,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from patchstream.agent.memory import SourceKind
+from patchstream.config.settings import Settings
 from patchstream.query.client import QueryClient, QueryServiceError
-from patchstream.settings import Settings
 
 # Sources an agent may name for what it proposes: never ``user``, the policy's trusted one.
 AGENT_SOURCES = tuple(kind for kind in get_args(SourceKind) if kind != "user")

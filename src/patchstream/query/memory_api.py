@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from patchstream.agent.memory import Proposal
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService
-from patchstream.http_security import bearer_tenant
+from patchstream.http.security import bearer_tenant
 from patchstream.query.agent_api import call_mapped
 from patchstream.schemas.events import ID_PATTERN
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
+from patchstream.config.settings import Settings
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import (
@@ -23,7 +24,6 @@ from patchstream.query.question import named_files, named_in
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
-from patchstream.settings import Settings
 from patchstream.stores.graph.base import FlaggedFile, GraphStore, Neighbor, StoredSymbol
 from patchstream.stores.overlays import WORKSPACE_MARK, merged_hashes, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore

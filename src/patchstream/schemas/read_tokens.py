@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from patchstream.errors import ContractError
-from patchstream.http_security import safe_json
+from patchstream.http.security import safe_json
 from patchstream.schemas.events import PatchEvent, view_ref
 
 

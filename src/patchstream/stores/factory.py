@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchstream.settings import Settings
+from patchstream.config.settings import Settings
 from patchstream.stores.graph.cypher import CypherGraphStore
 
 if TYPE_CHECKING:  # pymilvus is imported where a vector store is opened: see stores.vector
@@ -54,7 +54,7 @@ def embedded_falkordb_password(settings: Settings) -> str | None:
 def milvus_uri(settings: Settings) -> str:
     """The configured Milvus, or else the embedded stack's: a terminal beside ``up`` reaches
     its Milvus with no setting, as it reaches its FalkorDB (``embedded_falkordb_password``)."""
-    from patchstream.stack_addresses import embedded_milvus_uri
+    from patchstream.config.stack_addresses import embedded_milvus_uri
 
     return settings.vector.milvus_uri or embedded_milvus_uri(settings.embedded)
 

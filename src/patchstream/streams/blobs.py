@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from patchstream.errors import ContractError
-from patchstream.git_safety import git_environment, validate_object_id
+from patchstream.system.git_safety import git_environment, validate_object_id
 
 
 class BlobReader:

@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics
-from patchstream.settings import KafkaSettings
+from patchstream.config.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ import aiokafka
 import faust
 
 from patchstream.bus.topics import Topics
+from patchstream.config.settings import KafkaSettings, Settings
 from patchstream.errors import ContractError, StoreUnavailable
 from patchstream.metrics import Metrics, dlq_reason_code
 from patchstream.parsing.jail import state_builder
 from patchstream.schemas.events import PatchEvent
-from patchstream.settings import KafkaSettings, Settings
 from patchstream.stores.factory import open_graph_store
 from patchstream.streams.blobs import BlobReader
 from patchstream.streams.codec import dead_letter, decode_event, encode

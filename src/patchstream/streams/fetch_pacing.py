@@ -21,8 +21,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from patchstream.config.settings import KafkaSettings
 from patchstream.pacing import FetchPacer
-from patchstream.settings import KafkaSettings
 
 __all__ = ["FetchPacer", "PacedConsumer", "pace", "pacer_for"]
 

@@ -7,9 +7,9 @@ from types import TracebackType
 
 from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics, ensure_topics
+from patchstream.config.settings import KafkaSettings
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.traces import TraceEvent
-from patchstream.settings import KafkaSettings
 from patchstream.streams.codec import encode
 
 

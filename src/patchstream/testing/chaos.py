@@ -35,9 +35,9 @@ from typing import Any
 import httpx
 
 from patchstream.client import PatchClient, PatchClientError
+from patchstream.config.settings import GatewaySettings, QuerySettings
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.producers.claude_hook import gateway_url
-from patchstream.settings import GatewaySettings, QuerySettings
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.testing.faults import _ARGV_WORDS, FAULT_TENANT, REPO, FaultSoak
 

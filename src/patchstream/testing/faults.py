@@ -28,14 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from patchstream.bus.topics import Topics
-from patchstream.embedded.child_settings import settings_environment, with_embedded_addresses
-from patchstream.embedded.lifetime import with_parent_lifetime
-from patchstream.embedded.services import free_port, port_is_open
-from patchstream.errors import StoreUnavailable
-from patchstream.indexing.run import IndexSummary, index_directory
-from patchstream.parsing.hashing import hash_bytes
-from patchstream.producers.outbox import Outbox, outbox_path
-from patchstream.settings import (
+from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
     KafkaSettings,
@@ -43,6 +36,13 @@ from patchstream.settings import (
     QuerySettings,
     Settings,
 )
+from patchstream.embedded.child_settings import settings_environment, with_embedded_addresses
+from patchstream.embedded.lifetime import with_parent_lifetime
+from patchstream.embedded.services import free_port, port_is_open
+from patchstream.errors import StoreUnavailable
+from patchstream.indexing.run import IndexSummary, index_directory
+from patchstream.parsing.hashing import hash_bytes
+from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.graph.base import GraphSnapshot
 from patchstream.stores.graph.cypher import CypherGraphStore

@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchstream.config.stack_addresses import milvus_socket_path
 from patchstream.embedded.services import falkordb_password, port_is_open
 from patchstream.indexing.run import index_directory
-from patchstream.stack_addresses import milvus_socket_path
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.testing.faults import FAULT_TENANT, REPO, FaultSoak, RoundResult, _complete
 

@@ -11,8 +11,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from patchstream.config.settings import EmbeddedSettings
 from patchstream.errors import ConfigError
-from patchstream.settings import EmbeddedSettings
 
 # Backing services never leave loopback; ``embedded.host`` is for the HTTP services only.
 BACKING_HOST = "127.0.0.1"

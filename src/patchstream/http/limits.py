@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from patchstream.http_security import bearer_tenant
+from patchstream.http.security import bearer_tenant
 
 log = logging.getLogger(__name__)
 

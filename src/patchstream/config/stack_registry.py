@@ -22,9 +22,9 @@ import logging
 import os
 from pathlib import Path
 
-from patchstream import user_records
+from patchstream.config import user_records
+from patchstream.config.settings import Settings, adjust_settings, derived
 from patchstream.errors import ConfigError
-from patchstream.settings import Settings, adjust_settings, derived
 
 LOCK_NAME = "up.lock"
 RECORD_NAME = "stacks.json"

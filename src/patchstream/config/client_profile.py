@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from patchstream.config.settings import Settings, adjust_settings
 from patchstream.errors import ConfigError
-from patchstream.settings import Settings, adjust_settings
 
 PROFILE_NAME = "client.toml"
 _KEY = re.compile(r"[\x21-\x7e]{1,512}")  # printable, no spaces: it goes in a header

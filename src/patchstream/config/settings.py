@@ -14,7 +14,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from patchstream.query_settings import QuerySettings as QuerySettings
+from patchstream.config.query_settings import QuerySettings as QuerySettings
 
 
 class ParsingSettings(BaseModel):

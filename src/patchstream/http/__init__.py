@@ -1,0 +1,1 @@
+"""What every HTTP service shares: body limits, error answers, keys and tenants."""

@@ -1,0 +1,1 @@
+"""Helpers over the operating system and git: safe git invocations, /proc readings."""
