@@ -115,3 +115,43 @@ def test_a_quiet_bus_is_read_less_often_and_a_reader_wakes_the_probe(
             await committer.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_parse_backlog_is_counted_per_repository_with_its_oldest_event(
+    tansu_service: Service,
+) -> None:
+    """Issue #53: a runaway parse held later writes while `query freshness` said pending=0:
+    what the parse stage has not consumed is read from the bus, by the events' keys."""
+    kafka = KafkaSettings(bootstrap=tansu_service.url, topic_prefix=f"b{uuid.uuid4().hex[:6]}.",
+                          partitions=2)  # fmt: skip
+
+    async def scenario() -> None:
+        topics = await ensure_topics(kafka)
+        producer = make_producer(kafka)
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait(topics.patch_events, b"{}", partition=i % 2,
+                                             key=f"acme/shop/main/m{i}.py".encode())  # fmt: skip
+            await asyncio.sleep(0.05)
+            for i in range(2):
+                await producer.send_and_wait(topics.patch_events, b"{}", partition=i % 2,
+                                             key=f"acme/web/main~ws/w{i}.ts".encode())  # fmt: skip
+        finally:
+            await producer.stop()
+        committer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False,
+                                     group_id=f"{kafka.topic_prefix}parse")  # fmt: skip
+        await committer.start()
+        first = TopicPartition(topics.patch_events, 0)
+        committer.assign([first])
+        await committer.commit({first: 1})  # m0.py parsed: 4 of shop's events remain
+        await committer.stop()
+        before = time.time()
+        backlog = await LagProbe(kafka, ttl_s=0).backlog_by_repo()
+        assert {k: v.events for k, v in backlog.items()} == {("acme", "shop"): 4,
+                                                            ("acme", "web"): 2}  # fmt: skip
+        shop, web = backlog[("acme", "shop")], backlog[("acme", "web")]
+        assert shop.exact and shop.oldest_at <= web.oldest_at <= before
+        assert before - shop.oldest_at < 30  # the record's own time, not the probe's
+
+    asyncio.run(scenario())

@@ -170,8 +170,14 @@ def freshness(repo: str, ref: str, as_json: bool) -> None:
             continue
         fields = "  ".join(f"{k}={v}" for k, v in info.items())
         click.echo(f"{tier:<7} pending={pending.get(tier, '?')}  {fields}")
-    # Not yet parsed: pending for both tiers (all repositories: the bus is shared).
-    click.echo(f"{'parse':<7} pending={pending.get('parse', '?')}  (every repository)")
+    # Not yet parsed: pending for both tiers. Counted for this repository from the bus when
+    # anything waits there, with the age of its oldest event.
+    mine = result.get("parse")
+    if isinstance(mine, dict):
+        click.echo(f"{'parse':<7} pending={mine['pending']}  oldest_s={mine['oldest_s']}  "
+                   f"(every repository: {pending.get('parse', '?')})")  # fmt: skip
+    else:
+        click.echo(f"{'parse':<7} pending=0  (every repository: {pending.get('parse', '?')})")
     for line in flagged_lines(result):
         click.echo(line)
 

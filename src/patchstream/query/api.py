@@ -2,6 +2,7 @@
 the caller's API key, resolved on the server."""
 
 import asyncio
+import contextlib
 import hmac
 import re
 import time
@@ -330,12 +331,23 @@ def create_api(
         # An event the parse stage has not turned into a delta yet is pending for both tiers:
         # a file stuck in parsing held later writes while both sinks had nothing to do.
         parsing = tiers["pending_events"].get("parse", 0)
+        oldest_unparsed = None
+        if repo and isinstance(parsing, int) and parsing:
+            with contextlib.suppress(Exception):  # the bus being down must not break reads
+                backlog = (await state["lag"].backlog_by_repo()).get((tenant, repo))
+                tiers["parse"] = {"pending": backlog.events if backlog else 0,
+                                  "counted_all": backlog.exact if backlog else True,
+                                  "oldest_s": round(now - backlog.oldest_at, 3)
+                                  if backlog else 0.0}  # fmt: skip
+                oldest_unparsed = backlog.oldest_at if backlog else None
         for tier in ("graph", "vector"):
             info = tiers.get(tier)
             pending = tiers["pending_events"].get(tier, 0) + parsing
             if isinstance(info, dict):
                 last = info.get("last_applied_at")
                 info["lag_s"] = round(now - last, 3) if pending and last else 0.0
+                if oldest_unparsed is not None:  # this repository's write waits there
+                    info["lag_s"] = max(info["lag_s"], round(now - oldest_unparsed, 3))
         return tiers
 
     async def context_for(

@@ -17,6 +17,16 @@ from patchstream.pacing import FetchPacer
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """Events a group has not consumed yet, of one repository: how many were read (all of
+    them when ``exact``), and when the oldest was produced (epoch seconds)."""
+
+    events: int
+    oldest_at: float
+    exact: bool = True
+
+
+@dataclass(frozen=True)
 class GroupLag:
     group: str
     topic: str
@@ -53,6 +63,7 @@ class LagProbe:
         self._wanted = asyncio.Event()
         self._cache: tuple[float, dict[str, GroupLag]] | None = None
         self._clients: tuple[AIOKafkaConsumer, AIOKafkaAdminClient] | None = None
+        self._backlog: dict[str, tuple[float, dict[tuple[str, str], Backlog]]] = {}
         prefix = kafka.topic_prefix
         self.groups = {
             "parse": (f"{prefix}parse", self.topics.patch_events),
@@ -106,6 +117,52 @@ class LagProbe:
             with contextlib.suppress(Exception):
                 await clients[1].close()
 
+    async def backlog_by_repo(
+        self, tier: str = "parse", per_partition: int = 2000
+    ) -> dict[tuple[str, str], Backlog]:
+        """(tenant, repo) -> what ``tier``'s group has not consumed of it: the records from
+        each partition's committed offset on (at most ``per_partition``), by their key
+        (``tenant/repo/ref/path``). The bus, not a repository's own fence, is what tells a
+        write stuck before the parse stage."""
+        lags = await self.lags()
+        lag = lags.get(tier)
+        if lag is None or not lag.pending:
+            return {}
+        cached = self._backlog.get(tier)
+        if cached is not None and time.monotonic() - cached[0] < max(self.ttl_s, 1.0):
+            return cached[1]
+        found = await self._backlog_of(lag, per_partition)
+        self._backlog[tier] = (time.monotonic(), found)
+        return found
+
+    async def _backlog_of(
+        self, lag: GroupLag, per_partition: int
+    ) -> dict[tuple[str, str], Backlog]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.kafka.bootstrap,
+                                    enable_auto_commit=False,
+                                    request_timeout_ms=self.kafka.request_timeout_ms)  # fmt: skip
+        await consumer.start()
+        found: dict[tuple[str, str], Backlog] = {}
+        try:
+            behind = {p: n for p, n in lag.by_partition.items() if n}
+            tps = [TopicPartition(lag.topic, p) for p in behind]
+            consumer.assign(tps)
+            for tp in tps:
+                consumer.seek(tp, lag.committed.get(tp.partition, 0))
+            wanted = {tp: min(behind[tp.partition], per_partition) for tp in tps}
+            deadline = time.monotonic() + 5.0  # a slow broker costs a freshness answer little
+            while any(wanted.values()) and time.monotonic() < deadline:
+                batches = await consumer.getmany(*[tp for tp, n in wanted.items() if n],
+                                                 timeout_ms=500, max_records=500)  # fmt: skip
+                for tp, records in batches.items():
+                    for record in records[: wanted[tp]]:
+                        _count(found, record.key, record.timestamp / 1000,
+                               behind[tp.partition] <= per_partition)  # fmt: skip
+                    wanted[tp] = max(0, wanted[tp] - len(records))
+        finally:
+            await consumer.stop()
+        return found
+
     async def _refresh(self, keep_open: bool) -> dict[str, GroupLag]:
         try:
             result = await self._read(*await self._open())
@@ -145,3 +202,16 @@ class LagProbe:
             result[tier] = GroupLag(group, topic, sum(by_partition.values()), by_partition,
                                     offsets)  # fmt: skip
         return result
+
+
+def _count(found: dict[tuple[str, str], Backlog], key: bytes | None, at: float,
+           exact: bool) -> None:  # fmt: skip
+    parts = (key or b"").decode("utf-8", "replace").split("/", 2)
+    if len(parts) < 3:
+        return  # not a file's event
+    where = (parts[0], parts[1])
+    held = found.get(where)
+    if held is None:
+        found[where] = Backlog(1, at, exact)
+    else:
+        found[where] = Backlog(held.events + 1, min(held.oldest_at, at), held.exact and exact)
