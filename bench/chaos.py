@@ -8,7 +8,7 @@ of the last acknowledged tree. Queries during the faults are counted by outcome
 (``testing/chaos.py`` says how each is judged).
 
     python bench/chaos.py [--minutes 30] [--files 400] [--corpus small] [--write-rate 4]
-        [--checkpoint-min 10] [--update-results]
+        [--checkpoint-min 10] [--kill-every 20,60] [--update-results]
 
 The default corpus is a generated one (``--files`` modules calling into each other), so that
 a checkpoint converges in seconds; ``--corpus small|medium`` runs on real code.
@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--write-rate", type=float, default=4.0, help="writes per second")
     parser.add_argument("--query-rate", type=float, default=2.0)
     parser.add_argument("--checkpoint-min", type=float, default=10.0)
+    parser.add_argument("--kill-every", default="20,60",
+                        help="seconds between kills, drawn uniformly: MIN,MAX")  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
@@ -51,11 +53,13 @@ def main() -> None:
             label = f"generated, {args.files} Python modules"
         print(f"corpus {label}; {args.minutes:g} min at {args.write_rate:g} writes/s (4 agents, "
               f"a push of 8 files every 15 s each), {args.query_rate:g} queries/s; a SIGKILL "
-              f"every 20-60 s of {', '.join(VICTIMS)}; a 10-30 s SIGSTOP every 3 min; seed "
-              f"{args.seed}; machine {machine()}", flush=True)  # fmt: skip
+              f"every {args.kill_every.replace(',', '-')} s of {', '.join(VICTIMS)}; a 10-30 s "
+              f"SIGSTOP every 3 min; seed {args.seed}; machine {machine()}",
+              flush=True)  # fmt: skip
         soak = FaultSoak(work / "stack", corpus, seed=args.seed)
+        low, high = (float(x) for x in args.kill_every.split(","))
         chaos = ChaosRun(soak, seed=args.seed, write_rate=args.write_rate,
-                         query_rate=args.query_rate)  # fmt: skip
+                         query_rate=args.query_rate, kill_every_s=(low, high))  # fmt: skip
         started = time.monotonic()
         with soak:
             report = chaos.run(args.minutes * 60, checkpoint_every_s=args.checkpoint_min * 60)

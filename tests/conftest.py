@@ -42,23 +42,15 @@ def _no_client_profile_between_tests() -> Iterator[None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Checkouts `index` records for agent hooks go to a directory of this run, not to the
-    user's ``~/.local/state`` (the CLI's subprocesses inherit it)."""
+    user's ``~/.local/state`` (the CLI's subprocesses inherit it). A suite started in the
+    background of a script inherits SIGINT ignored, and every process it starts would too:
+    the tests that stop a watch or `make run` with Ctrl-C could not; a handled SIGINT is
+    reset to the default in what they start."""
     import os
+    import signal
     import tempfile
 
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="patchstream-state-")
-
-
-# The longest files start first. Four workers take whole files (``--dist loadfile``); one of
-# these started last was the suite's tail (on 2 cores under load: test_chaos 205 s,
-# test_restarts 201 s, test_faults 129 s, test_up's three 47-64 s).
-_LONGEST_FIRST = ("tests/e2e/test_chaos.py", "tests/e2e/test_restarts.py",
-                  "tests/e2e/test_faults.py", "tests/e2e/test_up.py")  # fmt: skip
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: every other file keeps its order

@@ -62,7 +62,7 @@ def watch(
         click.echo(f"{datetime.now():%H:%M:%S} {line}")
 
     view = target.ref + (f"~{target.workspace}" if target.workspace else "")
-    query = QueryClient(settings.query)
+    query = QueryClient(settings.query, timeout_s=10.0)  # a slow view delays a compare only
     with PatchClient(url, settings.gateway.api_key.get_secret_value()) as client:
 
         def publish(writes: list[dict[str, Any]]) -> dict[str, Any]:

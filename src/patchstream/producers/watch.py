@@ -278,9 +278,9 @@ class Watcher:
             return
         self.queue.add(f"{relative}/" if directory else relative)
 
-    def flush(self) -> bool:
-        """Publish what is due, then compare the view with the tree; False when the gateway
-        did not take it (it stays pending)."""
+    def flush(self, reconcile: bool = True) -> bool:
+        """Publish what is due, then (``reconcile``) compare the view with the tree; False
+        when the gateway did not take it (it stays pending)."""
         changed = self.queue.take_when_quiet()
         if changed:
             changed = expand_directories(self.target.root, changed, self.sent)
@@ -289,7 +289,11 @@ class Watcher:
                 self.queue.put_back(changed)
                 return False
             self.reconcile_due = self.held is not None
-        if self.reconcile_due and time.monotonic() - self.reconciled_at >= self.reconcile_every_s:
+        if (
+            reconcile
+            and self.reconcile_due
+            and time.monotonic() - self.reconciled_at >= self.reconcile_every_s
+        ):
             self.reconcile()  # a view that does not answer is due again, not a failed publish
         return True
 
@@ -405,4 +409,4 @@ class Watcher:
             observer.stop()
             observer.join(timeout=5)
             self.queue.debounce_s = 0.0
-            self.flush()
+            self.flush(reconcile=False)  # what was written; a stop waits on no view

@@ -196,7 +196,14 @@ class FaultSoak:
             if time.monotonic() > deadline:
                 raise RuntimeError("children of the killed `up` are still running")
             time.sleep(0.1)
-        self.start_up()
+        for attempt in (1, 2, 3):  # a loaded machine: a start may fail on a slow broker
+            try:
+                self.start_up()
+                return
+            except RuntimeError:
+                if attempt == 3:
+                    raise
+                self.stop_up()  # one still starting holds the data dir: it goes first
 
     # -- one round ------------------------------------------------------------------------
 
