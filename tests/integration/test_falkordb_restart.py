@@ -110,6 +110,37 @@ def test_clients_connecting_during_the_load_of_a_long_log_cannot_abort_it(tmp_pa
         again.stop()
 
 
+def test_a_replay_slower_than_the_query_timeout_loses_no_write(tmp_path: Path) -> None:
+    """FalkorDB applies its query timeout to the writes it replays from its log and drops one
+    that runs past it without a word: on a loaded CI machine a restart lost a file's edges
+    so. The log now replays with no timeout, and the timeouts are set once it has loaded."""
+    port = free_port()
+    service = start_falkordb(tmp_path / "falkordb", port, password=PASSWORD)
+    client = redis.Redis(port=port, password=PASSWORD)
+    # Log the queries themselves (not their effects), so the restart runs them again.
+    client.execute_command("GRAPH.CONFIG", "SET", "EFFECTS_THRESHOLD", 10**9)
+    client.close()
+    store = _big_files_log(tmp_path, port)
+    expected = store.snapshot("t")
+    store.close()
+    service.process.send_signal(signal.SIGKILL)
+    service.process.wait()
+
+    again = start_falkordb(tmp_path / "falkordb", port, password=PASSWORD, query_timeout_ms=1)
+    client = redis.Redis(port=port, password=PASSWORD)
+    try:  # 1 ms: every replayed query would have run past it
+        config = dict(client.execute_command("GRAPH.CONFIG", "GET", "*"))
+        assert (config[b"TIMEOUT_DEFAULT"], config[b"TIMEOUT_MAX"]) == (1, 12)
+        client.execute_command("GRAPH.CONFIG", "SET", "TIMEOUT_MAX", 0)  # room to read it all
+        client.execute_command("GRAPH.CONFIG", "SET", "TIMEOUT_DEFAULT", 0)
+        store = FalkorGraphStore(port=port, password=PASSWORD)
+        assert store.snapshot("t") == expected
+        store.close()
+    finally:
+        client.close()
+        again.stop()
+
+
 def test_a_damaged_log_is_set_aside_and_the_store_comes_up(tmp_path: Path) -> None:
     """A log Redis refuses (a command's header overwritten mid-file) is copied aside, never
     deleted, and the live one cut at the damage: the store starts with what came before."""

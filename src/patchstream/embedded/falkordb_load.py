@@ -99,12 +99,18 @@ def set_aside_and_repair(data_dir: Path, redis_server: str) -> Path | None:
     return aside
 
 
-def open_tcp(socket_path: Path, password: str | None, host: str, port: int) -> None:
-    """Open the TCP listener of a server that has loaded (over its private socket)."""
+def open_tcp(
+    socket_path: Path, password: str | None, host: str, port: int, graph_config: dict[str, int]
+) -> None:
+    """Set the graph module's ``graph_config`` (its query timeouts: none while the log
+    replayed) and open the TCP listener of a server that has loaded, over its private
+    socket."""
     import redis
 
     client = redis.Redis(unix_socket_path=str(socket_path), password=password, socket_timeout=10)
     try:
+        for name, value in graph_config.items():  # TIMEOUT_MAX first: DEFAULT may not exceed it
+            client.execute_command("GRAPH.CONFIG", "SET", name, value)  # type: ignore[no-untyped-call]
         client.config_set("bind", host)
         client.config_set("port", str(port))
     finally:

