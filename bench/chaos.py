@@ -70,8 +70,9 @@ def main() -> None:
         "pauses": ", ".join(f"{v} {n}" for v, n in report.pauses.items()) or "0",
         "writes acknowledged (deletes)": f"{report.writes} ({report.deletes}); "
         f"{report.retries} attempts retried",
-        "queries answered / retryable error / stale / unclear": f"{queries['answered']} / "
-        f"{queries['retryable']} / {queries['stale']} / {queries['unclear']}",
+        "queries answered / behind, said so / retryable error / stale / unclear":
+        f"{queries['answered']} / {queries['behind']} / {queries['retryable']} / "
+        f"{queries['stale']} / {queries['unclear']}",
         "lost / resurrected / duplicated": f"{report.lost} / {report.resurrected} / "
         f"{report.duplicated}",
         "equal to a clean rebuild": str(report.equal),
@@ -83,6 +84,8 @@ def main() -> None:
     print_rows(rows)
     if report.differences:
         print("differences:", report.differences)
+    for stale in report.stale_answers:
+        print("stale:", stale)
     if args.update_results:
         figures = "; ".join(f"{k} {v}" for k, v in rows.items())
         update_results_row("chaos", "python bench/chaos.py", figures)

@@ -41,16 +41,16 @@ def _hello_in_a_tight_loop(port: int, stop: threading.Event, answers: dict[str, 
         answers[kind] = answers.get(kind, 0) + 1
 
 
-def _big_files_log(tmp_path: Path, port: int) -> FalkorGraphStore:
-    """About 5 MB of log tail: 30 files of 150 functions, one MULTI/EXEC each, never
-    rewritten into a snapshot (the test disables that)."""
+def _big_files_log(tmp_path: Path, port: int, files: int = 30) -> FalkorGraphStore:
+    """About 5 MB of log tail (at 30 files): files of 150 functions, one MULTI/EXEC each,
+    never rewritten into a snapshot (the test disables that)."""
     corpus = tmp_path / "corpus"
     synthetic_corpus(corpus, 30)
     extra = "".join(f"\n\ndef extra{k}(a, b):\n    return helper_x(a) + other{k}(b)\n"
                     for k in range(150))  # fmt: skip
     builder = FileStateBuilder()
     deltas = []
-    for path in sorted(corpus.rglob("mod*.py")):
+    for path in sorted(corpus.rglob("mod*.py"))[:files]:
         ref = FileRef("t", "r", "main", path.relative_to(corpus).as_posix(), 1)
         deltas.append(diff_states(None, builder.build(ref, path.read_bytes() + extra.encode())))
     store = FalkorGraphStore(port=port, password=PASSWORD)
@@ -120,7 +120,7 @@ def test_a_replay_slower_than_the_query_timeout_loses_no_write(tmp_path: Path) -
     # Log the queries themselves (not their effects), so the restart runs them again.
     client.execute_command("GRAPH.CONFIG", "SET", "EFFECTS_THRESHOLD", 10**9)
     client.close()
-    store = _big_files_log(tmp_path, port)
+    store = _big_files_log(tmp_path, port, files=6)
     expected = store.snapshot("t")
     store.close()
     service.process.send_signal(signal.SIGKILL)

@@ -8,9 +8,12 @@ retries a write until the gateway acknowledges it, as an agent would: a write wh
 lost may have been published, and only the retry's newer version is the file's truth. The
 working copy (``FaultSoak.source``) changes only once a write is acknowledged, so at any
 moment it is the last acknowledged state. Queries run beside them and are counted by outcome:
-answered (every hit a file the tree holds or held within the last minute), stale (a hit on a
-file deleted longer ago: a wrong answer), a retryable error (the connection refused or reset,
-a timeout, 502/503/504), or an unclear error (anything else).
+answered (every hit a file the tree holds or held within the last minute), behind (a hit on a
+file deleted longer ago, while the stack's freshness said it was at least that far behind: an
+old answer that says it is old), stale (such a hit with no lag declared: a wrong answer), a
+retryable error (the connection refused or reset, a timeout, 502/503/504), or an unclear error
+(anything else). Each stale answer is kept with its path, age and the freshness read beside
+it, so a failed run says where to look.
 
 The scheduler SIGKILLs a random process of the stack every ``kill_every_s`` (any of
 ``VICTIMS``; ``up`` itself is started again on the same data) and, every ``pause_every_s``,
@@ -69,6 +72,7 @@ class ChaosReport:
     duplicated: int = 0
     equal: bool = False
     differences: list[str] = field(default_factory=list)
+    stale_answers: list[str] = field(default_factory=list)  # what each stale answer held
 
     def passed(self) -> bool:
         return (self.equal and not self.lost and not self.resurrected
@@ -251,23 +255,32 @@ class ChaosRun:
             elif answer.status_code != 200:
                 self.report.queries["unclear"] += 1
             else:
-                self.report.queries[self._judged(answer.json())] += 1
+                self.report.queries[self._judged(path, answer.json())] += 1
             if turn % 10 == 0:
                 self.lag()
 
-    def _judged(self, answer: dict[str, Any]) -> str:
-        """``stale`` when a hit names a file deleted over a minute ago, else ``answered``."""
+    def _judged(self, endpoint: str, answer: dict[str, Any]) -> str:
+        """``stale`` when a hit names a file deleted over a minute ago and the stack did not
+        say it was that far behind; ``behind`` when it did; else ``answered``."""
         paths = {hit.get("path") for hit in answer.get("hits", [])}
-        paths |= {block.get("path") for block in answer.get("blocks", [])}
+        paths |= {block.get("provenance", {}).get("path") for block in answer.get("blocks", [])}
         now = time.monotonic()
         for path in paths:
             gone = self.deleted_at.get(str(path))
             if (
-                gone is not None
-                and now - gone > _STALE_AFTER_S
-                and not (self.soak.source / str(path)).exists()
+                gone is None
+                or now - gone <= _STALE_AFTER_S
+                or (self.soak.source / str(path)).exists()
             ):
-                return "stale"
+                continue
+            declared = self.lag()
+            if declared is not None and declared >= now - gone - 5.0:  # it said so itself
+                return "behind"
+            self.report.stale_answers.append(
+                f"{endpoint} hit {path} deleted {now - gone:.0f} s ago; "
+                f"freshness then: lag {declared} s; answer freshness {answer.get('freshness')}"
+            )
+            return "stale"
         return "answered"
 
     def lag(self) -> float | None:
