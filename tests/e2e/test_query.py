@@ -229,6 +229,10 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
             await client.initialize()
             tools = {tool.name for tool in (await client.list_tools()).tools}
             callers = await client.call_tool("find_callers", {"symbol": "tax", "depth": 2})
+            history = await client.call_tool("history", {"target": "billing/tax.py",
+                                                         "repo": "billing"})  # fmt: skip
+            changed = jsonlib.loads(history.content[0].text)  # type: ignore[union-attr]
+            assert changed["kind"] == "file" and changed["commits"], changed
             question = {"query": "invoice tax", "budget_tokens": 500}
             context = await client.call_tool("get_context", question)
             # Issue #36: a refused call reaches the model with the service's reason.
@@ -259,7 +263,7 @@ def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:
 
     tools, callers, context, (note, checkpointed, resumed) = asyncio.run(session())
     assert tools == {"search_code", "get_context", "find_callers", "find_callees",
-                     "impact_of_change", "get_symbol", "freshness", "run_checkpoint",
+                     "impact_of_change", "get_symbol", "history", "freshness", "run_checkpoint",
                      "run_resume", "session_note", "remember", "recall", "forget"}  # fmt: skip
     assert [i["text"] for i in note["scratchpad"]] == ["t"]
     assert checkpointed["checkpoint"]["note"] == "n"
@@ -595,3 +599,74 @@ def test_a_name_that_stands_for_several_symbols_walks_from_each_and_says_which(
     }  # fmt: skip
     one = cli("callers", "Square.area")  # a qualified name picks one
     assert one.splitlines()[0] == f"callers of {square}" and one.count("callers of") == 1
+
+
+SQUARE = (
+    "class Square:\n    def area(self):\n        return 1\n\n    def side(self):\n"
+    "        return 1\n"
+)
+
+
+def test_history_says_who_changed_a_file_or_a_definition_and_sees_only_its_refs_past(
+    indexed: Supervisor, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue #54: commits as the graph holds them, over HTTP and the CLI; a branch indexed
+    over main at an older commit sees none of main's later commits."""
+    root = make_repo(tmp_path_factory.mktemp("geo") / "geo", {"geo/shapes.py": SQUARE})
+
+    def commit(files: dict[str, str], message: str) -> str:
+        for name, text in files.items():
+            (root / name).write_text(text)
+        git = ["git", "-C", str(root), "-c", "user.name=Ann", "-c", "user.email=a@example.com"]
+        subprocess.run([*git, "commit", "-qam", message], check=True)
+        return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                              text=True).stdout.strip()  # fmt: skip
+
+    def index(ref: str = "main", base: str | None = None) -> None:
+        done = asyncio.run(index_directory(indexed.settings, root, repo="geo", tenant="acme",
+                                           ref=ref, base=base, timeout_s=180,
+                                           progress=False))  # fmt: skip
+        assert done.complete, done
+
+    renamed = SQUARE.replace("def side", "def sides")
+    older = commit({"geo/shapes.py": renamed}, "Name sides")
+    subprocess.run(["git", "-C", str(root), "branch", "old"], check=True)
+    fix = commit({"geo/shapes.py": renamed.replace("return 1\n\n    def sides",
+                                                   "return self.s ** 2\n\n    def sides")},
+                 "Compute the area from the side\n\nFixes #7")  # fmt: skip
+    index()
+    subprocess.run(["git", "-C", str(root), "checkout", "-q", "old"], check=True)
+    index("old", base="main")
+
+    with _client(indexed) as client:
+
+        def ask(target: str, **params: Any) -> httpx.Response:
+            return client.get("/v1/history", params={"repo": "geo", "target": target, **params})
+
+        main = ask("geo/shapes.py").json()
+        assert main["kind"] == "file"
+        assert [c["sha"] for c in main["commits"]][:2] == [fix, older]
+        assert main["commits"][0]["issues"] == ["#7"]
+        assert main["commits"][0]["files"][0]["symbols"] == ["area"]
+        by_name = ask("area").json()
+        assert by_name["kind"] == "symbol" and [c["sha"] for c in by_name["commits"]] == [fix]
+        old = ask("geo/shapes.py", ref="old").json()
+        assert fix not in [c["sha"] for c in old["commits"]] and old["commits"][0]["sha"] == older
+        assert ask("geo/shapes.py", repo="nosuch").status_code == 404
+        assert ask("no_such_name_anywhere").status_code == 404
+        assert ask("geo/shapes.py\x1b[2J").status_code == 422  # control characters
+        assert ask("geo/shapes.py", limit=0).status_code == 422
+        other = httpx.get(f"{indexed.settings.query.url}/v1/history", timeout=30,
+                          params={"repo": "geo", "target": "geo/shapes.py"},
+                          headers={"Authorization": "Bearer key-default"})  # fmt: skip
+        assert other.status_code == 404  # another tenant's repository is not there
+
+    env = {**os.environ, "PATCHSTREAM_QUERY": json.dumps({"url": indexed.settings.query.url,
+                                                          "api_key": "key-acme"})}  # fmt: skip
+    shown = subprocess.run([sys.executable, "-m", "patchstream.cli.main", "query", "history",
+                            "geo/shapes.py", "--repo", "geo"], env=env, capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert first.startswith(fix[:12]) and "Compute the area from the side  [#7]" in first
+    assert "geo/shapes.py +1 -1 in area" in shown.stdout

@@ -154,6 +154,31 @@ def context(
 
 
 @query.command()
+@click.argument("target")
+@click.option("--repo", required=True)
+@click.option("--ref", default="main", show_default=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 200))
+@click.option("--json", "as_json", is_flag=True, help="Print the API response.")
+def history(target: str, repo: str, ref: str, limit: int, as_json: bool) -> None:
+    """Who changed TARGET (a path, or a definition's name), when and why: the commits
+    reachable from REF's head, newest first, with the issues their messages name."""
+    params = {"repo": repo, "ref": ref, "target": target, "limit": limit}
+    result = call("GET", "/v1/history", params=params)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    if not result["commits"]:
+        click.echo(f"no commit reachable from {repo}@{ref} changed {target}")
+    for commit in result["commits"]:
+        issues = f"  [{', '.join(commit['issues'])}]" if commit["issues"] else ""
+        click.echo(f"{commit['sha'][:12]}  {commit['date'][:10]}  {commit['author']}  "
+                   f"{commit['subject']}{issues}")  # fmt: skip
+        for change in commit["files"]:
+            named = f" in {', '.join(change['symbols'])}" if change["symbols"] else ""
+            click.echo(f"    {change['path']} +{change['added']} -{change['removed']}{named}")
+
+
+@query.command()
 @click.argument("repo")
 @click.option("--ref", default="main", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the API response.")

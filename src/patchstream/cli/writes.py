@@ -29,13 +29,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds to wait for both tiers.",
 )
-@click.option("--commits", default=100, show_default=True,
-              help="Recent commit messages to index as prose (0: none).")  # fmt: skip
+@click.option("--commits", type=int, default=None,
+              help="Commits reachable from HEAD to index, newest first (0: none; default "
+              "PATCHSTREAM_HISTORY__MAX_COMMITS, 100000).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--base", default=None,
               help="Index REF as an overlay of this branch: store only what differs.")  # fmt: skip
 def index(
-    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int,
+    path: Path, repo: str | None, tenant: str, ref: str, timeout_s: float, commits: int | None,
     as_json: bool, base: str | None,
 ) -> None:  # fmt: skip
     """Index a directory and wait until the graph and the vectors have applied it.
@@ -55,6 +56,7 @@ def index(
     refuse_bad_names(repo=repo or root.name, tenant=tenant, ref=ref, base=base)
     configure_logging("WARNING" if as_json else None)
     settings = get_settings()
+    commits = settings.history.max_commits if commits is None else commits
     if settings.remote:
         if not (settings.gateway.url and settings.query.url):
             raise click.UsageError("PATCHSTREAM_REMOTE needs PATCHSTREAM_GATEWAY__URL and "

@@ -99,6 +99,17 @@ class ParsingSettings(BaseModel):
     )
 
 
+class HistorySettings(BaseModel):
+    """How much of a repository's history ``index`` reads into the graph and the vectors."""
+
+    max_commits: int = Field(
+        default=100_000,
+        ge=0,
+        description="commits reachable from the head that `index` publishes, newest first "
+        "(0: none); the default covers sympy's whole history (62,658 commits)",
+    )
+
+
 class GraphSettings(BaseModel):
     """Which graph database the graph sink and the query service use."""
 
@@ -379,6 +390,7 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     embedder: Literal["hashing", "minilm", "openai"] | None = Field(
         default=None, description="shortcut for embedding.kind (PATCHSTREAM_EMBEDDER)"
     )

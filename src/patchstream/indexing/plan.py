@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Literal
 
 from patchstream.errors import ContractError
+from patchstream.parsing.commit_text import HEAD_PATH, commit_path, render_commit
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.prose import COMMITS_DIR
-from patchstream.producers.tree_scan import ScanResult, recent_commits
+from patchstream.producers.git_history import read_history
+from patchstream.producers.tree_scan import ScanResult
 from patchstream.schemas.events import WithheldContent
 from patchstream.schemas.paths import validate_repo_path
 
@@ -40,9 +42,9 @@ class IndexPlan:
 def plan_index(
     root: Path, scan: ScanResult, held: Mapping[str, str | None], commits: int
 ) -> IndexPlan:
-    """Upserts for the scanned files (and the last ``commits`` commit messages) whose hash
-    the stores do not both hold, deletes for the files they hold that the scan lacks. Commit
-    messages stay when history is not in the scan (shallow runs, ``commits=0``)."""
+    """Upserts for the scanned files (and the pages of the last ``commits`` commits reachable
+    from the head, with ``_commits/HEAD``) whose hash the stores do not both hold, deletes for
+    the files they hold that the scan lacks."""
     plan = IndexPlan()
     for rel in scan.files:
         content = (root / rel).read_bytes().decode("utf-8", errors="replace")
@@ -69,16 +71,22 @@ def plan_index(
         withheld = WithheldContent(reason=file.reason, size=file.size)
         plan.writes.append(PlannedWrite(file.path, "upsert", None, digest, withheld=withheld))
     present = set(scan.files) | {file.path for file in scan.withheld}
-    for commit in recent_commits(root, commits):
-        path = f"{COMMITS_DIR}{commit.sha}.md"
+    history, complete = read_history(root, commits)
+    pages = [(commit_path(c.info.sha), render_commit(c.info, c.message), c.info.sha)
+             for c in history]  # fmt: skip
+    if history:  # git log starts at the head
+        pages.append((HEAD_PATH, f"{history[0].info.sha}\n", history[0].info.sha))
+    for path, content, sha in pages:
         present.add(path)
-        content = commit.as_markdown()
         digest = hash_bytes(content.encode("utf-8"))
         if held.get(path) == digest:
             continue
-        plan.writes.append(PlannedWrite(path, "upsert", content, digest, commit.sha))
-        plan.commits += 1
-    known = {path for path in held if not path.startswith(COMMITS_DIR)}
+        plan.writes.append(PlannedWrite(path, "upsert", content, digest, sha))
+        plan.commits += path != HEAD_PATH
+    # History read whole: a commit page no longer reachable (a force-push, or a view at an
+    # older commit than its base's pages) goes. Read in part (a limit, a shallow clone, no
+    # git): the pages beyond it stay.
+    known = {path for path in held if complete or not path.startswith(COMMITS_DIR)}
     for gone in sorted(known - present):
         plan.writes.append(PlannedWrite(gone, "delete"))
         plan.deleted += 1

@@ -42,6 +42,8 @@ def diff_states(
         symbols=new.symbols,
         edges=new.edges,
         chunks=new.chunks,
+        commit_info=new.commit_info,
+        history_head=new.history_head,
         **(_diff_lists(previous, new) if previous is not None else {}),
         **_provenance(event),
     )

@@ -16,6 +16,7 @@ import tree_sitter as ts
 
 from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.chunking import ChunkOwner, build_chunks
+from patchstream.parsing.commit_text import HEAD_PATH, is_commit_path, parse_commit, parse_head
 from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
@@ -113,14 +114,23 @@ class FileStateBuilder:
             chunks = prose_chunks(
                 target.path, text, shell.symbols[0], self.counter, self.settings.chunk_max_tokens
             )
+            info = parse_commit(text) if is_commit_path(target.path) else None
             return Fresh(
                 shell.model_copy(
                     update={
                         "language": PROSE_LANGUAGE,
                         "flags": FileFlags(not_utf8=not_utf8),
                         "chunks": tuple(sorted(chunks, key=lambda c: c.id)),
+                        "commit_info": info
+                        if info is not None and info.sha in target.path
+                        else None,  # a page naming another commit than its path says nothing
                     }
                 )
+            )
+        if target.path == HEAD_PATH:
+            flags = FileFlags(not_utf8=not_utf8)
+            return Fresh(
+                shell.model_copy(update={"flags": flags, "history_head": parse_head(text)})
             )
         if language is None:
             return Fresh(shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)}))

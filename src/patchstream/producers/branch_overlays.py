@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from patchstream.parsing.commit_text import HEAD_PATH
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.git_mirror import Mirror
 from patchstream.schemas.events import PatchEvent
 
-_CLOSING_LOG_LIMIT = 500  # commit-message files of a branch to close with it
+_CLOSING_LOG_LIMIT = 5_000  # commit pages of a branch to close with it (a push publishes as many)
 
 
 def default_head(mirror: Mirror, default: str) -> str | None:
@@ -45,6 +46,7 @@ def changed_paths(mirror: Mirror, default_sha: str | None, branch_sha: str) -> l
     paths = {c.path for c in diff.changes} | {c.old_path for c in diff.changes if c.old_path}
     paths |= {f"{COMMITS_DIR}{sha}.md"
               for sha, _ in mirror.log_messages(base, branch_sha, _CLOSING_LOG_LIMIT)}  # fmt: skip
+    paths.add(HEAD_PATH)  # where the branch's history started
     return sorted(paths)
 
 

@@ -88,37 +88,3 @@ def scan_directory(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ScanResult
             size = path.stat().st_size
             result.withheld.append(WithheldFile(rel, skip.reason, size, skip.detail))
     return result
-
-
-@dataclass(frozen=True)
-class CommitMessage:
-    sha: str
-    author: str
-    date: str
-    message: str
-
-    def as_markdown(self) -> str:
-        return (
-            f"# commit {self.sha}\n\nAuthor: {self.author}\nDate: {self.date}\n\n{self.message}\n"
-        )
-
-
-def recent_commits(root: Path, limit: int) -> list[CommitMessage]:
-    """The last ``limit`` commit messages of the repository at ``root`` (none outside git)."""
-    if limit <= 0:
-        return []
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(root), "log", f"-n{limit}", "--format=%H%x1f%an%x1f%aI%x1f%B%x1e"],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    commits = []
-    for record in result.stdout.decode("utf-8", "replace").split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) == 4 and fields[0]:
-            commits.append(CommitMessage(fields[0], fields[1], fields[2], fields[3].strip()))
-    return commits

@@ -13,13 +13,14 @@ from typing import Any
 
 from patchstream.errors import ContractError
 from patchstream.http.security import safe_json
-from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.parsing.commit_text import HEAD_PATH, commit_path, render_commit
 from patchstream.producers.branch_overlays import (
     closing_events,
     default_head,
     first_push_base,
     merged_branches,
 )
+from patchstream.producers.git_history import read_history
 from patchstream.producers.git_mirror import (
     ZERO_SHA,
     Mirror,
@@ -31,6 +32,9 @@ from patchstream.system.git_safety import validate_object_id
 
 _ACTOR = re.compile(ACTOR_PATTERN)
 _DELIVERY = re.compile(ID_PATTERN)
+# A push publishes at most this many of its new commits (a first push of a branch with a long
+# history of its own: its older pages come with the next `index`).
+PUSHED_COMMITS = 5_000
 
 
 def github_signature_ok(secret: str, body: bytes, header: str | None) -> bool:
@@ -186,16 +190,14 @@ def events_for_push(
                     path=change.path, op="upsert", blob=BlobRef(sha=change.blob or ""), **common
                 )
             )
-    for sha, message in mirror.log_messages(base, push.after, limit=50):
-        text = f"# commit {sha}\n\nBranch: {push.ref}\n\n{message}\n"
-        events.append(
-            PatchEvent(
-                path=f"{COMMITS_DIR}{sha}.md",
-                op="upsert",
-                content=text,
-                **{**common, "commit": sha},
-            )
-        )
+    since = base if base and base != ZERO_SHA and mirror.has_commit(base) else None
+    history, _ = read_history(mirror.path, PUSHED_COMMITS, push.after, since, mirror=True)
+    for commit in history:
+        events.append(PatchEvent(path=commit_path(commit.info.sha), op="upsert",
+                                 content=render_commit(commit.info, commit.message),
+                                 **{**common, "commit": commit.info.sha}))  # fmt: skip
+    # The ref's history starts here now: a force-push's dropped commits are out of its view.
+    events.append(PatchEvent(path=HEAD_PATH, op="upsert", content=f"{push.after}\n", **common))
     return events, result.rejected
 
 

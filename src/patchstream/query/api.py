@@ -31,6 +31,7 @@ from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
 from patchstream.query.gateway_forward import gateway_router
+from patchstream.query.history_api import history_router
 from patchstream.query.index_api import index_router
 from patchstream.query.lag import LagProbe
 from patchstream.query.memory_api import memory_router
@@ -396,6 +397,7 @@ def create_api(
     app.include_router(memory_router(state_tenant, memory, agent, settings.query.agent_keys))
     app.include_router(overlay_router(state_tenant, overlays))
     app.include_router(trace_router(state_tenant, lambda: service().graph))
+    app.include_router(history_router(state_tenant, service))
     app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
     if settings.query.gateway_upstream:  # one address for clients: writes go on to the gateway

@@ -149,6 +149,14 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         return {**client.symbol(ids[0], ref), "also_named": ids[1:]}
 
     @server.tool()
+    def history(target: str, repo: str, ref: str = "main", limit: int = 20) -> dict[str, Any]:
+        """Who changed TARGET (a file path, or a definition's name), when and why: the
+        commits reachable from ``ref``'s head, newest first, with the files and definitions
+        each touched and the issues its message names."""
+        params = {"repo": repo, "ref": ref, "target": target, "limit": min(max(limit, 1), 200)}
+        return dict(client.call("GET", "/v1/history", params=params))
+
+    @server.tool()
     def freshness(repo: str, ref: str = "main") -> dict[str, Any]:
         """How fresh each tier is: last applied version and time, pending events, lag."""
         return dict(client.call("GET", "/v1/freshness", params={"repo": repo, "ref": ref}))

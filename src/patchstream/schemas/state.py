@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import Source
 from patchstream.schemas.graph import Edge, Symbol
+from patchstream.schemas.history import SHA, CommitInfo
 
 
 class FileFlags(BaseModel):
@@ -58,6 +59,10 @@ class FileState(BaseModel):
     symbols: tuple[Symbol, ...] = ()
     edges: tuple[Edge, ...] = ()
     chunks: tuple[Chunk, ...] = ()
+    commit_info: CommitInfo | None = Field(default=None, description="a _commits/<sha>.md file's")
+    history_head: str | None = Field(
+        default=None, pattern=SHA.pattern, description="the sha _commits/HEAD names"
+    )
 
 
 class FileDelta(BaseModel):
@@ -107,6 +112,10 @@ class FileDelta(BaseModel):
     symbols: tuple[Symbol, ...] = Field(default=(), description="complete new state")
     edges: tuple[Edge, ...] = Field(default=(), description="complete new state")
     chunks: tuple[Chunk, ...] = Field(default=(), description="complete new state")
+    commit_info: CommitInfo | None = Field(default=None, description="a _commits/<sha>.md file's")
+    history_head: str | None = Field(
+        default=None, pattern=SHA.pattern, description="the sha _commits/HEAD names"
+    )
     symbol_ids_upsert: tuple[str, ...] = Field(
         default=(),
         description="ids of new or changed symbols (empty when base_version is None: all)",

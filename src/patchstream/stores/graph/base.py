@@ -16,6 +16,7 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.state import FileDelta, FileState
@@ -99,6 +100,17 @@ class ApplyResult:
     edges_removed: int = 0
 
 
+@dataclass(frozen=True)
+class CommitHit:
+    sha: str
+    parents: list[str]
+    author: str
+    date: str
+    subject: str
+    issues: list[str]
+    files: list[dict[str, Any]] = field(default_factory=list)  # path, added, removed, symbols
+
+
 @dataclass
 class GraphSnapshot:
     """Everything a tenant's graph holds, for comparing stores in tests."""
@@ -108,6 +120,8 @@ class GraphSnapshot:
     # Call edges (materialized or references) and their resolution: (src, type, dst, value).
     resolutions: set[tuple[str, str, str, str]] = field(default_factory=set)
     fences: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    commits: set[tuple[str, str, str]] = field(default_factory=set)  # scope, sha, what it holds
+    heads: dict[str, str] = field(default_factory=dict)  # scope -> the sha its history starts at
 
 
 class GraphStore(abc.ABC):
@@ -235,6 +249,14 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def file_version(self, tenant: str, repo: str, ref: str, path: str) -> FileVersion | None: ...
+
+    @abc.abstractmethod
+    def history(
+        self, tenant: str, repo: str, ref: str, path: str | None = None,
+        symbol: str | None = None, limit: int = 20,
+    ) -> list[CommitHit]:  # fmt: skip
+        """Commits reachable from the view's head that changed ``path`` (in a definition
+        named ``symbol``), or every reachable commit; newest first."""
 
     @abc.abstractmethod
     def session_files(

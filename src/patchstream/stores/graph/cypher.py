@@ -28,6 +28,8 @@ from patchstream.stores.graph.base import (
     StoredSymbol,
 )
 from patchstream.stores.graph.fence_reads import FenceReads
+from patchstream.stores.graph.history_reads import HistoryReads
+from patchstream.stores.graph.history_statements import READ_SNAPSHOT, READ_SNAPSHOT_HEADS
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.planner import (
     EMPTY,
@@ -57,7 +59,7 @@ from patchstream.stores.graph.walks import Walks
 __all__ = ["INDEXES", "CypherGraphStore", "Statement"]
 
 
-class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, GraphStore):
+class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, HistoryReads, GraphStore):
     """Everything but running Cypher: subclasses provide ``_read``, ``_write`` and the index
     DDL, the only dialect difference between FalkorDB and Memgraph."""
 
@@ -375,6 +377,11 @@ class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, GraphStore):
             params,
         ):
             snap.fences[uid] = (int(version), bool(deleted))
+        for scope, sha, parents, changes in self._read(tenant, READ_SNAPSHOT, params):
+            touched = sorted(json.dumps(c) for c in changes if c[0] is not None)
+            snap.commits.add((scope, sha, json.dumps([parents, touched])))
+        for uid, sha in self._read(tenant, READ_SNAPSHOT_HEADS, params):
+            snap.heads[uid] = sha
         return snap
 
     def want_count(self, tenant: str) -> int:

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
+from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
+from patchstream.stores.graph.history_statements import HISTORY_STATEMENTS, history_statements
 from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
 from patchstream.stores.graph.statements import (
     ADD_CALL_REFERS,
@@ -251,6 +253,8 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
         "changed": sorted(r["id"] for r in rows),
     }
     statements.append((UPSERT_FENCES, {"rows": [{"fuid": fuid, "props": fence_props}]}))
+    if delta.path.startswith(COMMITS_DIR):
+        statements += history_statements(delta, scope, fuid)
     overlay = overlay_props(delta, now)
     if overlay is not None:
         statements.append((UPSERT_OVERLAY, {"uid": scope, "now": now, "props": overlay}))
@@ -278,7 +282,7 @@ def _phase_order() -> dict[str, int]:
         ADD_CALL_REFERS, MARK_TAILS, DROP_RESOLVED_INTO,
         *(q for t in REF_TYPES for q in (resolve_out(t.value), resolve_in(t.value))),
         *DROP_INHERITED_OVERRIDES, *ADD_INHERITED_OVERRIDES, *DROP_RUNTIME_EDGES,
-        UPSERT_FENCES, UPSERT_OVERLAY, DROP_ORPHAN_WANTS,
+        UPSERT_FENCES, *HISTORY_STATEMENTS, UPSERT_OVERLAY, DROP_ORPHAN_WANTS,
     ]  # fmt: skip
     return {query: index for index, query in enumerate(order)}
 

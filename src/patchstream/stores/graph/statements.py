@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from patchstream.schemas.graph import CallResolution, EdgeType
+from patchstream.stores.graph.history_statements import HISTORY_INDEXES
 
 Statement = tuple[str, dict[str, Any]]
 
@@ -49,6 +50,7 @@ INDEXES = (
     ("MemoryDecision", "uid"),
     ("Overlay", "uid"),
     ("Overlay", "tenant"),
+    *HISTORY_INDEXES,
 )
 ROWS_PER_STATEMENT = 500
 LIST_PARAMS = ("rows", "uids", "keys", "fuids")  # the list an UNWIND statement runs over

@@ -1,0 +1,157 @@
+"""Reads of a ref's history: the commits that changed a file or a definition, newest first,
+limited to those reachable from the head of the view's top layer that has one.
+
+An overlay at an older commit (a branch indexed over main, an evaluation at an issue's base
+commit) holds its own ``_commits/HEAD`` and inherits main's commit files; reachability from
+its head keeps main's later history out of it. The commit graph of a view (sha -> parents)
+is read once per head and commit count, and kept.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from patchstream.stores.graph.base import CommitHit
+from patchstream.stores.graph.history_statements import (
+    READ_COMMITS,
+    READ_HEADS,
+    READ_PARENTS,
+    READ_PATH_COMMITS,
+    path_uid,
+)
+from patchstream.stores.graph.keys import scope_of
+
+_CACHED_VIEWS = 16
+_COUNT = "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) RETURN count(k)"
+
+
+@dataclass(frozen=True)
+class _CommitGraph:
+    head: str | None
+    dates: dict[str, str]  # every reachable sha -> its date
+    scope_of: dict[str, str]  # sha -> the top layer holding it
+    depth: dict[str, int]  # sha -> its longest path to a root (orders commits of one second)
+
+    def order(self, sha: str) -> tuple[str, int, str]:
+        return (self.dates[sha], self.depth[sha], sha)
+
+
+class HistoryReads(abc.ABC):
+    @abc.abstractmethod
+    def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]: ...
+
+    @abc.abstractmethod
+    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]: ...
+
+    def history(
+        self, tenant: str, repo: str, ref: str, path: str | None = None,
+        symbol: str | None = None, limit: int = 20,
+    ) -> list[CommitHit]:  # fmt: skip
+        """The commits reachable from the view's head that changed ``path`` (and, with
+        ``symbol``, a hunk in that definition), or every reachable commit; newest first."""
+        if not tenant:
+            return []
+        scopes = [scope_of(tenant, repo, name) for name in self.overlay_chain(tenant, repo, ref)]
+        graph = self._commit_graph(tenant, scopes)
+        if graph.head is None:
+            return []
+        if path is None:
+            newest = sorted(graph.dates, key=graph.order, reverse=True)
+            uids = [f"{graph.scope_of[sha]}|{sha}" for sha in newest[:limit]]
+            hits = [_hit(props, []) for props, _ in self._read(tenant, READ_COMMITS,
+                                                               {"uids": uids})]  # fmt: skip
+            return sorted(hits, key=lambda hit: graph.order(hit.sha), reverse=True)
+        wanted = symbol.rsplit(".", 1)[-1].rsplit("::", 1)[-1] if symbol else None
+        found: dict[str, CommitHit] = {}
+        rows = self._read(tenant, READ_PATH_COMMITS,
+                          {"puid": path_uid(tenant, repo, path), "scopes": scopes})  # fmt: skip
+        for props, added, removed, symbols in rows:
+            sha = str(props["sha"])
+            if sha not in graph.dates or graph.scope_of[sha] != props["scope"]:
+                continue  # not reachable, or a lower layer's copy of an overlay's commit
+            names = [str(n) for n in symbols or []]
+            if wanted is not None and wanted not in names:
+                continue
+            change = {"path": path, "added": added, "removed": removed, "symbols": names}
+            found[sha] = _hit(props, [change])
+        ordered = sorted(found.values(), key=lambda hit: graph.order(hit.sha), reverse=True)
+        return ordered[:limit]
+
+    def _commit_graph(self, tenant: str, scopes: list[str]) -> _CommitGraph:
+        heads = dict(self._read(tenant, READ_HEADS, {"scopes": scopes}))
+        head = next((str(heads[s]) for s in scopes if heads.get(s)), None)
+        count_rows = self._read(tenant, _COUNT, {"scopes": scopes})
+        count = int(count_rows[0][0]) if count_rows else 0
+        key = (tuple(scopes), head, count)
+        cache = self._history_cache()
+        with cache[0]:
+            if (kept := cache[1].get(key)) is not None:
+                cache[1].move_to_end(key)
+                return kept
+        parents: dict[str, list[str]] = {}
+        dates: dict[str, str] = {}
+        holder: dict[str, str] = {}
+        rank = {scope: at for at, scope in enumerate(scopes)}
+        for sha, shas, scope, date in self._read(tenant, READ_PARENTS, {"scopes": scopes}):
+            if sha in holder and rank[holder[sha]] <= rank[str(scope)]:
+                continue
+            parents[sha], dates[sha], holder[sha] = list(shas or []), str(date or ""), str(scope)
+        reachable: dict[str, str] = {}
+        todo = [head] if head in parents else []
+        while todo:
+            sha = todo.pop()
+            if sha in reachable:
+                continue
+            reachable[sha] = dates[sha]
+            todo += [p for p in parents[sha] if p in parents and p not in reachable]
+        graph = _CommitGraph(head, reachable, {sha: holder[sha] for sha in reachable},
+                             _depths(reachable, parents))  # fmt: skip
+        with cache[0]:
+            cache[1][key] = graph
+            while len(cache[1]) > _CACHED_VIEWS:
+                cache[1].popitem(last=False)
+        return graph
+
+    def _history_cache(
+        self,
+    ) -> tuple[threading.Lock, OrderedDict[tuple[Any, ...], _CommitGraph]]:
+        cache = self.__dict__.get("_history_graphs")
+        if cache is None:
+            cache = self.__dict__.setdefault("_history_graphs", (threading.Lock(), OrderedDict()))
+        return cache  # type: ignore[no-any-return]
+
+
+def _depths(shas: dict[str, str], parents: dict[str, list[str]]) -> dict[str, int]:
+    """Each commit's longest path to a root among ``shas`` (iterative: histories are deep)."""
+    depth: dict[str, int] = {}
+    for start in shas:
+        stack = [start]
+        while stack:
+            sha = stack[-1]
+            if sha in depth:
+                stack.pop()
+                continue
+            waiting = [p for p in parents.get(sha, []) if p in shas and p not in depth]
+            if waiting:
+                stack += waiting
+                continue
+            stack.pop()
+            depth[sha] = 1 + max((depth[p] for p in parents.get(sha, []) if p in shas),
+                                 default=0)  # fmt: skip
+    return depth
+
+
+def _hit(props: dict[str, Any], files: list[dict[str, Any]]) -> CommitHit:
+    return CommitHit(
+        sha=str(props["sha"]),
+        parents=[str(p) for p in props.get("parents") or []],
+        author=str(props.get("author") or ""),
+        date=str(props.get("date") or ""),
+        subject=str(props.get("subject") or ""),
+        issues=[str(i) for i in props.get("issues") or []],
+        files=files,
+    )

@@ -1,0 +1,80 @@
+"""History in the graph: what a ``_commits/`` file's delta writes, and the reads over it.
+
+- ``(:Commit {uid: scope|sha, tenant, repo, scope, file_uid, sha, parents, author, date,
+  subject})``: one per commit file of a ref (so a ref's history is its own files, dropped
+  with them: a force-push's lost commits go with their files' deletes).
+- ``(:Commit)-[:CHANGED {added, removed, symbols}]->(:Path {uid: tenant|repo|path})``: the
+  files it touched and the definitions its hunks fell in. Path nodes are shared by every ref
+  of a repository, so "which commits changed this file" is one index lookup.
+- ``(:HistoryHead {uid: scope, file_uid, sha})``: the commit ``_commits/HEAD`` names. A view
+  reads only the commits reachable from its top layer's head.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from patchstream.schemas.state import FileDelta
+
+HISTORY_INDEXES = (
+    ("Commit", "uid"), ("Commit", "file_uid"), ("Commit", "scope"), ("Path", "uid"),
+    ("HistoryHead", "uid"), ("HistoryHead", "file_uid"),
+)  # fmt: skip
+
+DROP_COMMITS = "UNWIND $fuids AS fuid MATCH (k:Commit {file_uid: fuid}) DETACH DELETE k"
+DROP_HEADS = "UNWIND $fuids AS fuid MATCH (h:HistoryHead {file_uid: fuid}) DELETE h"
+ADD_COMMITS = (
+    "UNWIND $rows AS row CREATE (k:Commit) SET k = row.props "
+    "WITH k, row UNWIND row.changes AS ch MERGE (p:Path {uid: ch.puid}) "
+    "ON CREATE SET p.tenant = row.props.tenant, p.repo = row.props.repo, p.path = ch.path "
+    "CREATE (k)-[:CHANGED {added: ch.added, removed: ch.removed, symbols: ch.symbols}]->(p)"
+)
+ADD_HEADS = "UNWIND $rows AS row MERGE (h:HistoryHead {uid: row.uid}) SET h += row.props"
+HISTORY_STATEMENTS = (DROP_COMMITS, DROP_HEADS, ADD_COMMITS, ADD_HEADS)
+
+# Reads (``$scopes``: the view's layers).
+READ_HEADS = "UNWIND $scopes AS scope MATCH (h:HistoryHead {uid: scope}) RETURN h.uid, h.sha"
+READ_PARENTS = (
+    "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) "
+    "RETURN k.sha, k.parents, k.scope, k.date"
+)
+READ_PATH_COMMITS = (
+    "MATCH (p:Path {uid: $puid})<-[c:CHANGED]-(k:Commit) WHERE k.scope IN $scopes "
+    "RETURN properties(k), c.added, c.removed, c.symbols"
+)
+READ_COMMITS = (
+    "UNWIND $uids AS uid MATCH (k:Commit {uid: uid}) OPTIONAL MATCH (k)-[c:CHANGED]->(p:Path) "
+    "RETURN properties(k), collect([p.path, c.added, c.removed, c.symbols])"
+)
+READ_SNAPSHOT = (
+    "MATCH (k:Commit) WHERE k.tenant = $tenant OPTIONAL MATCH (k)-[c:CHANGED]->(p:Path) "
+    "RETURN k.scope, k.sha, k.parents, collect([p.path, c.added, c.removed, c.symbols])"
+)
+READ_SNAPSHOT_HEADS = "MATCH (h:HistoryHead) WHERE h.tenant = $tenant RETURN h.uid, h.sha"
+
+
+def path_uid(tenant: str, repo: str, path: str) -> str:
+    return f"{tenant}|{repo}|{path}"
+
+
+def history_statements(delta: FileDelta, scope: str, fuid: str) -> list[tuple[str, Any]]:
+    """What a delta of ``_commits/`` writes beside its file: its commit (or head) replaced."""
+    statements: list[tuple[str, Any]] = []
+    if delta.commit_info is not None or delta.op == "delete" or delta.history_head is not None:
+        statements += [(DROP_COMMITS, {"fuids": [fuid]}), (DROP_HEADS, {"fuids": [fuid]})]
+    if delta.op == "delete":
+        return statements
+    info = delta.commit_info
+    if info is not None:
+        props = {"uid": f"{scope}|{info.sha}", "tenant": delta.tenant, "repo": delta.repo,
+                 "scope": scope, "file_uid": fuid, "sha": info.sha, "parents": list(info.parents),
+                 "author": info.author, "date": info.date, "subject": info.subject,
+                 "changes_cut": info.changes_cut, "issues": list(info.issues)}  # fmt: skip
+        changes = [{"puid": path_uid(delta.tenant, delta.repo, c.path), "path": c.path,
+                    "added": c.added, "removed": c.removed, "symbols": list(c.symbols)}
+                   for c in info.changes]  # fmt: skip
+        statements.append((ADD_COMMITS, {"rows": [{"props": props, "changes": changes}]}))
+    if delta.history_head is not None:
+        props = {"tenant": delta.tenant, "file_uid": fuid, "sha": delta.history_head}
+        statements.append((ADD_HEADS, {"rows": [{"uid": scope, "props": props}]}))
+    return statements
