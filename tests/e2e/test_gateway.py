@@ -112,6 +112,13 @@ def _paths(stack: Supervisor, ref: str = "main") -> set[str]:
         graph.close()
 
 
+def _history(stack: Supervisor, target: str) -> list[dict[str, object]]:
+    answer = httpx.get(f"{stack.settings.query.url}/v1/history", timeout=30,
+                       params={"repo": "shop", "target": target},
+                       headers={"Authorization": "Bearer agent-key"})  # fmt: skip
+    return list(answer.json()["commits"]) if answer.status_code == 200 else []
+
+
 def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> None:
     head = git(origin, "rev-parse", "HEAD")
     body = _push_payload(origin, "0" * 40, head)
@@ -154,6 +161,14 @@ def test_pushes_flow_to_the_index(gateway_stack: Supervisor, origin: Path) -> No
         assert [n.symbol.id for n in callees] == ["shop::helpers.py::helper"]
     finally:
         graph.close()
+
+    # Issue #54: the pushed commit is in the branch's history, with what it changed.
+    def pushed() -> list[dict[str, object]]:
+        found = _history(gateway_stack, "app.py")
+        return found if found and found[0]["sha"] == after else []
+
+    wait_for(lambda: bool(pushed()), what="the pushed commit in history")
+    assert [c["subject"] for c in pushed()] == ["rename util", "first commit"]
     # A replayed delivery publishes nothing new.
     replay = _post(gateway_stack, body, _signed(body), "d-2")
     assert replay.status_code == 202 and replay.json()["status"] == "duplicate delivery"
@@ -378,6 +393,10 @@ def test_force_push_is_diffed_against_what_was_indexed(
         return {"fresh.py", "util.py"} <= paths and "helpers.py" not in paths
 
     wait_for(rewritten, what="force push")
+    # Issue #54: the commits the force-push dropped are out of the branch's history.
+    wait_for(lambda: [c["sha"] for c in _history(gateway_stack, "app.py")] == [first],
+             what="history without the dropped commits")  # fmt: skip
+    assert [c["sha"] for c in _history(gateway_stack, "fresh.py")] == [after]
 
 
 def test_kafka_down_is_503_with_retry_after(gateway_stack: Supervisor) -> None:

@@ -656,6 +656,18 @@ def test_history_says_who_changed_a_file_or_a_definition_and_sees_only_its_refs_
         assert ask("no_such_name_anywhere").status_code == 404
         assert ask("geo/shapes.py\x1b[2J").status_code == 422  # control characters
         assert ask("geo/shapes.py", limit=0).status_code == 422
+        # Context lists the entry file's last commits after its code, inside the budget.
+        question = {"query": "compute the area of a square", "repo": "geo",
+                    "budget_tokens": 2000}  # fmt: skip
+
+        def history_block() -> dict[str, Any] | None:
+            blocks = client.post("/v1/context", json=question).json()["blocks"]
+            return next((b for b in blocks if b["kind"] == "history"), None)
+
+        wait_for(lambda: history_block() is not None, 60, "a history block in context")
+        block = history_block()
+        assert block is not None and block["provenance"]["path"] == "geo/shapes.py"
+        assert f"{fix[:10]}" in block["text"] and "[#7] (in area)" in block["text"]
         other = httpx.get(f"{indexed.settings.query.url}/v1/history", timeout=30,
                           params={"repo": "geo", "target": "geo/shapes.py"},
                           headers={"Authorization": "Bearer key-default"})  # fmt: skip

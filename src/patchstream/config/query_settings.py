@@ -52,6 +52,11 @@ class QuerySettings(BaseModel):
     map_files: int = Field(
         default=20, ge=0, description="files context lists after the entry points, a line per match"
     )
+    history_files: int = Field(
+        default=3, ge=0,
+        description="entry files whose last commits context lists after the entry code",
+    )  # fmt: skip
+    history_commits: int = Field(default=3, ge=1, le=20, description="commits listed per file")
     map_hits: int = Field(
         default=100, gt=0, le=100, description="search hits context reads (the file map's pool)"
     )

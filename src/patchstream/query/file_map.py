@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from patchstream.query.context import Candidate
+from patchstream.stores.graph.base import CommitHit
 from patchstream.stores.vector.milvus_rows import SearchHit
 
 CODE_KINDS = ("function", "class", "interface")  # hits whose code can be an entry point
@@ -101,3 +102,18 @@ def remaining_candidates(
     rest = [h for h in hits if h not in entries]
     return [hit_candidate("semantic" if h.source == "code" else "prose", h)
             for h in sorted(rest, key=lambda h: h.source != "code")]  # fmt: skip
+
+
+def history_candidate(repo: str, ref: str, path: str, commits: Sequence[CommitHit]) -> Candidate:
+    """A file's last commits, a line each: sha, date, author, subject, the issues it names
+    and the definitions it touched."""
+    lines = [f"last commits that changed {path}:"]
+    for commit in commits:
+        issues = f" [{', '.join(commit.issues)}]" if commit.issues else ""
+        touched = sorted({name for change in commit.files for name in change["symbols"]})
+        where = f" (in {', '.join(touched)})" if touched else ""
+        lines.append(f"- {commit.sha[:10]} {commit.date[:10]} {commit.author}: "
+                     f"{commit.subject}{issues}{where}")  # fmt: skip
+    return Candidate(kind="history", repo=repo, ref=ref, path=path, start_line=1, end_line=1,
+                     text="\n".join(lines), source="history",
+                     key=f"history|{repo}|{ref}|{path}")  # fmt: skip

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.config.settings import Settings
+from patchstream.errors import StoreError
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import (
     entry_hits,
     file_map_candidates,
+    history_candidate,
     hit_candidate,
     remaining_candidates,
 )
@@ -182,6 +184,10 @@ class QueryService:
                            repo=repo, ref=ref)  # fmt: skip
         entries = entry_hits(hits, entry_points)
         candidates += [hit_candidate("entry-code", hit) for hit in entries]
+        # Who changed the entry files last, and why: read beside the walks, listed after the
+        # entry code.
+        history_at = len(candidates)
+        history = self._pool.submit(self._history_candidates, tenant, entries)
         # Then the next best files, a short block each: breadth before depth.
         candidates += file_map_candidates(
             hits, wanted.map_files, skip={(h.repo, h.ref, h.path) for h in entries}
@@ -209,12 +215,28 @@ class QueryService:
         # answer holds more relevant code instead of stopping near 4k when the entry points'
         # neighbourhood runs out.
         candidates += remaining
+        candidates[history_at:history_at] = history.result()
         # Graph fan-out can bring thousands of signatures; only the first ones could fit anyway.
         candidates = self._with_trust(
             tenant, candidates[: self.settings.query.max_context_candidates], writers.result()
         )
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
+
+    def _history_candidates(self, tenant: str, entries: Sequence[SearchHit]) -> list[Candidate]:
+        """A short block per entry file: its last commits, with the issues they name."""
+        wanted = self.settings.query
+        files = list(dict.fromkeys((h.repo, h.ref, h.path) for h in entries))
+        found = []
+        for repo, ref, path in files[: wanted.history_files]:
+            try:
+                commits = self.graph.history(tenant, repo, ref, path=path,
+                                             limit=wanted.history_commits)  # fmt: skip
+            except StoreError:  # history is a help, never a reason to fail a context
+                continue
+            if commits:
+                found.append(history_candidate(repo, ref, path, commits))
+        return found
 
     def _working_state(self, tenant: str, session: str | None, run: str | None) -> list[Candidate]:
         """The session's working state and its run's, first of all (an unknown id adds none)."""
