@@ -144,7 +144,10 @@ def test_index_publishes_the_head_and_drops_what_a_force_push_lost(repo: Path) -
     assert set(pages) == {commit_path(first), commit_path(lost), HEAD_PATH}
     assert pages[HEAD_PATH].content == f"{lost}\n" and plan.commits == 2
     held = {w.path: w.content_hash for w in plan.writes}
-    assert plan_index(repo, scan_directory(repo), held, commits=100).writes == []
+    assert plan_index(repo, scan_directory(repo), held, commits=100).writes == []  # not read
+    lacking = {path: digest for path, digest in held.items() if path != commit_path(first)}
+    again = plan_index(repo, scan_directory(repo), lacking, commits=100)
+    assert [w.path for w in again.writes] == [commit_path(first)]  # same head, a page short
 
     _git(repo, "reset", "-q", "--hard", first)
     again = plan_index(repo, scan_directory(repo), held, commits=100)

@@ -117,6 +117,23 @@ def read_history(
     return history[:limit], len(history) <= limit
 
 
+def head_commit(root: Path) -> tuple[str, int] | None:
+    """The commit HEAD names and how many commits it reaches (None outside git, or for a
+    repository without commits): cheap, so an unchanged history is not read again."""
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"],
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        sha = head.stdout.strip()
+        if head.returncode != 0 or not SHA.fullmatch(sha):
+            return None
+        count = subprocess.run(["git", "-C", str(root), "rev-list", "--count",
+                                "--end-of-options", sha], capture_output=True, text=True,
+                               timeout=120, check=True)  # fmt: skip
+        return sha, int(count.stdout.strip())
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def _git(root: Path, args: list[str], env: dict[str, str] | None) -> IO[bytes] | None:
     """A git command's output as a stream (its errors: nothing more to read)."""
     try:
