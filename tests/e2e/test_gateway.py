@@ -194,7 +194,8 @@ def test_branches_are_overlays_of_the_default_branch(
     feature = git(origin, "rev-parse", "HEAD")
     body = _push_payload(origin, "0" * 40, feature, "refs/heads/feature")
     assert _post(gateway_stack, body, _signed(body), "b-1").status_code == 202
-    wait_for(lambda: _paths(gateway_stack, "feature") == {helpers, f"_commits/{feature}.md"},
+    wait_for(lambda: _paths(gateway_stack, "feature") == {helpers, f"_commits/{feature}.md",
+                                                           "_commits/HEAD"},
              what="the branch's own files only")  # fmt: skip
     assert (_overlays(gateway_stack)["feature"].base, _overlays(gateway_stack)["feature"].kind) == (
         "main",

@@ -86,8 +86,11 @@ def test_a_branch_at_an_older_commit_sees_none_of_mains_later_history(
     assert _shas(main) == [c3, c1]
     assert main[0].issues == ["#7"] and main[0].subject == "Compute the area from the side"
     assert main[0].files[0]["symbols"] == ["area"]  # the hunk fell in Square.area
-    assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="area")) == [c3]
-    assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="side")) == []
+    # The commits whose hunks fell in ``area``: the fix, and the one that wrote it.
+    assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="area")) == [
+        c3, c1,
+    ]  # fmt: skip
+    assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="side")) == [c1]
     assert _shas(graph.history(tenant, "app", "main")) == [c3, c2, c1]
 
     _git(root, "checkout", "-q", "old")

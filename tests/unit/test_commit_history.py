@@ -127,6 +127,15 @@ def test_any_message_renders_to_a_page_that_reads_back_as_its_commit(message: st
     assert (parsed.sha, parsed.changes, parsed.parents) == (info.sha, info.changes, ())
 
 
+def test_a_changed_definition_line_names_that_definition_not_the_one_above(repo: Path) -> None:
+    text = "class Square:\n    def area(self):\n        return 1\n\n    def side(self):\n"
+    _commit(repo, {"s.py": text + "        return 1\n"}, "add")
+    _commit(repo, {"s.py": text.replace("def side", "def sides") + "        return 1\n"}, "rename")
+    history, _ = read_history(repo, 5)
+    assert history[0].info.changes[0].symbols == ("side", "sides")  # not "area", the context
+    assert history[1].info.changes[0].symbols == ("Square", "area", "side")
+
+
 def test_issue_references_and_definition_names() -> None:
     assert issue_refs("Fixes #12, refs GH-3, see #12 again; &#39; x#4 /#5") == ("#12", "#3")
     assert defined_name("class Square(Shape):") == "Square"

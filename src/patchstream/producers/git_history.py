@@ -41,6 +41,10 @@ _DEFINED = re.compile(
     r"\b(?:async\s+def|def|class|func|fn|function|struct|interface|trait|enum|impl|module|"
     r"object|record)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
+_OPENS = re.compile(
+    r"\s*(?:(?:export|public|private|protected|static|async|pub)\s+)*"
+    r"(?:async\s+def|def|class|func|fn|function|struct|interface|trait|enum|impl|module)\s"
+)
 _CALLED = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _NOT_NAMES = frozenset({"if", "for", "while", "switch", "return", "catch", "with", "elif"})
 
@@ -62,6 +66,20 @@ class _Building:
     names: dict[str, list[str]] = field(default_factory=dict)
     path: str | None = None
     in_header: bool = False  # between ``diff --git`` and the first hunk: ---/+++ name files
+    # The hunk being read: the definition its header names, used unless its own lines
+    # open one (a changed ``def`` line is that definition's change, not the one above it).
+    context: str | None = None
+    hunk_defines: bool = False
+
+    def name(self, name: str | None) -> None:
+        names = self.names.setdefault(self.path or "", [])
+        if name and name not in names and len(names) < MAX_SYMBOLS_PER_FILE:
+            names.append(name)
+
+    def end_hunk(self) -> None:
+        if self.path is not None and not self.hunk_defines:
+            self.name(self.context)
+        self.context, self.hunk_defines = None, False
 
 
 def read_history(
@@ -147,6 +165,7 @@ def _git(root: Path, args: list[str], env: dict[str, str] | None) -> IO[bytes] |
 
 def _diff_line(commit: _Building, line: str) -> None:
     if line.startswith("diff --git "):
+        commit.end_hunk()
         commit.path, commit.in_header = _same_path(line[11:]), True
         if commit.path is not None:  # a binary file has no ---/+++ lines
             commit.files.setdefault(commit.path, [0, 0])
@@ -154,6 +173,7 @@ def _diff_line(commit: _Building, line: str) -> None:
         commit.path = line[6:].removesuffix("\t")  # git ends a name holding spaces with a tab
         commit.files.setdefault(commit.path, [0, 0])
     elif line.startswith("@@ ") and commit.path is not None:
+        commit.end_hunk()
         commit.in_header = False
         hunk = _HUNK.match(line)
         if hunk is None:
@@ -161,10 +181,10 @@ def _diff_line(commit: _Building, line: str) -> None:
         counts = commit.files[commit.path]
         counts[1] += int(hunk.group(1) if hunk.group(1) is not None else 1)
         counts[0] += int(hunk.group(2) if hunk.group(2) is not None else 1)
-        name = defined_name(hunk.group(3))
-        names = commit.names.setdefault(commit.path, [])
-        if name and name not in names and len(names) < MAX_SYMBOLS_PER_FILE:
-            names.append(name)
+        commit.context = defined_name(hunk.group(3))
+    elif line[:1] in ("+", "-") and commit.path and not commit.in_header and _OPENS.match(line, 1):
+        commit.hunk_defines = True
+        commit.name(defined_name(line[1:]))
 
 
 def _same_path(pair: str) -> str | None:
@@ -188,6 +208,7 @@ def defined_name(context: str) -> str | None:
 
 
 def _finish(commit: _Building) -> HistoryCommit | None:
+    commit.end_hunk()
     paths = sorted(commit.files)
     changes = []
     for path in paths[:MAX_CHANGED_FILES]:
