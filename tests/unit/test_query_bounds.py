@@ -30,6 +30,9 @@ class FanOutGraph:
     def flagged_files(self, *args: Any) -> list[Any]:
         return []
 
+    def history(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return []  # no commits indexed
+
     limits: list[int | None]
 
     def walks(
