@@ -9,31 +9,33 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchstream import __version__
-from patchstream.cli.contracts import docs_reference, openapi, schemas
-from patchstream.cli.dlq import dlq
-from patchstream.cli.errors import FriendlyGroup
-from patchstream.cli.memory import memory
-from patchstream.cli.query import query
-from patchstream.cli.reconcile import reconcile
-from patchstream.cli.repos import repo
-from patchstream.cli.runs import run, session
-from patchstream.cli.trace import trace
-from patchstream.cli.watch import watch
-from patchstream.cli.workspace import workspace
-from patchstream.cli.writes import emit, index
+from patchstream.cli.lazy import LazyGroup
 from patchstream.config.client_profile import use_client_profile
 from patchstream.config.settings import get_settings
 from patchstream.config.stack_registry import follow_the_running_stack
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
-from patchstream.parsing.delta import compute_delta
-from patchstream.parsing.filestate import FileRef, FileStateBuilder
-from patchstream.schemas.state import FileDelta
+
+if TYPE_CHECKING:
+    from patchstream.schemas.state import FileDelta
+
+# Commands whose modules are imported when they run (``cli.lazy``).
+LAZY_COMMANDS = {
+    "query": "patchstream.cli.query:query", "index": "patchstream.cli.writes:index",
+    "emit": "patchstream.cli.writes:emit", "schemas": "patchstream.cli.contracts:schemas",
+    "openapi": "patchstream.cli.contracts:openapi",
+    "docs-reference": "patchstream.cli.contracts:docs_reference",
+    "dlq": "patchstream.cli.dlq:dlq", "reconcile": "patchstream.cli.reconcile:reconcile",
+    "run": "patchstream.cli.runs:run", "session": "patchstream.cli.runs:session",
+    "memory": "patchstream.cli.memory:memory", "workspace": "patchstream.cli.workspace:workspace",
+    "repo": "patchstream.cli.repos:repo", "trace": "patchstream.cli.trace:trace",
+    "watch": "patchstream.cli.watch:watch",
+}  # fmt: skip
 
 # Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
 # at one URL with one key. Services, workers and operator commands keep their own settings.
@@ -41,7 +43,7 @@ CLIENT_COMMANDS = frozenset({"query", "index", "emit", "run", "session", "memory
                              "repo", "status", "mcp", "trace", "hook", "watch"})  # fmt: skip
 
 
-@click.group(cls=FriendlyGroup)
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS)
 @click.version_option(__version__, prog_name="patchstream")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -107,6 +109,9 @@ def delta_summary(delta: FileDelta) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def parse(file: Path, repo: str, repo_path: str | None, as_json: bool) -> None:
     """Print the delta of FILE from an empty previous state."""
+    from patchstream.parsing.delta import compute_delta
+    from patchstream.parsing.filestate import FileRef, FileStateBuilder
+
     started = time.perf_counter()
     target = FileRef(
         tenant="default",
@@ -441,23 +446,6 @@ def sink(kind: str) -> None:
         await asyncio.gather(*(runner.run(stop) for runner in runners))
 
     asyncio.run(run())
-
-
-cli.add_command(query)
-cli.add_command(index)
-cli.add_command(emit)
-cli.add_command(schemas)
-cli.add_command(openapi)
-cli.add_command(docs_reference)
-cli.add_command(dlq)
-cli.add_command(reconcile)
-cli.add_command(run)
-cli.add_command(memory)
-cli.add_command(session)
-cli.add_command(workspace)
-cli.add_command(repo)
-cli.add_command(trace)
-cli.add_command(watch)
 
 
 def main() -> None:

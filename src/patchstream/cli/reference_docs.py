@@ -49,8 +49,11 @@ def cli_page(root: click.Group) -> str:
                 lines.append(f"| {label} | {_cell(default)} | {_cell(help_text)} |")
             lines.append("")
         if isinstance(command, click.Group):
-            for sub_name in sorted(command.commands):
-                walk(command.commands[sub_name], [*path, sub_name])
+            context = click.Context(command)
+            for sub_name in sorted(command.list_commands(context)):  # lazy ones too
+                sub = command.get_command(context, sub_name)
+                if sub is not None:
+                    walk(sub, [*path, sub_name])
 
     walk(root, ["patchstream"])
     return "\n".join(lines).rstrip() + "\n"
