@@ -133,13 +133,14 @@ def test_a_milvus_that_works_without_answering_is_loading_not_hung(tmp_path: Pat
     import subprocess
     import sys
 
-    from patchstream.embedded.services import Service, free_port, hung
+    from patchstream.embedded.services import BUSY_CPU_S, Service, free_port, hung
+    from patchstream.system.procfs import TICKS_PER_S, cpu_ticks
 
     assert not hung("milvus", failed_probes=40, failing_for_s=600.0, busy=True)
     assert hung("milvus", failed_probes=40, failing_for_s=901.0, busy=True)
     assert hung("falkordb", failed_probes=3, failing_for_s=0.5, busy=True)  # no patience there
 
-    def verdicts(code: str) -> list[bool]:
+    def verdicts(code: str, spins: bool) -> list[bool]:
         process = subprocess.Popen([sys.executable, "-c", code])
         try:
             service = Service("milvus", "127.0.0.1", free_port(), process, tmp_path / "m.log")
@@ -147,13 +148,19 @@ def test_a_milvus_that_works_without_answering_is_loading_not_hung(tmp_path: Pat
             for _ in range(3):
                 found.append(service.alive_and_answering())
                 service.failing_since = time.monotonic() - 200  # past the idle patience
-                # Probe to probe ~6 s: a spinning child earns the 1 CPU-s that says "busy"
-                # even with a sixth of a core (four test workers on two cores).
-                time.sleep(3.0)
+                if spins:  # wait on the CPU it earns, not on a clock: a loaded machine gives
+                    # a spinning child a sixth of a core, or less
+                    start = cpu_ticks(process.pid) or 0
+                    deadline = time.monotonic() + 120
+                    while (cpu_ticks(process.pid) or 0) - start < 1.2 * BUSY_CPU_S * TICKS_PER_S:
+                        assert time.monotonic() < deadline, "the spinning child got no CPU"
+                        time.sleep(0.1)
+                else:
+                    time.sleep(3.0)
             return found
         finally:
             process.kill()
             process.wait()
 
-    assert verdicts("while True: pass")[-1] is True  # busy: still given time
-    assert verdicts("import time; time.sleep(60)")[-1] is False  # idle: hung
+    assert verdicts("while True: pass", spins=True)[-1] is True  # busy: still given time
+    assert verdicts("import time; time.sleep(60)", spins=False)[-1] is False  # idle: hung
