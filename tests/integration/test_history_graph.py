@@ -92,6 +92,10 @@ def test_a_branch_at_an_older_commit_sees_none_of_mains_later_history(
     ]  # fmt: skip
     assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="side")) == [c1]
     assert _shas(graph.history(tenant, "app", "main")) == [c3, c2, c1]
+    several = graph.histories(tenant, "app", "main", ["geo/shapes.py", "geo/util.py", "no.py"])
+    assert {path: _shas(hits) for path, hits in several.items()} == {
+        "geo/shapes.py": [c3, c1], "geo/util.py": [c2],
+    }  # fmt: skip
 
     _git(root, "checkout", "-q", "old")
     graph.declare_overlay(tenant, "app", "old", "main", "branch")

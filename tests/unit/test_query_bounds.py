@@ -33,6 +33,9 @@ class FanOutGraph:
     def history(self, *args: Any, **kwargs: Any) -> list[Any]:
         return []  # no commits indexed
 
+    def histories(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
     limits: list[int | None]
 
     def walks(

@@ -227,15 +227,18 @@ class QueryService:
         """A short block per entry file: its last commits, with the issues they name."""
         wanted = self.settings.query
         files = list(dict.fromkeys((h.repo, h.ref, h.path) for h in entries))
-        found = []
+        by_view: dict[tuple[str, str], list[str]] = {}
         for repo, ref, path in files[: wanted.history_files]:
+            by_view.setdefault((repo, ref), []).append(path)
+        found = []
+        for (repo, ref), paths in by_view.items():
             try:
-                commits = self.graph.history(tenant, repo, ref, path=path,
-                                             limit=wanted.history_commits)  # fmt: skip
+                commits = self.graph.histories(tenant, repo, ref, paths,
+                                               limit=wanted.history_commits)  # fmt: skip
             except StoreError:  # history is a help, never a reason to fail a context
                 continue
-            if commits:
-                found.append(history_candidate(repo, ref, path, commits))
+            found += [history_candidate(repo, ref, path, commits[path])
+                      for path in paths if commits.get(path)]  # fmt: skip
         return found
 
     def _working_state(self, tenant: str, session: str | None, run: str | None) -> list[Candidate]:

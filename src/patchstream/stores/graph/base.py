@@ -259,6 +259,18 @@ class GraphStore(abc.ABC):
         named ``symbol``), or every reachable commit; newest first."""
 
     @abc.abstractmethod
+    def histories(
+        self,
+        tenant: str,
+        repo: str,
+        ref: str,
+        paths: list[str],
+        symbol: str | None = None,
+        limit: int = 20,
+    ) -> dict[str, list[CommitHit]]:
+        """``history`` of each of ``paths`` (those no reachable commit changed are left out)."""
+
+    @abc.abstractmethod
     def session_files(
         self, tenant: str, session_id: str, repo: str | None = None, limit: int = 5
     ) -> list[SessionWrite]:

@@ -26,7 +26,6 @@ from patchstream.stores.graph.history_statements import (
 from patchstream.stores.graph.keys import scope_of
 
 _CACHED_VIEWS = 16
-_COUNT = "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) RETURN count(k)"
 
 
 @dataclass(frozen=True)
@@ -55,21 +54,35 @@ class HistoryReads(abc.ABC):
         ``symbol``, a hunk in that definition), or every reachable commit; newest first."""
         if not tenant:
             return []
+        if path is not None:
+            return self.histories(tenant, repo, ref, [path], symbol, limit).get(path, [])
+        scopes = [scope_of(tenant, repo, name) for name in self.overlay_chain(tenant, repo, ref)]
+        graph = self._commit_graph(tenant, scopes)
+        newest = sorted(graph.dates, key=graph.order, reverse=True)
+        uids = [f"{graph.scope_of[sha]}|{sha}" for sha in newest[:limit]]
+        if not uids:
+            return []
+        hits = [_hit(props, []) for props, _ in self._read(tenant, READ_COMMITS,
+                                                           {"uids": uids})]  # fmt: skip
+        return sorted(hits, key=lambda hit: graph.order(hit.sha), reverse=True)
+
+    def histories(
+        self, tenant: str, repo: str, ref: str, paths: list[str], symbol: str | None = None,
+        limit: int = 20,
+    ) -> dict[str, list[CommitHit]]:  # fmt: skip
+        """:meth:`history` of several paths of one view, in two round trips and one walk of
+        the commit graph (context asks it for its entry files)."""
+        if not tenant or not paths:
+            return {}
         scopes = [scope_of(tenant, repo, name) for name in self.overlay_chain(tenant, repo, ref)]
         graph = self._commit_graph(tenant, scopes)
         if graph.head is None:
-            return []
-        if path is None:
-            newest = sorted(graph.dates, key=graph.order, reverse=True)
-            uids = [f"{graph.scope_of[sha]}|{sha}" for sha in newest[:limit]]
-            hits = [_hit(props, []) for props, _ in self._read(tenant, READ_COMMITS,
-                                                               {"uids": uids})]  # fmt: skip
-            return sorted(hits, key=lambda hit: graph.order(hit.sha), reverse=True)
+            return {}
         wanted = symbol.rsplit(".", 1)[-1].rsplit("::", 1)[-1] if symbol else None
-        found: dict[str, CommitHit] = {}
-        rows = self._read(tenant, READ_PATH_COMMITS,
-                          {"puid": path_uid(tenant, repo, path), "scopes": scopes})  # fmt: skip
-        for props, added, removed, symbols in rows:
+        found: dict[str, dict[str, CommitHit]] = {}
+        puids = [path_uid(tenant, repo, path) for path in dict.fromkeys(paths)]
+        rows = self._read(tenant, READ_PATH_COMMITS, {"puids": puids, "scopes": scopes})
+        for path, props, added, removed, symbols in rows:
             sha = str(props["sha"])
             if sha not in graph.dates or graph.scope_of[sha] != props["scope"]:
                 continue  # not reachable, or a lower layer's copy of an overlay's commit
@@ -77,15 +90,17 @@ class HistoryReads(abc.ABC):
             if wanted is not None and wanted not in names:
                 continue
             change = {"path": path, "added": added, "removed": removed, "symbols": names}
-            found[sha] = _hit(props, [change])
-        ordered = sorted(found.values(), key=lambda hit: graph.order(hit.sha), reverse=True)
-        return ordered[:limit]
+            found.setdefault(str(path), {})[sha] = _hit(props, [change])
+        return {
+            path: sorted(hits.values(), key=lambda hit: graph.order(hit.sha), reverse=True)[:limit]
+            for path, hits in found.items()
+        }
 
     def _commit_graph(self, tenant: str, scopes: list[str]) -> _CommitGraph:
-        heads = dict(self._read(tenant, READ_HEADS, {"scopes": scopes}))
-        head = next((str(heads[s]) for s in scopes if heads.get(s)), None)
-        count_rows = self._read(tenant, _COUNT, {"scopes": scopes})
-        count = int(count_rows[0][0]) if count_rows else 0
+        layers = {str(scope): (sha, int(n)) for scope, sha, n in
+                  self._read(tenant, READ_HEADS, {"scopes": scopes})}  # fmt: skip
+        head = next((str(layers[s][0]) for s in scopes if s in layers and layers[s][0]), None)
+        count = sum(n for _, n in layers.values())
         key = (tuple(scopes), head, count)
         cache = self._history_cache()
         with cache[0]:

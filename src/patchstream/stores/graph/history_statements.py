@@ -33,14 +33,18 @@ ADD_HEADS = "UNWIND $rows AS row MERGE (h:HistoryHead {uid: row.uid}) SET h += r
 HISTORY_STATEMENTS = (DROP_COMMITS, DROP_HEADS, ADD_COMMITS, ADD_HEADS)
 
 # Reads (``$scopes``: the view's layers).
-READ_HEADS = "UNWIND $scopes AS scope MATCH (h:HistoryHead {uid: scope}) RETURN h.uid, h.sha"
+# Each layer's head and commit count, in one round trip.
+READ_HEADS = (
+    "UNWIND $scopes AS scope OPTIONAL MATCH (h:HistoryHead {uid: scope}) "
+    "OPTIONAL MATCH (k:Commit {scope: scope}) RETURN scope, h.sha, count(k)"
+)
 READ_PARENTS = (
     "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) "
     "RETURN k.sha, k.parents, k.scope, k.date"
 )
 READ_PATH_COMMITS = (
-    "MATCH (p:Path {uid: $puid})<-[c:CHANGED]-(k:Commit) WHERE k.scope IN $scopes "
-    "RETURN properties(k), c.added, c.removed, c.symbols"
+    "UNWIND $puids AS puid MATCH (p:Path {uid: puid})<-[c:CHANGED]-(k:Commit) "
+    "WHERE k.scope IN $scopes RETURN p.path, properties(k), c.added, c.removed, c.symbols"
 )
 READ_COMMITS = (
     "UNWIND $uids AS uid MATCH (k:Commit {uid: uid}) OPTIONAL MATCH (k)-[c:CHANGED]->(p:Path) "
