@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from patchstream.indexing.plan import plan_index
 from patchstream.parsing.commit_text import HEAD_PATH
 from patchstream.parsing.hashing import hash_bytes
@@ -65,16 +67,22 @@ class Publisher:
             assert self.graph.apply(delta).applied
 
 
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty repository on branch main."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
 def _shas(hits: list) -> list[str]:  # type: ignore[type-arg]
     return [hit.sha for hit in hits]
 
 
 def test_a_branch_at_an_older_commit_sees_none_of_mains_later_history(
-    graph: CypherGraphStore, tenant: str, tmp_path: Path
+    graph: CypherGraphStore, tenant: str, root: Path
 ) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
     c1 = _commit(root, {"geo/shapes.py": AREA_V1, "README.md": "# geo\n"}, "Add squares")
     c2 = _commit(root, {"geo/util.py": "def clamp(x):\n    return x\n"}, "Add clamp")
     _git(root, "branch", "old")
@@ -106,11 +114,8 @@ def test_a_branch_at_an_older_commit_sees_none_of_mains_later_history(
 
 
 def test_a_force_push_drops_what_only_the_lost_commits_held(
-    graph: CypherGraphStore, tenant: str, tmp_path: Path
+    graph: CypherGraphStore, tenant: str, root: Path
 ) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
     c1 = _commit(root, {"geo/shapes.py": AREA_V1}, "Add squares")
     lost = _commit(root, {"geo/shapes.py": AREA_V2}, "A change that is taken back")
     publisher = Publisher(graph, tenant)
