@@ -23,6 +23,7 @@ from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.streams.producer import EventPublisher
 from tests.e2e.conftest import make_repo, wait_for
+from tests.e2e.geometry_repo import GEOMETRY
 
 FILES = {
     "billing/tax.py": (
@@ -683,3 +684,35 @@ def test_history_says_who_changed_a_file_or_a_definition_and_sees_only_its_refs_
     first = shown.stdout.splitlines()[0]
     assert first.startswith(fix[:12]) and "Compute the area from the side  [#7]" in first
     assert "geo/shapes.py +1 -1 in area" in shown.stdout
+
+
+def test_a_small_budget_holds_the_method_the_question_names(
+    indexed: Supervisor, tmp_path: Path
+) -> None:
+    """Issue #54: a 600-token context for "how is the area of a square computed" on a
+    20-file repository held ``class Square`` (its chunk is the header) and never the two
+    lines of ``Square.area``: a class entry now brings the members the question names."""
+    repo = make_repo(tmp_path / "geometry", GEOMETRY)
+    done = asyncio.run(index_directory(indexed.settings, repo, repo="geometry", tenant="acme",
+                                       timeout_s=180, progress=False))  # fmt: skip
+    assert done.complete
+    question = {"query": "how is the area of a square computed", "repo": "geometry",
+                "budget_tokens": 600}  # fmt: skip
+    with _client(indexed) as client:
+
+        def square_area() -> list[dict[str, object]]:
+            blocks = client.post("/v1/context", json=question).json()["blocks"]
+            return [b for b in blocks if "return self.side * self.side" in str(b["text"])]
+
+        wait_for(
+            lambda: bool(
+                client.post("/v1/search", json={"query": "square", "repo": "geometry"}).json()[
+                    "hits"
+                ]
+            ),
+            30,
+            "geometry in search",
+        )
+        [block] = square_area()
+        assert block["kind"] == "entry-code"
+        assert block["provenance"]["path"] == "geometry/square.py"  # type: ignore[index]

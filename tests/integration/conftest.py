@@ -143,3 +143,14 @@ def vectors(milvus_service: Service, embedder: CountingEmbedder) -> Iterator[Mil
 
 
 FIXTURE_ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty git repository on branch main."""
+    from tests.integration.history_repo import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo

@@ -53,3 +53,22 @@ def test_map_blocks_fit_where_code_would_not() -> None:
     # Ten files named within 600 tokens; one of them as code would not fit at all.
     assert [b.path for b in blocks] == [f"m{i}.py" for i in range(10)] and used <= 600
     assert counter.count(hits[0].text) > 600
+
+
+def test_a_class_entry_brings_the_members_the_question_names() -> None:
+    from patchstream.query.file_map import named_members
+    from patchstream.stores.graph.base import StoredSymbol
+
+    def member(name: str, line: int, owner: str = "Square") -> StoredSymbol:
+        return StoredSymbol(id=f"g::s.py::{owner}.{name}", kind="method", name=name,
+                            qualified_name=f"{owner}.{name}", repo="g", ref="main",
+                            path="s.py", start_line=line, end_line=line + 1)  # fmt: skip
+
+    symbols = [member("__init__", 2), member("area", 5), member("perimeter", 8),
+               member("scaled_area", 11), member("area", 3, owner="Circle")]  # fmt: skip
+    square = "g::s.py::Square"
+    assert named_members("how is the area of a square computed", square, symbols) == [
+        "g::s.py::Square.area", "g::s.py::Square.scaled_area"]  # fmt: skip
+    assert named_members("What are the areas?", square, symbols)[0] == "g::s.py::Square.area"
+    assert named_members("how is a square initialised", square, symbols) == []  # no dunders
+    assert named_members("perimeter", "g::s.py::Circle", symbols) == []  # another class's

@@ -34,13 +34,14 @@ LAZY_COMMANDS = {
     "run": "patchstream.cli.runs:run", "session": "patchstream.cli.runs:session",
     "memory": "patchstream.cli.memory:memory", "workspace": "patchstream.cli.workspace:workspace",
     "repo": "patchstream.cli.repos:repo", "trace": "patchstream.cli.trace:trace",
-    "watch": "patchstream.cli.watch:watch",
+    "watch": "patchstream.cli.watch:watch", "import": "patchstream.cli.imports:import_group",
 }  # fmt: skip
 
 # Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
 # at one URL with one key. Services, workers and operator commands keep their own settings.
 CLIENT_COMMANDS = frozenset({"query", "index", "emit", "run", "session", "memory", "workspace",
-                             "repo", "status", "mcp", "trace", "hook", "watch"})  # fmt: skip
+                             "repo", "status", "mcp", "trace", "hook", "watch",
+                             "import"})  # fmt: skip
 
 
 @click.group(cls=LazyGroup, lazy=LAZY_COMMANDS)

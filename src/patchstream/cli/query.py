@@ -161,7 +161,8 @@ def context(
 @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
 def history(target: str, repo: str, ref: str, limit: int, as_json: bool) -> None:
     """Who changed TARGET (a path, or a definition's name), when and why: the commits
-    reachable from REF's head, newest first, with the issues their messages name."""
+    reachable from REF's head, newest first, with the issues and pull/merge requests they
+    name or were merged by, and the review comments on a file."""
     params = {"repo": repo, "ref": ref, "target": target, "limit": limit}
     result = call("GET", "/v1/history", params=params)
     if as_json:
@@ -176,6 +177,13 @@ def history(target: str, repo: str, ref: str, limit: int, as_json: bool) -> None
         for change in commit["files"]:
             named = f" in {', '.join(change['symbols'])}" if change["symbols"] else ""
             click.echo(f"    {change['path']} +{change['added']} -{change['removed']}{named}")
+        for thread in commit.get("linked", []):
+            state = f" ({thread['state']})" if thread["state"] else ""
+            click.echo(f"    {thread['kind']} {thread['number']}{state}: {thread['title']}  "
+                       f"[{thread['via']}]")  # fmt: skip
+    for note in result.get("discussions", []):
+        click.echo(f"review on {note['thread']} ({note['title']}) by {note['author']} "
+                   f"{note['date'][:10]}  {note['url']}")  # fmt: skip
 
 
 @query.command()

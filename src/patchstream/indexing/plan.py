@@ -16,6 +16,7 @@ from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.prose import COMMITS_DIR
 from patchstream.producers.git_history import HistoryCommit, head_commit, read_history
 from patchstream.producers.tree_scan import ScanResult
+from patchstream.schemas.discussions import DISCUSSIONS_DIR
 from patchstream.schemas.events import WithheldContent
 from patchstream.schemas.paths import validate_repo_path
 
@@ -71,6 +72,8 @@ def plan_index(
         withheld = WithheldContent(reason=file.reason, size=file.size)
         plan.writes.append(PlannedWrite(file.path, "upsert", None, digest, withheld=withheld))
     present = set(scan.files) | {file.path for file in scan.withheld}
+    # Discussions are the repository's, not the tree's: an index never takes them away.
+    present |= {path for path in held if path.startswith(DISCUSSIONS_DIR)}
     history, complete = _history(root, held, commits)
     if not complete and not history and commits > 0:
         present |= {path for path in held if path.startswith(COMMITS_DIR)}

@@ -19,7 +19,7 @@ from typing import Any
 
 from patchstream.config.settings import Settings
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.parsing.prose import is_virtual
 from patchstream.producers.git_mirror import Mirror
 from patchstream.schemas.events import BlobRef, PatchEvent
 from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -87,7 +87,7 @@ def plan_branch(settings: Settings, tenant: str, repo: str, ref: str) -> tuple[
                                  blob=BlobRef(sha=change.blob), **common))  # fmt: skip
         summary.republished.append(change.path)
     # Files an agent wrote are not the commit's to take away (they were never pushed).
-    for path in (p for p in extra if not p.startswith(COMMITS_DIR)):
+    for path in (p for p in extra if not is_virtual(p)):
         if sources.get((repo, ref, path)) in ("agent", "cli"):
             continue
         events.append(PatchEvent(path=path, op="delete", **{**common, "commit": None}))

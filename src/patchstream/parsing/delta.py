@@ -43,6 +43,7 @@ def diff_states(
         edges=new.edges,
         chunks=new.chunks,
         commit_info=new.commit_info,
+        discussion_info=new.discussion_info,
         history_head=new.history_head,
         **(_diff_lists(previous, new) if previous is not None else {}),
         **_provenance(event),

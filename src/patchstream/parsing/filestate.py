@@ -17,6 +17,7 @@ import tree_sitter as ts
 from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.chunking import ChunkOwner, build_chunks
 from patchstream.parsing.commit_text import HEAD_PATH, is_commit_path, parse_commit, parse_head
+from patchstream.parsing.discussion_text import parse_discussion
 from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
@@ -124,6 +125,7 @@ class FileStateBuilder:
                         "commit_info": info
                         if info is not None and info.sha in target.path
                         else None,  # a page naming another commit than its path says nothing
+                        "discussion_info": parse_discussion(target.path, text),
                     }
                 )
             )

@@ -6,17 +6,28 @@ from patchstream.parsing.chunking import pack_lines
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
+from patchstream.schemas.discussions import DISCUSSIONS_DIR
 from patchstream.schemas.graph import Symbol, SymbolKind
 
 PROSE_EXTENSIONS = (".md", ".markdown", ".mdx", ".rst", ".adoc")
 PROSE_LANGUAGE = "markdown"
 #: Commit messages are indexed as prose files under this virtual directory.
 COMMITS_DIR = "_commits/"
+#: Files of a view that are not files of its tree: a scan or a reconcile never deletes them.
+VIRTUAL_DIRS = (COMMITS_DIR, DISCUSSIONS_DIR)
 
 
 def prose_source(path: str) -> str:
-    """``commit`` for commit messages, ``doc`` for documentation."""
-    return "commit" if path.startswith(COMMITS_DIR) else "doc"
+    """``commit`` for commit messages, ``discussion`` for issues and reviews, ``doc`` for
+    documentation."""
+    if path.startswith(COMMITS_DIR):
+        return "commit"
+    return "discussion" if path.startswith(DISCUSSIONS_DIR) else "doc"
+
+
+def is_virtual(path: str) -> bool:
+    """A page the producers write beside a tree's files (commits, discussions)."""
+    return path.startswith(VIRTUAL_DIRS)
 
 
 def is_prose(path: str) -> bool:

@@ -1,4 +1,5 @@
-"""The gateway: GitHub/GitLab push webhooks and the agent patch API. It only writes to Kafka.
+"""The gateway: GitHub/GitLab push and discussion webhooks (issues, PR/MRs, reviews,
+comments) and the agent patch API. It only writes to Kafka.
 
 - Every body is limited (413 before it is buffered whole): webhooks 1 MiB, ``/v1/patches``
   8 MiB and each write's content at the parser's ``max_file_bytes``.
@@ -33,24 +34,35 @@ from patchstream.http.limits import KeyRateLimit
 from patchstream.http.security import BodyLimit, GzipRequest, bearer_tenant, resolve_api_keys
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
+from patchstream.producers.discussions import (
+    GITHUB_EVENTS,
+    GITLAB_EVENTS,
+    github_hook_pages,
+    gitlab_hook_pages,
+    page_events,
+)
 from patchstream.producers.git_mirror import validate_clone_url
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
-from patchstream.producers.registry import Registry, load_registry
+from patchstream.producers.registry import RegisteredRepo, Registry, load_registry
 from patchstream.producers.webhooks import (
     Push,
     events_for_push,
+    github_repo,
     github_signature_ok,
+    gitlab_repo,
     gitlab_token_ok,
     mark_indexed,
     parse_json,
     read_github_push,
     read_gitlab_push,
+    validate_delivery,
 )
 from patchstream.schemas.events import (
     ACTOR_PATTERN,
     ID_PATTERN,
     OBJECT_ID_PATTERN,
     PatchEvent,
+    Source,
     WithheldContent,
 )
 from patchstream.schemas.read_tokens import make_read_token
@@ -297,6 +309,42 @@ def create_gateway(
                 backoff = 1.0
                 await asyncio.sleep(settings.gateway.push_retry_s)
 
+    async def discussion(
+        body: bytes, signer: RegisteredRepo, source: Source, event: str, delivery: str | None
+    ) -> JSONResponse:
+        """An issue, a PR/MR, a review or a comment: its page, published before the 202
+        (no git to run, so nothing to resume: a refused publish is a 503 to redeliver)."""
+        try:
+            payload = parse_json(body)
+            validate_delivery(delivery)
+            repo = (github_repo if source == "github" else gitlab_repo)(registry, payload)
+            if repo is None:
+                return JSONResponse({"status": "ignored: repository not registered"},
+                                    status_code=202)  # fmt: skip
+            if repo is not signer:
+                raise HTTPException(401, "signature does not belong to this repository")
+            pages = (github_hook_pages if source == "github" else gitlab_hook_pages)(event, payload)
+        except ContractError as exc:
+            raise HTTPException(400, f"{event}: {exc}") from exc
+        if not pages:
+            return JSONResponse({"status": f"ignored {event}"}, status_code=202)
+        if not first_delivery(delivery):
+            return JSONResponse({"status": "duplicate delivery"}, status_code=202)
+        sender = _mapping(payload.get("sender")).get("login") if source == "github" else (
+            _mapping(payload.get("user")).get("username"))  # fmt: skip
+        events = page_events(repo.tenant, repo.name, repo.default_branch, pages, source,
+                             sender, delivery)  # fmt: skip
+        try:
+            await publisher.publish(events)
+        finally:
+            if delivery:
+                in_flight.discard(delivery)
+        succeeded(delivery)
+        log.info("event=discussion_published repo=%s event=%s pages=%d", repo.name, event,
+                 len(pages))  # fmt: skip
+        return JSONResponse({"status": "accepted", "pages": [p.path for p in pages]},
+                            status_code=202)  # fmt: skip
+
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
@@ -313,6 +361,9 @@ def create_gateway(
         event = request.headers.get("x-github-event", "")
         if event == "ping":
             return JSONResponse({"status": "pong"}, status_code=202)
+        if event in GITHUB_EVENTS:
+            return await discussion(body, signer, "github", event,
+                                    request.headers.get("x-github-delivery"))  # fmt: skip
         if event != "push":
             return JSONResponse({"status": f"ignored {event or 'unknown'} event"}, status_code=202)
         try:
@@ -333,11 +384,14 @@ def create_gateway(
         signer = signers[0] if signers else None
         if signer is None:
             raise HTTPException(401, "missing or invalid X-Gitlab-Token")
-        if request.headers.get("x-gitlab-event") != "Push Hook":
-            return JSONResponse({"status": "ignored"}, status_code=202)
+        event = request.headers.get("x-gitlab-event", "")
         delivery = request.headers.get("x-gitlab-event-uuid") or request.headers.get(
             "idempotency-key"
         )
+        if event in GITLAB_EVENTS:
+            return await discussion(body, signer, "gitlab", event, delivery)
+        if event != "Push Hook":
+            return JSONResponse({"status": "ignored"}, status_code=202)
         try:
             payload = parse_json(body)
             push = read_gitlab_push(registry, payload, delivery)
@@ -395,6 +449,10 @@ def create_gateway(
         return {"event_ids": [e.event_id for e in events]}
 
     return app
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _utf8_size(text: str, index: int) -> int:

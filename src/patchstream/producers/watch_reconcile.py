@@ -23,7 +23,7 @@ from pathlib import Path
 
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.parsing.indexable import withheld_hash
-from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.parsing.prose import is_virtual
 from patchstream.producers.tree_scan import scan_directory
 
 IN_FLIGHT_S = 30.0  # a write not in the view this long after it was sent is sent again
@@ -103,14 +103,14 @@ def plan_reconcile(
     now: float | None = None,
 ) -> ReconcilePlan:  # fmt: skip
     """Upserts for tree files the view lacks or holds with another hash, deletes for view
-    files the tree lacks (commit messages aside: they are not files of the tree); what this
-    watch just sent is not planned again."""
+    files the tree lacks (commit and discussion pages aside: they are not files of the
+    tree); what this watch just sent is not planned again."""
     now = time.monotonic() if now is None else now
     upserts = sorted(
         path for path, digest in tree.items()
         if held.get(path) != digest and not in_flight.covers(path, digest, now)
     )  # fmt: skip
     deletes = sorted(path for path in held
-                     if path not in tree and not path.startswith(COMMITS_DIR)
+                     if path not in tree and not is_virtual(path)
                      and not in_flight.covers(path, None, now))  # fmt: skip
     return ReconcilePlan(upserts, deletes)

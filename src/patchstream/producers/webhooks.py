@@ -108,22 +108,30 @@ def _push(
                 validate_delivery(delivery))  # fmt: skip
 
 
+def github_repo(registry: Registry, payload: dict[str, Any]) -> RegisteredRepo | None:
+    """The registered repository a GitHub payload's ``repository`` names."""
+    repository = _mapping(payload.get("repository"))
+    keys = ("clone_url", "html_url", "ssh_url", "git_url", "url")
+    return registry.find_by_url(*(str(repository.get(k, "")) for k in keys))
+
+
+def gitlab_repo(registry: Registry, payload: dict[str, Any]) -> RegisteredRepo | None:
+    project = _mapping(payload.get("project"))
+    keys = ("git_http_url", "git_ssh_url", "web_url", "http_url")
+    return registry.find_by_url(*(str(project.get(k, "")) for k in keys))
+
+
 def read_github_push(
     registry: Registry, payload: dict[str, Any], delivery: str | None
 ) -> Push | None:
-    repository = _mapping(payload.get("repository"))
-    keys = ("clone_url", "html_url", "ssh_url", "git_url", "url")
-    repo = registry.find_by_url(*(str(repository.get(k, "")) for k in keys))
     actor = _mapping(payload.get("pusher")).get("name")
-    return _push(repo, payload, actor, "github", delivery)
+    return _push(github_repo(registry, payload), payload, actor, "github", delivery)
 
 
 def read_gitlab_push(
     registry: Registry, payload: dict[str, Any], delivery: str | None
 ) -> Push | None:
-    project = _mapping(payload.get("project"))
-    keys = ("git_http_url", "git_ssh_url", "web_url", "http_url")
-    repo = registry.find_by_url(*(str(project.get(k, "")) for k in keys))
+    repo = gitlab_repo(registry, payload)
     return _push(repo, payload, payload.get("user_username"), "gitlab", delivery)
 
 

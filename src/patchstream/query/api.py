@@ -108,7 +108,7 @@ class Provenance(BaseModel):
     symbol_ids: list[str]
     version: int | None
     source: str
-    trust: Literal["repository", "agent-written", "tool-output", "memory"]
+    trust: Literal["repository", "agent-written", "tool-output", "memory", "discussion"]
 
 
 class ContextBlockOut(BaseModel):

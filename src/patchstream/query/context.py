@@ -32,7 +32,7 @@ class Candidate:
     symbol_id: str | None = None
     version: int | None = None
     source: str = "code"  # code | signature | map | doc
-    trust: str = "repository"  # repository | agent-written
+    trust: str = "repository"  # repository | agent-written | discussion | memory | ...
     key: str = ""  # identical keys are the same content
 
 

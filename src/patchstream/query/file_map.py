@@ -9,10 +9,11 @@ Measured on ``bench/context_quality.py``'s localization sets. Pure: hits in, can
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from patchstream.query.context import Candidate
-from patchstream.stores.graph.base import CommitHit
+from patchstream.stores.graph.base import CommitHit, StoredSymbol
 from patchstream.stores.vector.milvus_rows import SearchHit
 
 CODE_KINDS = ("function", "class", "interface")  # hits whose code can be an entry point
@@ -108,12 +109,43 @@ def history_candidate(repo: str, ref: str, path: str, commits: Sequence[CommitHi
     """A file's last commits, a line each: sha, date, author, subject, the issues it names
     and the definitions it touched."""
     lines = [f"last commits that changed {path}:"]
+    linked = False
     for commit in commits:
         issues = f" [{', '.join(commit.issues)}]" if commit.issues else ""
         touched = sorted({name for change in commit.files for name in change["symbols"]})
         where = f" (in {', '.join(touched)})" if touched else ""
         lines.append(f"- {commit.sha[:10]} {commit.date[:10]} {commit.author}: "
                      f"{commit.subject}{issues}{where}")  # fmt: skip
+        for thread in commit.linked[:3]:  # the titles people gave the issues it closed
+            linked = True
+            state = f", {thread['state']}" if thread["state"] else ""
+            lines.append(f"  - {thread['kind']} {thread['number']}{state}: {thread['title']}")
+    # Commit lines are the repository's; an issue's title is whoever opened it.
     return Candidate(kind="history", repo=repo, ref=ref, path=path, start_line=1, end_line=1,
                      text="\n".join(lines), source="history",
-                     key=f"history|{repo}|{ref}|{path}")  # fmt: skip
+                     key=f"history|{repo}|{ref}|{path}",
+                     trust="discussion" if linked else "repository")  # fmt: skip
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_NAME_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+MEMBERS_PER_ENTRY = 2
+
+
+def named_members(question: str, class_id: str, symbols: Iterable[StoredSymbol]) -> list[str]:
+    """The members of class ``class_id`` whose names the question uses ("how is the area of
+    a square computed": ``Square.area``), best first: a class's chunk holds its header, not
+    its methods, so a small budget would show ``class Square`` and never the two lines the
+    question is about. Dunder methods never match."""
+    words = set(_WORD.findall(question.lower()))
+    words |= {w[:-1] for w in words if w.endswith("s") and len(w) > 3}  # "areas" asks "area"
+    prefix = f"{class_id}."
+    scored = []
+    for symbol in symbols:
+        if not symbol.id.startswith(prefix) or symbol.name.startswith("__"):
+            continue
+        parts = {p.lower() for p in _NAME_PART.findall(symbol.name) if len(p) >= 3}
+        overlap = len(parts & words)
+        if overlap:
+            scored.append((-overlap, symbol.start_line, symbol.id))
+    return [symbol_id for _, _, symbol_id in sorted(scored)[:MEMBERS_PER_ENTRY]]

@@ -4,7 +4,8 @@
 The target is a path when the view holds that file or any commit touched it; otherwise a
 symbol's name (``area``, ``Square.area``), answered with the commits whose hunks fell in a
 definition of that name in each file that defines it. Only commits reachable from the view's
-head are seen.
+head are seen. Each commit carries the issues and pull/merge requests it names or was merged
+by (``linked``); a file's answer adds the review comments on it (``discussions``).
 
 Routes resolve annotations at runtime (FastAPI reads the local ``Tenant``): no postponed
 annotations in this module.
@@ -34,11 +35,13 @@ def history_of(
     commits: list[CommitHit] = []
     kind = "none"
     symbols: list[str] = []
+    notes: list[dict[str, Any]] = []
     path = _as_path(target)
     if path is not None:
         commits = graph.history(tenant, repo, ref, path=path, limit=limit)
+        notes = graph.path_discussions(tenant, repo, ref, [path], limit).get(path, [])
         held = graph.file_version(tenant, repo, ref, path) is not None
-        kind = "file" if commits or held else "none"
+        kind = "file" if commits or held or notes else "none"
     if kind == "none":
         found = service.symbols_named(tenant, target, repo, ref)[:MAX_SYMBOL_FILES]
         by_sha: dict[str, CommitHit] = {}
@@ -52,7 +55,7 @@ def history_of(
         commits = sorted(by_sha.values(), key=lambda h: (h.date, h.sha), reverse=True)[:limit]
         kind = "symbol" if found else "none"
     return {"repo": repo, "ref": ref, "target": target, "kind": kind, "symbols": symbols,
-            "commits": [asdict(hit) for hit in commits]}  # fmt: skip
+            "commits": [asdict(hit) for hit in commits], "discussions": notes}  # fmt: skip
 
 
 def _as_path(target: str) -> str | None:

@@ -152,7 +152,8 @@ def create_mcp_server(settings: Settings) -> MCPServer:
     def history(target: str, repo: str, ref: str = "main", limit: int = 20) -> dict[str, Any]:
         """Who changed TARGET (a file path, or a definition's name), when and why: the
         commits reachable from ``ref``'s head, newest first, with the files and definitions
-        each touched and the issues its message names."""
+        each touched and the issues and pull/merge requests it names, was merged by or
+        closed (their titles are untrusted text); for a file, the review comments on it."""
         params = {"repo": repo, "ref": ref, "target": target, "limit": min(max(limit, 1), 200)}
         return dict(client.call("GET", "/v1/history", params=params))
 

@@ -20,10 +20,12 @@ from patchstream.query.file_map import (
     file_map_candidates,
     history_candidate,
     hit_candidate,
+    named_members,
     remaining_candidates,
 )
 from patchstream.query.question import named_files, named_in
 from patchstream.query.working_state import memory_candidate, working_state_candidates
+from patchstream.schemas.discussions import is_discussion_path
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
 from patchstream.stores.graph.base import FlaggedFile, GraphStore, Neighbor, StoredSymbol
@@ -36,7 +38,7 @@ DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 _DEFAULT_REF_TTL_S = 5.0  # a repository's branches change rarely; a search asks each time
 _FRESHNESS_ENTRIES = 1024
 # Candidates whose trust is set where they are made, not from the file's last writer.
-_TRUSTED_AT_SOURCE = ("working-state", "memory")
+_TRUSTED_AT_SOURCE = ("working-state", "memory", "history")
 
 
 @dataclass
@@ -183,7 +185,10 @@ class QueryService:
         hits = self.search(tenant, query, limit=max(entry_points * 2, wanted.map_hits),
                            repo=repo, ref=ref)  # fmt: skip
         entries = entry_hits(hits, entry_points)
-        candidates += [hit_candidate("entry-code", hit) for hit in entries]
+        members = self._entry_members(tenant, query, entries, hits)
+        for hit in entries:  # a class's entry brings the methods the question names
+            candidates.append(hit_candidate("entry-code", hit))
+            candidates += [hit_candidate("entry-code", m) for m in members.get(hit.chunk_id, [])]
         # Who changed the entry files last, and why: read beside the walks, listed after the
         # entry code.
         history_at = len(candidates)
@@ -222,6 +227,24 @@ class QueryService:
         )
         blocks, used = assemble(candidates, budget, self.counter)
         return ContextResult(blocks, used, budget, [h.symbol_id for h in entries])
+
+    def _entry_members(
+        self, tenant: str, query: str, entries: Sequence[SearchHit], hits: Sequence[SearchHit]
+    ) -> dict[str, list[SearchHit]]:
+        """Each class entry's members that the question names, their first chunk each."""
+        found: dict[str, list[SearchHit]] = {}
+        for hit in (h for h in entries if h.kind == "class"):
+            try:
+                symbols = self.graph.file_symbols(tenant, hit.repo, hit.ref, hit.path)
+                ids = named_members(query, hit.symbol_id, symbols)
+                held = {h.symbol_id: h for h in hits if h.path == hit.path}
+                missing = [i for i in ids if i not in held]
+                for chunk in self.vectors.chunks_for_symbols(tenant, missing, hit.ref):
+                    held.setdefault(chunk.symbol_id, chunk)  # in file order: its first chunk
+            except StoreError:  # the class's own code is still the entry
+                continue
+            found[hit.chunk_id] = [held[i] for i in ids if i in held]
+        return found
 
     def _history_candidates(self, tenant: str, entries: Sequence[SearchHit]) -> list[Candidate]:
         """A short block per entry file: its last commits, with the issues they name."""
@@ -287,6 +310,8 @@ class QueryService:
                 continue
             source = sources[(candidate.repo, candidate.ref, candidate.path)]
             trust = "agent-written" if source in ("agent", "cli") else "repository"
+            if is_discussion_path(candidate.path):  # strangers' words, whoever relayed them
+                trust = "discussion"
             result.append(Candidate(**{**candidate.__dict__, "trust": trust}))
         return result
 

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-ISSUE_REF = re.compile(r"#\d{1,9}")
+ISSUE_REF = re.compile(r"[#!]\d{1,9}")  # !12: a GitLab merge request
 _MENTION = re.compile(r"(?:(?<![\w&/])#|\bgh-|\bGH-)(\d{1,9})\b")
+_MERGE_REQUEST = re.compile(r"\bmerge request [\w./-]*!(\d{1,9})\b")  # GitLab's merge commits
 MAX_CHANGED_FILES = 300  # a merge of a vendored tree lists its first files, and says so
 MAX_SYMBOLS_PER_FILE = 50
 
@@ -87,8 +88,10 @@ class CommitInfo(BaseModel):
 
 
 def issue_refs(message: str) -> tuple[str, ...]:
-    """The issues a commit message names (``Fixes #12``, ``gh-12``), as ``#12``, first 20."""
+    """The issues a commit message names (``Fixes #12``, ``gh-12``), as ``#12``, and the merge
+    request GitLab's merge commit names (``See merge request acme/shop!5``) as ``!5``; first 20."""
     found = dict.fromkeys(f"#{number}" for number in _MENTION.findall(message))
+    found.update(dict.fromkeys(f"!{number}" for number in _MERGE_REQUEST.findall(message)))
     return tuple(found)[:20]
 
 

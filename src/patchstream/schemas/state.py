@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from patchstream.schemas.chunks import Chunk
+from patchstream.schemas.discussions import DiscussionInfo
 from patchstream.schemas.events import Source
 from patchstream.schemas.graph import Edge, Symbol
 from patchstream.schemas.history import SHA, CommitInfo
@@ -60,6 +61,9 @@ class FileState(BaseModel):
     edges: tuple[Edge, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     commit_info: CommitInfo | None = Field(default=None, description="a _commits/<sha>.md file's")
+    discussion_info: DiscussionInfo | None = Field(
+        default=None, description="a _discussions/ page's: an issue, a PR/MR or a note on one"
+    )
     history_head: str | None = Field(
         default=None, pattern=SHA.pattern, description="the sha _commits/HEAD names"
     )
@@ -113,6 +117,9 @@ class FileDelta(BaseModel):
     edges: tuple[Edge, ...] = Field(default=(), description="complete new state")
     chunks: tuple[Chunk, ...] = Field(default=(), description="complete new state")
     commit_info: CommitInfo | None = Field(default=None, description="a _commits/<sha>.md file's")
+    discussion_info: DiscussionInfo | None = Field(
+        default=None, description="a _discussions/ page's: an issue, a PR/MR or a note on one"
+    )
     history_head: str | None = Field(
         default=None, pattern=SHA.pattern, description="the sha _commits/HEAD names"
     )

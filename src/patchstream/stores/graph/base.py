@@ -109,6 +109,8 @@ class CommitHit:
     subject: str
     issues: list[str]
     files: list[dict[str, Any]] = field(default_factory=list)  # path, added, removed, symbols
+    # Issues and PR/MRs it names or was merged by, and the issues those close.
+    linked: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -269,6 +271,12 @@ class GraphStore(abc.ABC):
         limit: int = 20,
     ) -> dict[str, list[CommitHit]]:
         """``history`` of each of ``paths`` (those no reachable commit changed are left out)."""
+
+    @abc.abstractmethod
+    def path_discussions(
+        self, tenant: str, repo: str, ref: str, paths: list[str], limit: int = 20
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Review comments on each of ``paths`` in the view, newest first."""
 
     @abc.abstractmethod
     def session_files(

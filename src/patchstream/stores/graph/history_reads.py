@@ -9,13 +9,13 @@ is read once per head and commit count, and kept.
 
 from __future__ import annotations
 
-import abc
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from patchstream.stores.graph.base import CommitHit
+from patchstream.stores.graph.discussion_reads import DiscussionReads
 from patchstream.stores.graph.history_statements import (
     READ_COMMITS,
     READ_HEADS,
@@ -39,13 +39,7 @@ class _CommitGraph:
         return (self.dates[sha], self.depth[sha], sha)
 
 
-class HistoryReads(abc.ABC):
-    @abc.abstractmethod
-    def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]: ...
-
-    @abc.abstractmethod
-    def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]: ...
-
+class HistoryReads(DiscussionReads):
     def history(
         self, tenant: str, repo: str, ref: str, path: str | None = None,
         symbol: str | None = None, limit: int = 20,
@@ -64,7 +58,8 @@ class HistoryReads(abc.ABC):
             return []
         hits = [_hit(props, []) for props, _ in self._read(tenant, READ_COMMITS,
                                                            {"uids": uids})]  # fmt: skip
-        return sorted(hits, key=lambda hit: graph.order(hit.sha), reverse=True)
+        return sorted(self._linked(tenant, scopes, hits), key=lambda hit: graph.order(hit.sha),
+                      reverse=True)  # fmt: skip
 
     def histories(
         self, tenant: str, repo: str, ref: str, paths: list[str], symbol: str | None = None,
@@ -91,10 +86,20 @@ class HistoryReads(abc.ABC):
                 continue
             change = {"path": path, "added": added, "removed": removed, "symbols": names}
             found.setdefault(str(path), {})[sha] = _hit(props, [change])
-        return {
+        newest = {
             path: sorted(hits.values(), key=lambda hit: graph.order(hit.sha), reverse=True)[:limit]
             for path, hits in found.items()
         }
+        every = self._linked(tenant, scopes, [hit for hits in newest.values() for hit in hits])
+        at = 0
+        for path, hits in newest.items():
+            newest[path], at = every[at : at + len(hits)], at + len(hits)
+        return newest
+
+    def _linked(self, tenant: str, scopes: list[str], hits: list[CommitHit]) -> list[CommitHit]:
+        linked = self.link_discussions(tenant, scopes, hits)
+        return [replace(hit, linked=linked[hit.sha]) if hit.sha in linked else hit
+                for hit in hits]  # fmt: skip
 
     def _commit_graph(self, tenant: str, scopes: list[str]) -> _CommitGraph:
         layers = {str(scope): (sha, int(n)) for scope, sha, n in

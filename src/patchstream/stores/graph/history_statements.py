@@ -8,17 +8,24 @@
   of a repository, so "which commits changed this file" is one index lookup.
 - ``(:HistoryHead {uid: scope, file_uid, sha})``: the commit ``_commits/HEAD`` names. A view
   reads only the commits reachable from its top layer's head.
+- ``(:Discussion {uid: scope|key, tenant, repo, scope, file_uid, key, thread, kind, number,
+  note, title, state, author, date, url, labels, closes, commits})``: one per
+  ``_discussions/`` page (a thread or a note on one), ``-[:DISCUSSED]->(:Path)`` for the
+  files a review comment is on. Links to commits and closed issues are by key at read time,
+  so a page may arrive before or after what it names.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from patchstream.schemas.discussions import DISCUSSIONS_DIR
 from patchstream.schemas.state import FileDelta
 
 HISTORY_INDEXES = (
     ("Commit", "uid"), ("Commit", "file_uid"), ("Commit", "scope"), ("Path", "uid"),
     ("HistoryHead", "uid"), ("HistoryHead", "file_uid"),
+    ("Discussion", "uid"), ("Discussion", "file_uid"), ("Discussion", "scope"),
 )  # fmt: skip
 
 DROP_COMMITS = "UNWIND $fuids AS fuid MATCH (k:Commit {file_uid: fuid}) DETACH DELETE k"
@@ -30,7 +37,15 @@ ADD_COMMITS = (
     "CREATE (k)-[:CHANGED {added: ch.added, removed: ch.removed, symbols: ch.symbols}]->(p)"
 )
 ADD_HEADS = "UNWIND $rows AS row MERGE (h:HistoryHead {uid: row.uid}) SET h += row.props"
-HISTORY_STATEMENTS = (DROP_COMMITS, DROP_HEADS, ADD_COMMITS, ADD_HEADS)
+DROP_DISCUSSIONS = "UNWIND $fuids AS fuid MATCH (d:Discussion {file_uid: fuid}) DETACH DELETE d"
+ADD_DISCUSSIONS = (
+    "UNWIND $rows AS row CREATE (d:Discussion) SET d = row.props "
+    "WITH d, row UNWIND row.paths AS x MERGE (p:Path {uid: x.puid}) "
+    "ON CREATE SET p.tenant = row.props.tenant, p.repo = row.props.repo, p.path = x.path "
+    "CREATE (d)-[:DISCUSSED]->(p)"
+)
+HISTORY_STATEMENTS = (DROP_COMMITS, DROP_HEADS, DROP_DISCUSSIONS, ADD_COMMITS, ADD_HEADS,
+                      ADD_DISCUSSIONS)  # fmt: skip
 
 # Reads (``$scopes``: the view's layers).
 # Each layer's head and commit count, in one round trip.
@@ -54,6 +69,17 @@ READ_SNAPSHOT = (
     "MATCH (k:Commit) WHERE k.tenant = $tenant OPTIONAL MATCH (k)-[c:CHANGED]->(p:Path) "
     "RETURN k.scope, k.sha, k.parents, collect([p.path, c.added, c.removed, c.symbols])"
 )
+READ_THREADS = "UNWIND $uids AS uid MATCH (d:Discussion {uid: uid}) RETURN properties(d)"
+# Threads whose head or merge commit is one of ``$shas`` (a rebase merge names no PR).
+READ_MERGED_THREADS = (
+    "UNWIND $scopes AS scope MATCH (d:Discussion {scope: scope}) "
+    "WHERE d.note = '' AND size(d.commits) > 0 AND any(c IN d.commits WHERE c IN $shas) "
+    "RETURN properties(d)"
+)
+READ_PATH_DISCUSSIONS = (
+    "UNWIND $puids AS puid MATCH (p:Path {uid: puid})<-[:DISCUSSED]-(d:Discussion) "
+    "WHERE d.scope IN $scopes RETURN p.path, properties(d)"
+)
 READ_SNAPSHOT_HEADS = "MATCH (h:HistoryHead) WHERE h.tenant = $tenant RETURN h.uid, h.sha"
 
 
@@ -62,7 +88,10 @@ def path_uid(tenant: str, repo: str, path: str) -> str:
 
 
 def history_statements(delta: FileDelta, scope: str, fuid: str) -> list[tuple[str, Any]]:
-    """What a delta of ``_commits/`` writes beside its file: its commit (or head) replaced."""
+    """What a delta of ``_commits/`` or ``_discussions/`` writes beside its file: its commit,
+    head or discussion replaced."""
+    if delta.path.startswith(DISCUSSIONS_DIR):
+        return _discussion_statements(delta, scope, fuid)
     statements: list[tuple[str, Any]] = []
     if delta.commit_info is not None or delta.op == "delete" or delta.history_head is not None:
         statements += [(DROP_COMMITS, {"fuids": [fuid]}), (DROP_HEADS, {"fuids": [fuid]})]
@@ -81,4 +110,21 @@ def history_statements(delta: FileDelta, scope: str, fuid: str) -> list[tuple[st
     if delta.history_head is not None:
         props = {"tenant": delta.tenant, "file_uid": fuid, "sha": delta.history_head}
         statements.append((ADD_HEADS, {"rows": [{"uid": scope, "props": props}]}))
+    return statements
+
+
+def _discussion_statements(delta: FileDelta, scope: str, fuid: str) -> list[tuple[str, Any]]:
+    statements: list[tuple[str, Any]] = [(DROP_DISCUSSIONS, {"fuids": [fuid]})]
+    info = delta.discussion_info
+    if delta.op == "delete" or info is None:
+        return statements
+    props = {"uid": f"{scope}|{info.key}", "tenant": delta.tenant, "repo": delta.repo,
+             "scope": scope, "file_uid": fuid, "key": info.key, "thread": info.thread,
+             "kind": info.kind, "number": info.number, "note": info.note, "title": info.title,
+             "state": info.state, "author": info.author, "date": info.date, "url": info.url,
+             "labels": list(info.labels), "closes": list(info.closes),
+             "commits": list(info.commits)}  # fmt: skip
+    paths = [{"puid": path_uid(delta.tenant, delta.repo, path), "path": path}
+             for path in info.paths]  # fmt: skip
+    statements.append((ADD_DISCUSSIONS, {"rows": [{"props": props, "paths": paths}]}))
     return statements

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.parsing.hashing import hash_bytes
-from patchstream.parsing.prose import COMMITS_DIR
+from patchstream.parsing.prose import is_virtual
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Symbol, SymbolKind
 from patchstream.schemas.state import FileDelta
@@ -253,7 +253,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
         "changed": sorted(r["id"] for r in rows),
     }
     statements.append((UPSERT_FENCES, {"rows": [{"fuid": fuid, "props": fence_props}]}))
-    if delta.path.startswith(COMMITS_DIR):
+    if is_virtual(delta.path):
         statements += history_statements(delta, scope, fuid)
     overlay = overlay_props(delta, now)
     if overlay is not None:
