@@ -639,6 +639,23 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
 
     wrote = json.loads(cli("emit", "--repo", "oneurl", "--path", "pkg/a.py", "--workspace",
                            "w1", "--stdin", stdin="def alpha():\n    return 1\n"))  # fmt: skip
+    assert wrote["tenant"] == "default"  # the key's, as the server says (issue #55)
+
+    def failing(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*fenced, *args], env=env, capture_output=True, text=True,
+                              timeout=120, input="")  # fmt: skip
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # one line, no trace
+        return done
+
+    # Issue #55: every failure says why in one line, with an exit code by cause.
+    gone = failing("query", "freshness", "nosuchrepo")
+    assert gone.returncode == 3 and "no repository 'nosuchrepo'" in gone.stderr
+    callers = failing("query", "callers", "get", "--repo", "nosuchrepo")
+    assert callers.returncode == 3 and "no repository 'nosuchrepo'" in callers.stderr
+    too_deep = failing("query", "callers", "alpha", "--depth", "5")
+    assert too_deep.returncode == 2 and "--depth" in too_deep.stderr
+    teamb = failing("emit", "--repo", "oneurl", "--path", "b.py", "--tenant", "teamb", "--stdin")
+    assert teamb.returncode == 2 and "tenant" in teamb.stderr
     with httpx.Client(base_url=server, timeout=90,
                       headers={"Authorization": f"Bearer {key}"}) as client:  # fmt: skip
         waited = client.get("/v1/wait", params={"read_token": wrote["read_token"], "timeout": 60})
@@ -657,6 +674,9 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
         refused = client.post("/v1/patches", json={"writes": [{"repo": "oneurl", "ref": "main",
                               "path": "../x.py", "op": "upsert", "content": ""}]})  # fmt: skip
         assert refused.status_code == 422 and "path" in refused.text
+    # A workspace nobody wrote is a 404, not main's answer (w1, written above, reads).
+    space = failing("query", "search", "alpha", "--repo", "oneurl", "--workspace", "nosuchws")
+    assert space.returncode == 3 and "no workspace 'nosuchws'" in space.stderr
     # index and query through the same URL: the uploads go on to the gateway.
     root = make_repo(tmp_path / "one", {"pkg/beta.py": "def beta_total():\n    return 2\n"})
     indexed = json.loads(cli("index", str(root), "--repo", "oneidx", "--json", "--commits", "0",
@@ -666,7 +686,12 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
     assert any(h["path"] == "pkg/beta.py" for h in found["hits"]), found
     status = cli("status").splitlines()
     assert [line.split()[0] for line in status] == ["query", "gateway"]
-    assert all(line.split()[-1] == "up" for line in status)
+    assert all(" up, tenant " in line for line in status), status
+    # Issue #55: a wrong key is said as such, with its own exit code, not "up".
+    wrong = subprocess.run([*fenced, "status"], capture_output=True, text=True, timeout=60,
+                           env={**env, "PATCHSTREAM_API_KEY": "not-a-key"})  # fmt: skip
+    assert wrong.returncode == 4, wrong.stdout + wrong.stderr
+    assert wrong.stdout.count("key refused (401: the API key sent is not recognised") == 2
     # The same from a profile; not while other users may read its key.
     profile = home / "patchstream" / "client.toml"
     profile.write_text(f'server = "{server}"\napi_key = "{key}"\n')

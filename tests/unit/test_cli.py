@@ -154,3 +154,28 @@ def test_output_cut_short_by_its_reader_is_not_reported_as_a_stack_down(tmp_path
     child.stdout.close()  # the reader stops: the writer's next write fails
     assert child.wait(timeout=60) == 141
     assert child.stderr.read() == b""
+
+
+def test_the_agents_page_lists_every_mcp_tool() -> None:
+    """Issue #55: the docs listed 10 of the 13 tools."""
+    from pathlib import Path
+
+    from patchstream.config.settings import Settings
+    from patchstream.query.mcp_server import create_mcp_server
+
+    page = (Path(__file__).parents[2] / "docs/getting-started/agents.md").read_text()
+    tools = [t.name for t in create_mcp_server(Settings())._tool_manager.list_tools()]
+    assert len(tools) >= 14
+    assert [name for name in tools if f"`{name}`" not in page] == []
+
+
+def test_the_cli_reference_lists_every_mcp_tool() -> None:
+    from pathlib import Path
+
+    from patchstream.config.settings import Settings
+    from patchstream.query.mcp_server import create_mcp_server
+
+    reference = (Path(__file__).parents[2] / "docs/reference/cli.md").read_text()
+    section = reference[reference.index("patchstream mcp"):]
+    tools = [t.name for t in create_mcp_server(Settings())._tool_manager.list_tools()]
+    assert [name for name in tools if name not in section[:3000]] == []

@@ -2,7 +2,8 @@
 
 Refused input (a contract error, a field that failed validation) exits 2; a service that
 does not answer (the broker, a store, the gateway or the query service) exits 1 and names
-the address and the command that starts it.
+the address and the command that starts it; what does not exist (a repository, a ref, a
+workspace, a symbol) exits 3; a key that is missing, not recognised or not allowed exits 4.
 """
 
 from __future__ import annotations
@@ -18,6 +19,28 @@ from pydantic import ValidationError
 from patchstream.errors import PatchstreamError, StoreUnavailable
 
 _NOT_UP = "is `patchstream up` running, or PATCHSTREAM_* pointing at your deployment?"
+
+
+NOT_FOUND_EXIT = 3
+NOT_ALLOWED_EXIT = 4
+
+
+class AnswerError(click.ClickException):
+    """A service's error answer, as one line, with the exit code of its cause."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message)
+        self.exit_code = answer_exit_code(status)
+
+
+def answer_exit_code(status: int | None) -> int:
+    if status in (401, 403):
+        return NOT_ALLOWED_EXIT
+    if status == 404:
+        return NOT_FOUND_EXIT
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return 2  # the request was refused: what was sent is wrong
+    return 1  # no answer, or the service failed: try again
 
 
 def describe(exc: BaseException) -> tuple[str, int] | None:

@@ -232,23 +232,34 @@ def _server_status(settings: Any, quiet: bool) -> int:
     """0 when the server's query service and gateway answer /healthz with their keys."""
     import httpx
 
-    from patchstream.query.gateway_forward import GATEWAY_HEALTH
+    from patchstream.cli.errors import answer_exit_code
+    from patchstream.query.client import error_line
+    from patchstream.query.gateway_forward import GATEWAY_HEALTH, GATEWAY_WHOAMI
 
-    healthy = True
+    code = 0
     for name, section in (("query", settings.query), ("gateway", settings.gateway)):
-        key = section.api_key.get_secret_value()
+        headers = {"Authorization": f"Bearer {section.api_key.get_secret_value()}"}
         forwarded = name == "gateway" and section.url == settings.query.url  # one server URL
-        path = GATEWAY_HEALTH if forwarded else "/healthz"
+        base = section.url.rstrip("/")
         try:
-            answer = httpx.get(f"{section.url.rstrip('/')}{path}", timeout=10,
-                               headers={"Authorization": f"Bearer {key}"})  # fmt: skip
-            state = "up" if answer.status_code == 200 else f"answered {answer.status_code}"
+            answer = httpx.get(f"{base}{GATEWAY_HEALTH if forwarded else '/healthz'}",
+                               timeout=10)  # fmt: skip
+            if answer.status_code != 200:
+                state, failed = f"answered {answer.status_code}", 1
+            else:  # up: does it take the key?
+                answer = httpx.get(f"{base}{GATEWAY_WHOAMI if forwarded else '/v1/whoami'}",
+                                   timeout=10, headers=headers)  # fmt: skip
+                if answer.status_code == 200:
+                    state, failed = f"up, tenant {answer.json().get('tenant')}", 0
+                else:
+                    failed = answer_exit_code(answer.status_code)
+                    state = f"up, key refused ({error_line(answer.status_code, answer.text)})"
         except httpx.HTTPError as exc:
-            state = f"DOWN ({type(exc).__name__})"
-        healthy &= state == "up"
+            state, failed = f"DOWN ({type(exc).__name__})", 1
+        code = code or failed
         if not quiet:
             click.echo(f"{name:<12} {section.url:<40} {state}")
-    return 0 if healthy else 1
+    return code
 
 
 def _embedded_workers(settings: Any) -> dict[str, str]:
@@ -314,7 +325,12 @@ def query_service(workers: int) -> None:
 @click.option("--port", type=int, default=None, help="For streamable-http (query.mcp_port).")
 def mcp(transport: str, port: int | None) -> None:
     """Serve the query tools to MCP clients (Claude Code, Cursor). Over HTTP every request
-    needs a bearer key of the query service (same tenant as PATCHSTREAM_QUERY__API_KEY)."""
+    needs a bearer key of the query service (same tenant as PATCHSTREAM_QUERY__API_KEY).
+
+    \b
+    Tools: search_code, get_context, find_callers, find_callees, impact_of_change,
+    get_symbol, history, freshness, run_checkpoint, run_resume, session_note, remember,
+    recall, forget (docs/getting-started/agents.md says what each answers)."""
     settings = get_settings()
     if transport == "stdio":
         from patchstream.query.mcp_server import create_mcp_server
@@ -451,10 +467,21 @@ def sink(kind: str) -> None:
 
 def main() -> None:
     try:
-        cli(standalone_mode=True)
+        code = cli(standalone_mode=False)
+    except click.UsageError as exc:  # one line and where to read more, not the whole usage
+        where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message()}{where}", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
     except PatchstreamError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from patchstream.cli.errors import AnswerError
 from patchstream.config.settings import get_settings
 from patchstream.query.client import QueryClient, QueryServiceError
 from patchstream.query.service import FLAGGED_LISTED
@@ -23,7 +24,7 @@ def query_client() -> Iterator[QueryClient]:
     try:
         yield client
     except QueryServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise AnswerError(str(exc), exc.status) from exc
     finally:
         client.close()
 
@@ -45,7 +46,7 @@ def query() -> None:
 @click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
 @click.option("--path-prefix", default=None)
 @click.option("--kind", default=None)
-@click.option("--limit", default=10, show_default=True)
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--json", "as_json", is_flag=True, help="Print the API response.")
 def search(
     text: str, repo: str | None, ref: str | None, workspace: str | None, path_prefix: str | None,
@@ -73,7 +74,12 @@ def _walk(kind: str) -> None:
     @click.option("--repo", default=None)
     @click.option("--ref", default="main", show_default=True)
     @click.option("--workspace", default=None, help="Read the agent workspace REF~WORKSPACE.")
-    @click.option("--depth", default=1 if kind != "impact" else 3, show_default=True)
+    @click.option(
+        "--depth",
+        default=1 if kind != "impact" else 3,
+        show_default=True,
+        type=click.IntRange(1, 5 if kind == "impact" else 2),
+    )
     @click.option(
         "--resolution",
         type=click.Choice([r.value for r in CallResolution]),

@@ -80,13 +80,16 @@ def index(
     if as_json:
         click.echo(json.dumps(summary.as_dict()))
     else:
+        # A server's stores are not this client's to count: say where the counts are.
+        counts = (" (symbols and chunks: `patchstream query freshness REPO`)" if settings.remote
+                  else f" symbols={summary.symbols} edges={summary.edges} "
+                  f"references={summary.references} chunks_embedded={summary.chunks_embedded} "
+                  f"chunks_reused={summary.chunks_reused}")  # fmt: skip
         click.echo(
             f"indexed {summary.repo}@{summary.ref} for tenant {summary.tenant}: "
             f"files={summary.files_scanned} published={summary.published} "
-            f"unchanged={summary.unchanged} deleted={summary.deleted} commits={summary.commits} "
-            f"symbols={summary.symbols} edges={summary.edges} references={summary.references} "
-            f"chunks_embedded={summary.chunks_embedded} chunks_reused={summary.chunks_reused} "
-            f"seconds={summary.seconds}"
+            f"unchanged={summary.unchanged} deleted={summary.deleted} commits={summary.commits}"
+            f"{counts} seconds={summary.seconds}"
         )
         _say_skipped(summary.skipped, summary.withheld)
         for refused in summary.refused:
@@ -140,7 +143,7 @@ def emit(
     import asyncio
 
     from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
-    from patchstream.schemas.events import PatchEvent
+    from patchstream.schemas.events import PatchEvent, file_key
     from patchstream.streams.producer import EventPublisher
 
     if sum([source is not None, from_stdin, is_delete]) != 1:
@@ -173,6 +176,10 @@ def emit(
     if gateway_settings.url:  # through the gateway when one is configured
         from patchstream.client import PatchClient
 
+        if tenant != "default":
+            raise click.UsageError("--tenant is the server's to decide: a client writes to its "
+                                   "API key's tenant")  # fmt: skip
+
         with PatchClient(gateway_settings.url, gateway_settings.api_key.get_secret_value()) as c:
             write: dict[str, Any] = {"repo": repo, "ref": ref, "path": file_path, "op": event.op,
                      "content": content, "session_id": session, "actor": actor,
@@ -180,7 +187,9 @@ def emit(
             if withheld is not None:
                 write["withheld"] = withheld.model_dump()
             receipt = c.write([write])
-        click.echo(json.dumps({"event_id": receipt["event_ids"][0], "key": event.key,
+        used = str(receipt.get("tenant") or tenant)  # the key's tenant, as the server says
+        click.echo(json.dumps({"event_id": receipt["event_ids"][0], "tenant": used,
+                               "key": file_key(used, repo, ref, file_path, workspace),
                                "read_token": receipt["read_token"]}))  # fmt: skip
         return
     asyncio.run(send())
@@ -188,6 +197,7 @@ def emit(
         json.dumps(
             {
                 "event_id": event.event_id,
+                "tenant": event.tenant,
                 "key": event.key,
                 "version": event.version,
                 "read_token": make_read_token([event]),

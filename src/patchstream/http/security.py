@@ -62,6 +62,17 @@ def resolve_api_keys(configured: Mapping[str, str], host: str, service: str) -> 
     return keys
 
 
+def unauthorized(authorization: str | None) -> str:
+    """Why a request got a 401: no key sent, or a key sent that no tenant holds."""
+    if (
+        not authorization
+        or not authorization.lower().startswith("bearer ")
+        or not (authorization[7:].strip())
+    ):
+        return "no API key sent: send Authorization: Bearer <api key>"
+    return "the API key sent is not recognised (mistyped, revoked, or another server's)"
+
+
 def bearer_tenant(keys: Mapping[str, str], authorization: str | None) -> str | None:
     """The tenant of ``Authorization: Bearer <key>``, or None. Every key is compared."""
     if not authorization or not authorization.lower().startswith("bearer "):

@@ -31,7 +31,13 @@ from patchstream.config.settings import Settings
 from patchstream.errors import ConfigError, ContractError
 from patchstream.http.errors import install_error_handlers
 from patchstream.http.limits import KeyRateLimit
-from patchstream.http.security import BodyLimit, GzipRequest, bearer_tenant, resolve_api_keys
+from patchstream.http.security import (
+    BodyLimit,
+    GzipRequest,
+    bearer_tenant,
+    resolve_api_keys,
+    unauthorized,
+)
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.producers.discussions import (
@@ -220,7 +226,7 @@ def create_gateway(
     def tenant(request: Request) -> str:
         found = bearer_tenant(api_keys, request.headers.get("authorization"))
         if not found:
-            raise HTTPException(401, "send Authorization: Bearer <api key>")
+            raise HTTPException(401, unauthorized(request.headers.get("authorization")))
         return found
 
     def first_delivery(delivery: str | None) -> bool:
@@ -349,6 +355,11 @@ def create_gateway(
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    @app.get("/v1/whoami")
+    async def whoami(tenant: Annotated[str, Depends(tenant)]) -> dict[str, str]:
+        """The tenant this key writes to (``status`` asks: a wrong key is a 401 here)."""
+        return {"tenant": tenant, "service": "gateway"}
+
     @app.post("/webhooks/github")
     async def github(request: Request, background: BackgroundTasks) -> JSONResponse:
         body = await request.body()  # BodyLimit refused anything over the limit
@@ -431,7 +442,7 @@ def create_gateway(
                 raise HTTPException(422, f"writes[{index}].{where}: {error['msg']}") from exc
         await publisher.publish(events)
         return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events),
-                "version": version}  # fmt: skip
+                "version": version, "tenant": tenant}  # fmt: skip
 
     @app.post("/v1/traces", status_code=202)
     async def traces(body: TraceRequest, tenant: Annotated[str, Depends(tenant)]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from patchstream.config.settings import Settings
 from patchstream.errors import ContractError
 from patchstream.http.errors import install_error_handlers
 from patchstream.http.limits import KeyRateLimit
-from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys, unauthorized
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
@@ -134,7 +134,7 @@ def _tenant_resolver(settings: Settings) -> Callable[..., str]:
     def tenant(request: Request) -> str:
         found = bearer_tenant(keys, request.headers.get("authorization"))
         if not found:
-            raise HTTPException(401, "send Authorization: Bearer <api key>")
+            raise HTTPException(401, unauthorized(request.headers.get("authorization")))
         return found
 
     return tenant
@@ -260,9 +260,16 @@ def create_api(
     async def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
+    @app.get("/v1/whoami")
+    async def whoami(tenant: Tenant) -> dict[str, str]:
+        """The tenant this key reads (``status`` asks: a wrong key is a 401 here)."""
+        return {"tenant": tenant, "service": "query"}
+
     @app.post("/v1/search")
     async def search(body: SearchRequest, tenant: Tenant) -> dict[str, Any]:
         check_query(body.query)
+        if body.repo and body.ref and "~" in body.ref:  # a workspace never reads as its base
+            await refuse_unknown(tenant, body.repo, body.ref)
         hits = await run(service().search, tenant, body.query, body.limit, body.repo, body.ref,
                          body.path_prefix, body.kind)  # fmt: skip
         if not hits and body.repo:  # nothing found: say so when nothing could be
@@ -282,6 +289,8 @@ def create_api(
         ref: RefParam | None = None,
     ) -> dict[str, Any]:
         found = await run(service().symbols_named, tenant, name, repo, ref)
+        if not found and repo:  # "no symbol" only where there could be one
+            await refuse_unknown(tenant, repo, ref)
         return {"symbols": [asdict(s) for s in found]}
 
     def walk_route(kind: str, default_depth: int, max_depth: int) -> None:
@@ -294,6 +303,9 @@ def create_api(
         ) -> dict[str, Any]:
             check_symbol_id(symbol_id)
             found = await run(service().walk, tenant, kind, symbol_id, depth, ref, resolution)
+            if not found and await run(service().symbol, tenant, symbol_id, ref) is None:
+                await refuse_unknown(tenant, symbol_id.split("::", 1)[0], ref)
+                raise HTTPException(404, f"no symbol {symbol_id!r} in its repository at {ref!r}")
             return {"symbol_id": symbol_id, "resolution": resolution.value, kind: [
                 {**asdict(n.symbol), "depth": n.depth, "resolution": n.resolution}
                 for n in found
@@ -383,6 +395,8 @@ def create_api(
     @app.post("/v1/context", response_model=ContextResponse)
     async def context(body: ContextRequest, tenant: Tenant) -> ContextResponse:
         check_query(body.query)
+        if body.repo and body.ref and "~" in body.ref:
+            await refuse_unknown(tenant, body.repo, body.ref)
         found = await context_for(tenant, body.query, body.budget_tokens, body.repo, body.ref,
                                   body.session, body.run)  # fmt: skip
         if not found.blocks and body.repo:
@@ -406,6 +420,7 @@ def create_api(
 
     @app.get("/v1/freshness")
     async def freshness(tenant: Tenant, repo: NameParam, ref: RefParam = "main") -> dict[str, Any]:
+        await refuse_unknown(tenant, repo, ref)  # zeros for a name nobody indexed would lie
         return await freshness_of(tenant, repo, ref)
 
     @app.get("/v1/wait")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -27,7 +28,30 @@ def preferred_symbols(symbols: list[Any], name: str) -> list[Any]:
 
 
 class QueryServiceError(PatchstreamError):
-    """The query service answered with an error or could not be reached."""
+    """The query service answered with an error (``status``) or could not be reached
+    (``status`` None)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error_line(status: int, body: str) -> str:
+    """One line for an error answer: FastAPI's ``detail`` as a sentence, a validation error
+    as ``field: what is wrong`` (never the raw JSON)."""
+    try:
+        detail = json.loads(body).get("detail", body)
+    except (ValueError, AttributeError):
+        detail = body
+    if isinstance(detail, list):
+        said = []
+        for error in detail[:3]:
+            if isinstance(error, dict):
+                where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
+                said.append(f"{where}: {error.get('msg', '')}" if where else str(error.get("msg")))
+        detail = "; ".join(said) or body
+    text = " ".join(str(detail).split())
+    return f"{status}: {text[:500]}"
 
 
 class QueryClient:
@@ -43,12 +67,16 @@ class QueryClient:
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise QueryServiceError(
+            raise self.fail(
                 f"query service unreachable at {self.url} ({exc}); is `patchstream up` running?"
             ) from exc
         if response.status_code >= 400:
-            raise QueryServiceError(f"{response.status_code}: {response.text}")
+            raise self.fail(error_line(response.status_code, response.text), response.status_code)
         return None if response.status_code == 204 else response.json()
+
+    def fail(self, message: str, status: int | None = None) -> Exception:
+        """The error to raise (a subclass turns it into its caller's kind of error)."""
+        return QueryServiceError(message, status)
 
     def named(self, name: str, repo: str | None = None, ref: str | None = None) -> list[Any]:
         """The symbols a bare name stands for, best first (``preferred_symbols``)."""
@@ -56,7 +84,8 @@ class QueryClient:
                   **({"ref": ref} if ref else {})}  # fmt: skip
         symbols = self.call("GET", "/v1/symbols", params=params)["symbols"]
         if not symbols:
-            raise QueryServiceError(f"no symbol named {name!r}")
+            where = f" in {repo}" if repo else ""
+            raise self.fail(f"404: no symbol named {name!r}{where}", 404)
         return preferred_symbols(symbols, name)
 
     def walk_named(

@@ -25,6 +25,7 @@ _FORWARDED_REQUEST = frozenset({
 })  # fmt: skip
 _FORWARDED_RESPONSE = frozenset({"content-type", "retry-after"})
 GATEWAY_HEALTH = "/v1/gateway/healthz"  # the gateway's /healthz, as `status` asks for it
+GATEWAY_WHOAMI = "/v1/gateway/whoami"  # the gateway's /v1/whoami: does it take this key?
 
 
 def gateway_router(upstream: str, timeout_s: float = 60.0) -> tuple[APIRouter, httpx.AsyncClient]:
@@ -50,6 +51,16 @@ def gateway_router(upstream: str, timeout_s: float = 60.0) -> tuple[APIRouter, h
         return Response(answer.content, status_code=answer.status_code,
                         media_type=answer.headers.get("content-type"))  # fmt: skip
 
+    async def gateway_whoami(request: Request) -> Response:
+        headers = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
+        try:
+            answer = await client.get("/v1/whoami", headers=headers)
+        except httpx.TransportError as exc:
+            return _unreachable(exc)
+        return Response(answer.content, status_code=answer.status_code,
+                        media_type=answer.headers.get("content-type"))  # fmt: skip
+
+    router.add_api_route(GATEWAY_WHOAMI, gateway_whoami, methods=["GET"], include_in_schema=False)
     for path in GATEWAY_ROUTES:
         router.add_api_route(path, forward, methods=["POST"], include_in_schema=False)
     router.add_api_route(GATEWAY_HEALTH, gateway_health, methods=["GET"], include_in_schema=False)

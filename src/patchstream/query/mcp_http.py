@@ -12,7 +12,7 @@ from typing import Any
 
 from patchstream.config.settings import Settings
 from patchstream.http.limits import KeyRateLimit
-from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys
+from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys, unauthorized
 from patchstream.query.mcp_server import create_mcp_server
 
 Scope = dict[str, Any]
@@ -36,7 +36,7 @@ class BearerAuth:
         raw = headers.get(b"authorization", b"").decode("latin-1")
         found = bearer_tenant(self.keys, raw)
         if found is None:
-            await _refuse(send, 401, "send Authorization: Bearer <api key>")
+            await _refuse(send, 401, unauthorized(raw))
         elif found != self.tenant:
             await _refuse(send, 403, "this MCP server serves another tenant")
         else:

@@ -11,10 +11,11 @@ from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ConfigDict
 
 from patchstream.agent.memory import SourceKind
 from patchstream.config.settings import Settings
-from patchstream.query.client import QueryClient, QueryServiceError
+from patchstream.query.client import QueryClient
 
 # Sources an agent may name for what it proposes: never ``user``, the policy's trusted one.
 AGENT_SOURCES = tuple(kind for kind in get_args(SourceKind) if kind != "user")
@@ -31,11 +32,8 @@ class ToolClient(QueryClient):
     """The query client whose failures reach the model with their reason: the MCP server
     shows any other exception as a bare "Error executing tool X"."""
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            return super().call(method, path, **kwargs)
-        except QueryServiceError as exc:
-            raise ToolError(str(exc)) from exc
+    def fail(self, message: str, status: int | None = None) -> Exception:
+        return ToolError(message)
 
 
 def create_mcp_server(settings: Settings) -> MCPServer:
@@ -212,4 +210,15 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         client.call("DELETE", f"/v1/memory/{quote(memory_id, safe='')}")
         return {"forgotten": memory_id}
 
+    refuse_unknown_arguments(server)
     return server
+
+
+def refuse_unknown_arguments(server: MCPServer) -> None:
+    """A misnamed argument (``budget`` for ``budget_tokens``) is refused with the names a
+    tool takes, not silently dropped: the SDK's argument models ignore extra keys."""
+    for tool in server._tool_manager.list_tools():  # the SDK has no public hook for this
+        loose = tool.fn_metadata.arg_model
+        config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+        tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {"model_config": config})
+        tool.parameters = {**tool.parameters, "additionalProperties": False}

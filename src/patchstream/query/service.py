@@ -141,8 +141,14 @@ class QueryService:
             held = self.graph.repos(tenant)
             listed = ", ".join(held[:20]) + (" ..." if len(held) > 20 else "")
             return f"no repository {repo!r} is indexed (indexed: {listed or 'none'})"
-        if ref is None or ref in known or split_workspace(ref)[0] in known:
+        if ref is None or ref in known:
             return None
+        base, workspace = split_workspace(ref)
+        if workspace is not None and base in known:  # never written to, or dropped
+            spaces = sorted(k for k in known if k.startswith(f"{base}~"))
+            return (f"{repo!r} has no workspace {workspace!r} over {base!r} (workspaces: "
+                    f"{', '.join(spaces[:20]) or 'none'}); a workspace is made by its first "
+                    "write")  # fmt: skip
         return f"{repo!r} has no ref {ref!r} (refs: {', '.join(sorted(known)[:20])})"
 
     def symbols_named(
