@@ -176,6 +176,6 @@ def test_the_cli_reference_lists_every_mcp_tool() -> None:
     from patchstream.query.mcp_server import create_mcp_server
 
     reference = (Path(__file__).parents[2] / "docs/reference/cli.md").read_text()
-    section = reference[reference.index("patchstream mcp"):]
+    section = reference[reference.index("patchstream mcp") :]
     tools = [t.name for t in create_mcp_server(Settings())._tool_manager.list_tools()]
     assert [name for name in tools if name not in section[:3000]] == []
