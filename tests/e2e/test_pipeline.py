@@ -692,6 +692,27 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
                            env={**env, "PATCHSTREAM_API_KEY": "not-a-key"})  # fmt: skip
     assert wrong.returncode == 4, wrong.stdout + wrong.stderr
     assert wrong.stdout.count("key refused (401: the API key sent is not recognised") == 2
+    # A key made while the server runs works at once for both services; revoked, it stops
+    # within a second or two; no restart either way.
+    operator = {**os.environ, "PATCHSTREAM_EMBEDDED": json.dumps(
+        {"data_dir": stack.settings.embedded.data_dir})}  # fmt: skip
+    keys = [sys.executable, "-m", "patchstream.cli.main", "keys"]
+    made = subprocess.run([*keys, "create", "--tenant", "default", "--name", "e2e-ann"],
+                          env=operator, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0 and made.stdout.startswith("psk_"), made.stderr
+    with_key = {**env, "PATCHSTREAM_API_KEY": made.stdout.strip()}
+
+    def status_code() -> int:
+        return subprocess.run([*fenced, "status"], env=with_key, capture_output=True,
+                              timeout=60).returncode  # fmt: skip
+
+    wait_for(lambda: status_code() == 0, 15, "the new key taken by both services")
+    listed = subprocess.run([*keys, "list"], env=operator, capture_output=True, text=True,
+                            timeout=60).stdout  # fmt: skip
+    assert "e2e-ann" in listed and made.stdout.strip() not in listed
+    revoked = subprocess.run([*keys, "revoke", "e2e-ann"], env=operator, timeout=60)
+    assert revoked.returncode == 0
+    wait_for(lambda: status_code() == 4, 15, "the revoked key refused")
     # The same from a profile; not while other users may read its key.
     profile = home / "patchstream" / "client.toml"
     profile.write_text(f'server = "{server}"\napi_key = "{key}"\n')

@@ -35,6 +35,7 @@ LAZY_COMMANDS = {
     "memory": "patchstream.cli.memory:memory", "workspace": "patchstream.cli.workspace:workspace",
     "repo": "patchstream.cli.repos:repo", "trace": "patchstream.cli.trace:trace",
     "watch": "patchstream.cli.watch:watch", "import": "patchstream.cli.imports:import_group",
+    "keys": "patchstream.cli.keys:keys",
 }  # fmt: skip
 
 # Commands that are clients of a server: with PATCHSTREAM_SERVER (or a profile) they reach it
@@ -52,14 +53,15 @@ def cli(ctx: click.Context) -> None:
 
     A client of a shared server needs only PATCHSTREAM_SERVER and PATCHSTREAM_API_KEY (or
     `server` and `api_key` in ~/.config/patchstream/client.toml, mode 0600)."""
-    if ctx.invoked_subcommand in CLIENT_COMMANDS | {"reconcile", "dlq"}:
+    if ctx.invoked_subcommand in CLIENT_COMMANDS | {"reconcile", "dlq", "keys"}:
         follow_the_running_stack()  # its data dir, from any working directory
     if ctx.invoked_subcommand in CLIENT_COMMANDS:
         use_client_profile()
-    elif ctx.invoked_subcommand in ("reconcile", "dlq") and get_settings().server:
-        raise click.UsageError(f"`{ctx.invoked_subcommand}` is an operator command: it opens the "
-                               "broker and the stores, so it runs beside the server, not as a "
-                               "client of PATCHSTREAM_SERVER")  # fmt: skip
+    elif ctx.invoked_subcommand in ("reconcile", "dlq", "keys") and get_settings().server:
+        raise click.UsageError(f"`{ctx.invoked_subcommand}` is an operator command: it works "
+                               "on the server's data dir (its broker, stores and keys), so it "
+                               "runs beside the server, not as a client of "
+                               "PATCHSTREAM_SERVER")  # fmt: skip
 
 
 def delta_summary(delta: FileDelta) -> dict[str, Any]:

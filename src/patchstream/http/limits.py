@@ -8,7 +8,6 @@ valid key are not counted here: they are refused with a 401 by the route, at no 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -17,14 +16,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from patchstream.http.security import bearer_tenant
+from patchstream.http.key_store import KeyRing
+from patchstream.http.security import bearer_key
 
 log = logging.getLogger(__name__)
-
-
-def key_name(tenant: str, key: str) -> str:
-    """How logs and metrics name a key: its tenant and a fingerprint of it."""
-    return f"{tenant}/k-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 class TokenBuckets:
@@ -63,8 +58,7 @@ class KeyRateLimit:
         on_limited: Callable[[str], None] | None = None,
     ) -> None:
         self.app = app
-        self.keys = dict(keys)
-        self.names = {key: key_name(tenant, key) for key, tenant in self.keys.items()}
+        self.keys = keys if isinstance(keys, KeyRing) else KeyRing(keys)
         self.buckets = TokenBuckets(rate, burst) if rate > 0 else None
         self.service = service
         self.on_limited = on_limited
@@ -94,7 +88,5 @@ class KeyRateLimit:
     def _name(self, scope: dict[str, Any]) -> str | None:
         headers = dict(scope.get("headers") or [])
         header = headers.get(b"authorization", b"").decode("latin-1")
-        tenant = bearer_tenant(self.keys, header)
-        if tenant is None:
-            return None
-        return self.names.get(header[7:].strip())
+        entry = self.keys.lookup(bearer_key(header))
+        return entry.name if entry is not None else None

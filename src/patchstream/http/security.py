@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from patchstream.errors import ConfigError, ContractError
+from patchstream.http.key_store import KeyRing, KeyStore
 
 DEV_API_KEY = "dev-local-key"
 DEV_TENANT = "default"
@@ -39,19 +40,25 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def resolve_api_keys(configured: Mapping[str, str], host: str, service: str) -> dict[str, str]:
-    """API key -> tenant for a service that binds ``host``.
+def resolve_api_keys(
+    configured: Mapping[str, str], host: str, service: str, store: KeyStore | None = None,
+    agent_keys: tuple[str, ...] = (),
+) -> KeyRing:  # fmt: skip
+    """The keys a service that binds ``host`` accepts: ``configured`` (key -> tenant) and the
+    stack's key store (``patchstream keys``).
 
-    With no keys configured the dev key is accepted, on loopback only. Off loopback the service
-    refuses to start unless real keys are configured (and the dev key is not among them).
+    With neither holding a key the dev key is accepted, on loopback only. Off loopback the
+    service refuses to start unless real keys exist (and the dev key is not among them).
     """
     keys = {k: v for k, v in configured.items() if k}
     loopback = is_loopback(host)
-    if not keys:
+    ring = KeyRing(keys, store, agent_keys)
+    if not keys and not (store is not None and ring.has_stored_keys()):
         if loopback:
-            return {DEV_API_KEY: DEV_TENANT}
+            return KeyRing({DEV_API_KEY: DEV_TENANT}, store, agent_keys)
         raise ConfigError(
-            f"{service} binds {host}, which is not loopback, and has no API keys; set "
+            f"{service} binds {host}, which is not loopback, and has no API keys; make one "
+            "with `patchstream keys create --tenant T --name N`, or set "
             f"PATCHSTREAM_{service.upper()}__API_KEYS to a JSON object of key -> tenant"
         )
     if DEV_API_KEY in keys and not loopback:
@@ -59,7 +66,7 @@ def resolve_api_keys(configured: Mapping[str, str], host: str, service: str) -> 
             f"{service} binds {host}, which is not loopback, with the dev key {DEV_API_KEY!r}; "
             "replace it with a long random key"
         )
-    return keys
+    return ring
 
 
 def unauthorized(authorization: str | None) -> str:
@@ -73,11 +80,19 @@ def unauthorized(authorization: str | None) -> str:
     return "the API key sent is not recognised (mistyped, revoked, or another server's)"
 
 
+def bearer_key(authorization: str | None) -> str:
+    """The key of ``Authorization: Bearer <key>``; empty when there is none."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        return ""
+    return authorization[7:].strip()
+
+
 def bearer_tenant(keys: Mapping[str, str], authorization: str | None) -> str | None:
     """The tenant of ``Authorization: Bearer <key>``, or None. Every key is compared."""
-    if not authorization or not authorization.lower().startswith("bearer "):
-        return None
-    given = authorization[7:].strip().encode()
+    if isinstance(keys, KeyRing):
+        entry = keys.lookup(bearer_key(authorization))
+        return entry.tenant if entry is not None else None
+    given = bearer_key(authorization).encode()
     if not given:
         return None
     found = None

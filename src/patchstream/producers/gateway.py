@@ -30,6 +30,7 @@ from patchstream import __version__
 from patchstream.config.settings import Settings
 from patchstream.errors import ConfigError, ContractError
 from patchstream.http.errors import install_error_handlers
+from patchstream.http.key_store import KeyStore, key_store_path
 from patchstream.http.limits import KeyRateLimit
 from patchstream.http.security import (
     BodyLimit,
@@ -179,9 +180,9 @@ def create_gateway(
     mirrors = repos_dir or Path(
         settings.pipeline.repos_dir or Path(settings.embedded.data_dir) / "mirrors"
     )
-    api_keys = resolve_api_keys(
-        {**registry.api_keys, **settings.gateway.api_keys}, settings.gateway.host, "gateway"
-    )
+    store = KeyStore(key_store_path(Path(settings.embedded.data_dir)))
+    api_keys = resolve_api_keys({**registry.api_keys, **settings.gateway.api_keys},
+                                settings.gateway.host, "gateway", store)  # fmt: skip
     local_roots = settings.gateway.local_roots
     for repo in registry.repos:
         try:

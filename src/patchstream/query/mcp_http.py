@@ -8,11 +8,13 @@ service, so a caller never reads another tenant's code through it. Bodies are li
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from patchstream.config.settings import Settings
 from patchstream.http.limits import KeyRateLimit
-from patchstream.http.security import BodyLimit, bearer_tenant, resolve_api_keys, unauthorized
+from patchstream.http.security import BodyLimit, bearer_tenant, unauthorized
+from patchstream.query.keys import query_keys
 from patchstream.query.mcp_server import create_mcp_server
 
 Scope = dict[str, Any]
@@ -23,7 +25,7 @@ Send = Any
 class BearerAuth:
     """ASGI middleware: 401 without a known bearer key, 403 for another tenant's key."""
 
-    def __init__(self, app: Any, keys: dict[str, str], tenant: str) -> None:
+    def __init__(self, app: Any, keys: Mapping[str, str], tenant: str) -> None:
         self.app = app
         self.keys = keys
         self.tenant = tenant
@@ -52,7 +54,7 @@ async def _refuse(send: Send, status: int, detail: str) -> None:
 
 def mcp_http_app(settings: Settings, host: str, max_body_bytes: int = 1024 * 1024) -> Any:
     """The authenticated streamable-HTTP MCP app (refuses to build without usable keys)."""
-    keys = resolve_api_keys(settings.query.api_keys, host, "query")
+    keys = query_keys(settings, host)
     own = bearer_tenant(keys, f"Bearer {settings.query.api_key.get_secret_value()}")
     if own is None:
         from patchstream.errors import ConfigError

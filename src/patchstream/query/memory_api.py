@@ -1,7 +1,7 @@
 """HTTP routes of long-term memory (``/v1/memory``) and of deleting a session, whose derived
 memories go with it. A proposal the policy refuses is 422 with the decision and its reason."""
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 from patchstream.agent.memory import Proposal
 from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService
-from patchstream.http.security import bearer_tenant
+from patchstream.http.key_store import KeyRing
+from patchstream.http.security import bearer_key
 from patchstream.query.agent_api import call_mapped
 from patchstream.schemas.events import ID_PATTERN
 
@@ -42,19 +43,21 @@ def memory_router(
     tenant_resolver: Callable[..., str],
     memory: Callable[[], MemoryService],
     agent: Callable[[], AgentStateService],
-    agent_keys: Collection[str] = (),
+    keys: KeyRing | None = None,
 ) -> APIRouter:
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
-    agents = dict.fromkeys(agent_keys, "agent")
+
+    def an_agents_key(authorization: str | None) -> bool:
+        entry = keys.lookup(bearer_key(authorization)) if keys is not None else None
+        return entry is not None and entry.role == "agent"
 
     @router.post("/v1/memory/proposals", status_code=201)
     async def propose(body: Proposal, tenant: Tenant, request: Request) -> Any:
         # The policy trusts its trusted sources' words (instruction-like text from them is
         # stored active): an agent's key may not claim one, whatever the agent was told.
         trusted = memory().policy.sources.trusted
-        if body.source.kind in trusted and bearer_tenant(agents, request.headers.get(
-                "authorization")) is not None:  # fmt: skip
+        if body.source.kind in trusted and an_agents_key(request.headers.get("authorization")):
             raise HTTPException(403, f"an agent's key cannot propose as {body.source.kind!r}, "
                                 "a trusted source: relay what the user said as memory_type "
                                 "'user-claim' (it waits for a person's approval)")  # fmt: skip
