@@ -215,3 +215,27 @@ def test_a_quiet_tenant_is_followed_less_often_and_a_write_brings_the_short_lag_
         assert _symbols(found) == ["app::billing.py::compute_credit_note"]
     finally:
         paced.close()
+
+
+def test_a_search_right_after_a_start_waits_for_the_copy_not_for_milvus(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """Issue #55: for ~11 s after a restart, searches were served by Milvus before the copy
+    loaded and ranked differently. A search now waits (bounded) for the copy to load."""
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    waiting = SearchMirror(vectors, lag_s=0.2, ready_wait_s=60.0)
+    try:
+        assert waiting.state(tenant) == "loading" and waiting.loading() is None  # not asked yet
+        hits = waiting.search(tenant, "compute_invoice_total amount", limit=1)  # starts the load
+        assert _symbols(hits) == ["app::billing.py::compute_invoice_total"]  # the copy's answer
+        assert waiting.state(tenant) == "ready" and waiting.loading() is None
+    finally:
+        waiting.close()
+    impatient = SearchMirror(vectors, lag_s=0.2)  # no wait: Milvus answers, as before
+    try:
+        assert impatient.search(tenant, "compute_invoice_total", limit=1) is None
+        assert impatient.state(tenant).startswith("loading")
+        _until(lambda: impatient.state(tenant) == "ready")
+    finally:
+        impatient.close()

@@ -38,8 +38,8 @@ def answer_exit_code(status: int | None) -> int:
         return NOT_ALLOWED_EXIT
     if status == 404:
         return NOT_FOUND_EXIT
-    if status is not None and 400 <= status < 500 and status not in (408, 429):
-        return 2  # the request was refused: what was sent is wrong
+    if status is not None and 400 <= status < 500 and status not in (408, 409, 429):
+        return 2  # the request was refused: what was sent is wrong (a conflict is state)
     return 1  # no answer, or the service failed: try again
 
 

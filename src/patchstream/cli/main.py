@@ -219,8 +219,11 @@ def status(quiet: bool) -> None:
             host, _, port = address.rpartition(":")
             up_now = port_is_open(host, int(port))
         healthy &= up_now
+        said = "up" if up_now else "DOWN"
+        if up_now and name == "query":  # up, but is it answering as it will?
+            said += _search_copy(settings.query.url)
         if not quiet:
-            click.echo(f"{name:<12} {address:<{width}} {'up' if up_now else 'DOWN'}")
+            click.echo(f"{name:<12} {address:<{width}} {said}")
     if healthy and not quiet:
         from patchstream.cli.query import tenant_flagged_line
         from patchstream.query.client import QueryClient
@@ -228,6 +231,17 @@ def status(quiet: bool) -> None:
         with contextlib.closing(QueryClient(settings.query, timeout_s=10)) as client:
             click.echo(tenant_flagged_line(client))
     sys.exit(0 if healthy else 1)
+
+
+def _search_copy(url: str) -> str:
+    """`` (search copy loading 45%)`` while the query service's copy loads; else nothing."""
+    import httpx
+
+    try:
+        loading = httpx.get(f"{url.rstrip('/')}/healthz", timeout=5).json().get("search")
+    except (httpx.HTTPError, ValueError):
+        return ""
+    return f" (search copy {loading})" if loading else ""
 
 
 def _server_status(settings: Any, quiet: bool) -> int:
@@ -252,7 +266,10 @@ def _server_status(settings: Any, quiet: bool) -> int:
                 answer = httpx.get(f"{base}{GATEWAY_WHOAMI if forwarded else '/v1/whoami'}",
                                    timeout=10, headers=headers)  # fmt: skip
                 if answer.status_code == 200:
-                    state, failed = f"up, tenant {answer.json().get('tenant')}", 0
+                    said = answer.json()
+                    copy = str(said.get("search", "ready"))
+                    loading = f", search copy {copy}" if copy.startswith("loading") else ""
+                    state, failed = f"up, tenant {said.get('tenant')}{loading}", 0
                 else:
                     failed = answer_exit_code(answer.status_code)
                     state = f"up, key refused ({error_line(answer.status_code, answer.text)})"

@@ -101,6 +101,11 @@ class QuerySettings(BaseModel):
         default=1_000_000, gt=0,
         description="chunk rows one tenant's copy may hold; a larger tenant searches Milvus",
     )  # fmt: skip
+    search_copy_wait_s: float = Field(
+        default=10.0, ge=0,
+        description="a search while the tenant's search copy is still loading waits this long "
+        "for it; then Milvus answers, and the answer says so (it may rank differently)",
+    )  # fmt: skip
     freeze_loaded_copy: bool = Field(
         default=True,
         description="once a tenant's copy has loaded, move the heap into Python's permanent "

@@ -152,7 +152,8 @@ def _default_factory(settings: Settings) -> QueryService:
                                       idle_lag_s=query.search_mirror_idle_lag_s,
                                       idle_after_s=query.search_mirror_idle_after_s,
                                       max_rows=query.search_mirror_max_rows,
-                                      freeze_loaded=query.freeze_loaded_copy)  # fmt: skip
+                                      freeze_loaded=query.freeze_loaded_copy,
+                                      ready_wait_s=query.search_copy_wait_s)  # fmt: skip
         for tenant in sorted(query_keys(settings).tenants()):
             service.mirror.warm(tenant)  # load before the first search asks
     service.agent = AgentStateService(
@@ -257,12 +258,29 @@ def create_api(
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+        found = {"status": "ok", "version": __version__}
+        mirror = service().mirror if "service" in state else None
+        loading = mirror.loading() if mirror is not None else None
+        if "service" not in state or loading:  # up, not yet answering as it will
+            found["search"] = loading or "starting"
+        return found
 
     @app.get("/v1/whoami")
     async def whoami(tenant: Tenant) -> dict[str, str]:
-        """The tenant this key reads (``status`` asks: a wrong key is a 401 here)."""
-        return {"tenant": tenant, "service": "query"}
+        """The tenant this key reads (``status`` asks: a wrong key is a 401 here), and how
+        its search copy stands."""
+        mirror = service().mirror
+        return {"tenant": tenant, "service": "query",
+                "search": mirror.state(tenant) if mirror is not None else "milvus"}  # fmt: skip
+
+    def fallback_note(tenant: str) -> str | None:
+        """Said in an answer that Milvus gave while the tenant's search copy was loading."""
+        mirror = service().mirror
+        copy = mirror.state(tenant) if mirror is not None else "ready"
+        if copy.startswith("loading"):
+            return (f"the search copy is {copy}: this answer came from Milvus and may rank "
+                    "differently; ask again in a few seconds")  # fmt: skip
+        return None
 
     @app.post("/v1/search")
     async def search(body: SearchRequest, tenant: Tenant) -> dict[str, Any]:
@@ -273,7 +291,10 @@ def create_api(
                          body.path_prefix, body.kind)  # fmt: skip
         if not hits and body.repo:  # nothing found: say so when nothing could be
             await refuse_unknown(tenant, body.repo, body.ref)
-        return {"hits": [asdict(h) for h in hits]}
+        answer: dict[str, Any] = {"hits": [asdict(h) for h in hits]}
+        if (note := fallback_note(tenant)) is not None:
+            answer["note"] = note
+        return answer
 
     async def refuse_unknown(tenant: str, repo: str, ref: str | None) -> None:
         why = await run(service().unknown, tenant, repo, ref)
@@ -400,6 +421,8 @@ def create_api(
                                   body.session, body.run)  # fmt: skip
         if not found.blocks and body.repo:
             await refuse_unknown(tenant, body.repo, body.ref)
+        if (note := fallback_note(tenant)) is not None:
+            found.note = f"{found.note} Note: {note}."
         return found
 
     async def resume_context(tenant: str, query: str, budget: int, found: Run) -> dict[str, Any]:

@@ -43,6 +43,8 @@ def error_line(status: int, body: str) -> str:
         detail = json.loads(body).get("detail", body)
     except (ValueError, AttributeError):
         detail = body
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        detail = detail["message"]  # a structured refusal: its sentence
     if isinstance(detail, list):
         said = []
         for error in detail[:3]:

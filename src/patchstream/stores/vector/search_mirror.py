@@ -58,6 +58,8 @@ class _Mirror:
     frozen_rows: int = 0  # live rows when the heap was last frozen
     pause_s: float = 0.0  # the follower's wait before its next sync
     ready: bool = False
+    loaded: threading.Event = field(default_factory=threading.Event)  # set once ready
+    load_rows: tuple[int, int] = (0, 0)  # the first load's rows: read so far, to read
     disabled: str | None = None  # why this tenant is served by Milvus
     search_lock: threading.Lock = field(default_factory=threading.Lock)
     sync_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -88,8 +90,10 @@ class SearchMirror:
         max_rows: int = 1_000_000,
         freeze_loaded: bool = False,
         freeze_min_rows: int = 1000,
+        ready_wait_s: float = 0.0,
     ) -> None:
         self.store = store
+        self.ready_wait_s = ready_wait_s
         self.freeze_loaded = freeze_loaded
         self.freeze_min_rows = freeze_min_rows
         self.lag_s = lag_s
@@ -107,13 +111,26 @@ class SearchMirror:
     # -- state ----------------------------------------------------------------------------
 
     def state(self, tenant: str) -> str:
-        """``ready``, ``loading`` or ``off`` (with why) for a tenant."""
+        """``ready``, ``loading N%`` or ``off`` (with why) for a tenant."""
         mirror = self._mirrors.get(tenant)
         if mirror is None:
             return "loading"
         if mirror.disabled:
             return f"off: {mirror.disabled}"
-        return "ready" if mirror.ready else "loading"
+        if mirror.ready:
+            return "ready"
+        done, total = mirror.load_rows
+        return f"loading {100 * done // total}%" if total else "loading"
+
+    def loading(self) -> str | None:
+        """``loading N%`` over every tenant still loading (no names: for /healthz); None
+        when none is."""
+        states = [(m.load_rows, m.ready or bool(m.disabled)) for m in list(self._mirrors.values())]
+        waiting = [rows for rows, done in states if not done]
+        if not waiting:
+            return None
+        total = sum(t for _, t in waiting)
+        return f"loading {100 * sum(d for d, _ in waiting) // total}%" if total else "loading"
 
     def warm(self, tenant: str) -> None:
         """Start loading a tenant in the background (a search does this by itself)."""
@@ -152,6 +169,8 @@ class SearchMirror:
                          tenant, mirror.index.live, len(mirror.files),
                          time.perf_counter() - started)  # fmt: skip
             mirror.ready = mirror.disabled is None
+            if mirror.ready:
+                mirror.loaded.set()
             failures, pause = 0, pacer.next_wait_ms(changed) / 1000
             mirror.pause_s = pause
             live = mirror.index.live
@@ -222,6 +241,10 @@ class SearchMirror:
         if not tenant or not query.strip():
             return []
         mirror = self._mirror(tenant)
+        if not mirror.ready and not mirror.disabled and self.ready_wait_s > 0:
+            # Right after a start: wait (bounded) for the copy rather than answer from Milvus,
+            # which ranks differently; the caller says so when it still had to.
+            mirror.loaded.wait(self.ready_wait_s)
         if not mirror.ready or mirror.disabled or mirror.synced_at < mirror.fence:
             return None
         vector = self.store.embedder.embed([query])[0]
@@ -337,7 +360,10 @@ class SearchMirror:
                     mirror.files.pop(file_uid, None)
             mirror.index.reserve(len(fetch))
         # Batch by batch: a load never holds more than one batch of rows as Python objects.
+        first_load = not mirror.ready
         for start in range(0, len(fetch), _GET_BATCH):
+            if first_load:
+                mirror.load_rows = (start, len(fetch))
             batch = [
                 IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
                            str(row["text"]), np.asarray(row["dense"], np.float32),
