@@ -707,6 +707,10 @@ def test_a_client_knows_one_url_and_one_key(stack: Supervisor, tmp_path: Path) -
                               timeout=60).returncode  # fmt: skip
 
     wait_for(lambda: status_code() == 0, 15, "the new key taken by both services")
+    # A person's key reads and writes; dropping a repository is an admin's.
+    drop = subprocess.run([*fenced, "repo", "drop", "oneidx", "--yes"], env=with_key,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert drop.returncode == 4 and "needs an admin key" in drop.stderr, drop.stderr
     listed = subprocess.run([*keys, "list"], env=operator, capture_output=True, text=True,
                             timeout=60).stdout  # fmt: skip
     assert "e2e-ann" in listed and made.stdout.strip() not in listed

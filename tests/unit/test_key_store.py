@@ -28,6 +28,9 @@ def test_a_key_is_stored_hashed_works_at_once_and_stops_when_revoked(tmp_path: P
     assert bearer_tenant(ring, f"Bearer {key}") is None
     with pytest.raises(ContractError, match="exists"):
         store.create("teama", "bob") and store.create("teamb", "bob")
+    assert ring.lookup("env-key").role == "admin"  # type: ignore[union-attr] # the operator's
+    admin = store.create("teama", "ops", role="admin")
+    assert ring.lookup(admin).role == "admin"  # type: ignore[union-attr]
     agent = store.create("teama", "ci-bot", role="agent")
     assert ring.lookup(agent) is not None and ring.lookup(agent).role == "agent"  # type: ignore[union-attr]
     deadline = time.monotonic() + 10

@@ -29,7 +29,9 @@ from pathlib import Path
 from patchstream.errors import ContractError
 
 KEY_PREFIX = "psk_"
-ROLES = ("person", "agent")  # an agent's key may not speak as the user (memory policy)
+# An agent's key may not speak as the user (the memory policy); only an admin's may drop a
+# repository or a ref. A key of the environment's maps is an admin's (or an agent's).
+ROLES = ("person", "agent", "admin")
 STORE_NAME = "keys.sqlite"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,63}")
@@ -192,7 +194,7 @@ class KeyRing(Mapping[str, str]):
             if hmac.compare_digest(key.encode(), given.encode("utf-8", "surrogatepass")):
                 tenant = owner
         if tenant is not None:
-            role = "agent" if given in self.agent_keys else "person"
+            role = "agent" if given in self.agent_keys else "admin"
             return KeyEntry(tenant, role, key_name(tenant, given))
         if self.store is None:
             return None

@@ -27,7 +27,7 @@ from patchstream.errors import ContractError
 from patchstream.http.errors import install_error_handlers
 from patchstream.http.key_store import KeyRing
 from patchstream.http.limits import KeyRateLimit
-from patchstream.http.security import BodyLimit, bearer_tenant, unauthorized
+from patchstream.http.security import BodyLimit, bearer_key, bearer_tenant, unauthorized
 from patchstream.metrics import Metrics
 from patchstream.metrics.http import instrument
 from patchstream.query.agent_api import agent_router
@@ -431,7 +431,18 @@ def create_api(
         return response.model_dump(mode="json")
 
     app.include_router(memory_router(state_tenant, memory, agent, keys))
-    app.include_router(overlay_router(state_tenant, overlays))
+
+    def admin(request: Request) -> None:
+        entry = keys.lookup(bearer_key(request.headers.get("authorization")))
+        if entry is not None and entry.role != "admin":
+            raise HTTPException(
+                403,
+                "dropping a repository or a ref needs an admin key; "
+                f"this key's role is {entry.role!r} (`patchstream keys "
+                "create --role admin`, or PATCHSTREAM_QUERY__API_KEYS)",
+            )
+
+    app.include_router(overlay_router(state_tenant, overlays, admin))
     app.include_router(trace_router(state_tenant, lambda: service().graph))
     app.include_router(history_router(state_tenant, service))
     app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))

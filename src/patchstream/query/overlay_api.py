@@ -45,10 +45,13 @@ def overlay_info(overlay: OverlayInfo) -> dict[str, Any]:
     return dict(overlay.__dict__)
 
 
-def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], OverlayService]
-                   ) -> APIRouter:  # fmt: skip
+def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], OverlayService],
+                   admin: Callable[..., None] = lambda: None) -> APIRouter:  # fmt: skip
+    """``admin``: the dependency that refuses a key without the admin role (dropping a whole
+    ref or repository is an operator's act; an agent drops its own workspace)."""
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
+    Admin = Annotated[None, Depends(admin)]  # noqa: N806
     Ref = Annotated[str, Query(pattern=VIEW_REF_PATTERN)]  # noqa: N806
 
     def checked_repo(repo: Annotated[str, Query(pattern=_NAME_PATTERN)]) -> str:
@@ -93,7 +96,7 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
         return {"dropped": ref, "symbols": removed, "already_dropped": already}
 
     @router.delete("/v1/refs")
-    def drop_ref(tenant: Tenant, repo: Repo, ref: Ref) -> dict[str, Any]:
+    def drop_ref(tenant: Tenant, repo: Repo, ref: Ref, _admin: Admin) -> dict[str, Any]:
         """Drop one ref of a repository (a branch or an overlay), fenced: no replay of an
         older event brings it back; a later write makes it again."""
         try:
@@ -106,7 +109,7 @@ def overlay_router(tenant_resolver: Callable[..., str], overlays: Callable[[], O
         return {"repo": repo, "dropped": ref, "symbols": removed}
 
     @router.delete("/v1/repos")
-    def drop_repo(tenant: Tenant, repo: Repo) -> dict[str, Any]:
+    def drop_repo(tenant: Tenant, repo: Repo, _admin: Admin) -> dict[str, Any]:
         """Drop every ref of a repository, each fenced as ``/v1/refs`` does."""
         dropped = overlays().drop_repo(tenant, repo)
         if not dropped:
