@@ -411,3 +411,23 @@ def test_unclosed_parentheses_are_flagged_within_the_budget_in_the_jail(
     after = jailed.build(_target("next.py"), GOOD)
     assert {s.name for s in after.symbols} >= {"keep", "helper"}
     assert jailed.started == 1  # nothing was killed
+
+
+def test_a_memory_error_that_surfaces_as_a_system_error_is_still_out_of_memory() -> None:
+    """A suite run failed with ``SystemError: <built-in function thread_time> returned a
+    result with an exception set``: the jail's heap ran out inside a C call, and the child
+    reported a parser bug instead of running out of memory (the fresh-jail retry)."""
+    from patchstream.parsing.jail_child import out_of_memory
+
+    try:
+        try:
+            raise MemoryError
+        except MemoryError as cause:
+            raise SystemError("<built-in function thread_time> returned a result") from cause
+    except SystemError as exc:
+        assert out_of_memory(exc)
+    assert out_of_memory(MemoryError())
+    assert not out_of_memory(ValueError("a bug"))
+    loop = ValueError("a cycle")
+    loop.__context__ = loop
+    assert not out_of_memory(loop)

@@ -48,10 +48,14 @@ def render_commit(info: CommitInfo, message: str) -> str:
 
 
 def _message(message: str) -> str:
-    text = message.strip().replace("\r\n", "\n")
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[:MAX_MESSAGE_CHARS] + "\n[message cut]"
-    return text
+    return clipped(message, MAX_MESSAGE_CHARS, "message")
+
+
+def clipped(text: str, limit: int, what: str) -> str:
+    """``text`` trimmed, with Unix line ends, cut at ``limit`` characters with a line that
+    says so (a stranger's message or body)."""
+    text = text.strip().replace("\r\n", "\n")
+    return text[:limit] + f"\n[{what} cut]" if len(text) > limit else text
 
 
 def parse_commit(text: str) -> CommitInfo | None:

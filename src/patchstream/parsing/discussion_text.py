@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from patchstream.parsing.commit_text import clipped
 from patchstream.schemas.discussions import DiscussionInfo, page_key
 
 MAX_BODY_CHARS = 32_000
@@ -43,10 +44,7 @@ def render_discussion(info: DiscussionInfo, body: str) -> str:
 
 
 def _body(body: str) -> str:
-    text = body.strip().replace("\r\n", "\n")
-    if len(text) > MAX_BODY_CHARS:
-        text = text[:MAX_BODY_CHARS] + "\n[body cut]"
-    return text
+    return clipped(body, MAX_BODY_CHARS, "body")
 
 
 def parse_discussion(path: str, text: str) -> DiscussionInfo | None:
