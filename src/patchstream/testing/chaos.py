@@ -141,7 +141,9 @@ class ChaosRun:
             elif (pid := self.pid_of(victim)) is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            else:
+            else:  # being restarted: its turn waits for the next tick, not the next round (a
+                # loaded machine's slow restarts cost whole kinds of kills in a short run)
+                order.append(victim)
                 continue
             self.report.kills[victim] += 1
             if time.monotonic() >= next_pause:
