@@ -129,12 +129,23 @@ def _traffic(stack: Supervisor, round_: int) -> None:
 
 
 def _scrape_all(stack: Supervisor) -> dict[str, str]:
-    targets = json.loads((stack.data_dir / "prometheus" / "targets.json").read_text())
-    texts = {}
-    for group in targets:
-        for address in group["targets"]:
-            texts[group["labels"]["process"]] = httpx.get(f"http://{address}/metrics",
-                                                          timeout=10).text  # fmt: skip
+    """Every target of the file_sd list, read again at each try: a child restarted on a new
+    port (its first was taken before it bound it) is scraped where it now listens."""
+    texts: dict[str, str] = {}
+
+    def scraped() -> bool:
+        texts.clear()
+        targets = json.loads((stack.data_dir / "prometheus" / "targets.json").read_text())
+        for group in targets:
+            for address in group["targets"]:
+                try:
+                    answer = httpx.get(f"http://{address}/metrics", timeout=10)
+                except httpx.TransportError:
+                    return False
+                texts[group["labels"]["process"]] = answer.text
+        return True
+
+    wait_for(scraped, 60, "every /metrics target answering")
     return texts
 
 

@@ -333,7 +333,7 @@ class Supervisor:
         if self.vector_sink_held and self._audited_at_start():
             self.vector_sink_held = False
             log.info("event=vector_sink_released reason=vector_tier_audited")
-        env = self.environment()
+        env, moved = self.environment(), False
         for worker in self.workers:
             if worker.alive() or now < worker.next_start:
                 continue
@@ -342,12 +342,18 @@ class Supervisor:
             code = worker.process.returncode if worker.process else None
             log.warning("event=worker_restart worker=%s code=%s restarts=%d", worker.name, code,
                         worker.restarts)  # fmt: skip
+            if worker.metrics_port is not None and not self.settings.embedded.metrics_port:
+                # "Any free port" was free when chosen, not when the child bound it (another
+                # process took it and the child died on EADDRINUSE): a new one each start.
+                worker.metrics_port, moved = free_port(), True
             worker.start(env)
             # A child that keeps crashing is restarted less and less often.
             worker.next_start = now + min(_MAX_BACKOFF_S, 2.0**worker.restarts)
             worker.restarts += 1
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.outbox.replay_due = True
+        if moved:
+            self.write_metrics_targets()  # Prometheus's file_sd follows the moved ports
         self.tend_outbox(now)
         held = frozenset({VECTOR_SINK} if self.vector_sink_held else ())
         self.stalls.tend(now, self.settings.kafka, lambda s: self._kill_consumers((s,)), held)
