@@ -611,11 +611,13 @@ def test_a_name_that_stands_for_several_symbols_walks_from_each_and_says_which(
     assert "def floor_plan" in groups[square] and "def garden" not in groups[square]
     as_json = json.loads(cli("callers", "area", "--json"))
     assert as_json["symbol_ids"] == [circle, square] and as_json["more_named"] == 0
+    assert as_json["symbol_id"] is None  # two were walked: no one of them owns every row
     assert {(row["of"], row["name"]) for row in as_json["callers"]} == {
         (circle, "garden"), (square, "floor_plan"),
     }  # fmt: skip
     one = cli("callers", "Square.area")  # a qualified name picks one
     assert one.splitlines()[0] == f"callers of {square}" and one.count("callers of") == 1
+    assert json.loads(cli("callers", "Square.area", "--json"))["symbol_id"] == square
 
 
 SQUARE = (

@@ -19,6 +19,22 @@ def _tier(symbol: Any) -> int:
     return {"function": 0, "class": 0, "interface": 0, "variable": 1}.get(symbol["kind"], 2)
 
 
+def merge_walks(kind: str, answers: list[dict[str, Any]], more: int) -> dict[str, Any]:
+    """One answer for the walks of every symbol a name stands for: each row says whose it is
+    (``of``), every walked id is in ``symbol_ids``, and ``more_named`` counts the matches left
+    out past ``MAX_NAMED``. ``symbol_id`` names the walked symbol only when there was one:
+    with two, the first's id over both's rows credited ``Session.request``'s callers to the
+    module-level ``request`` (callers precision 0.962 -> 0.923 on requests)."""
+    merged = dict(answers[0])
+    merged[kind] = [{**row, "of": answer["symbol_id"]} for answer in answers
+                    for row in answer[kind]]  # fmt: skip
+    merged["symbol_ids"] = [answer["symbol_id"] for answer in answers]
+    if len(answers) > 1:
+        merged["symbol_id"] = None
+    merged["more_named"] = more
+    return merged
+
+
 def preferred_symbols(symbols: list[Any], name: str) -> list[Any]:
     """What a name stands for, best first: what can be called before variables, and those
     before modules and files; in a tier, those whose qualified name it is exactly (a
@@ -97,9 +113,7 @@ class QueryClient:
         """``walk`` from every symbol a name stands for, not one picked by id: ``send`` may
         be ``Session.send`` and ``HTTPAdapter.send``, and who calls ``send`` is who calls
         any of them. Only the best tier of ``preferred_symbols`` is walked (a method, not the
-        variable of the same name). The answer is ``walk``'s for the first (``symbol_id``),
-        with every walked id in ``symbol_ids``, each row's start in ``of``, and
-        ``more_named`` the matches of that tier left out past ``MAX_NAMED``."""
+        variable of the same name); ``merge_walks`` says how the answers combine."""
         if "::" in name_or_id:
             ids, more = [name_or_id], 0
         else:
@@ -107,12 +121,7 @@ class QueryClient:
             named = [s for s in named if _tier(s) == _tier(named[0])]
             ids, more = [str(s["id"]) for s in named[:MAX_NAMED]], max(0, len(named) - MAX_NAMED)
         answers = [self.walk(kind, symbol_id, depth, ref, resolution) for symbol_id in ids]
-        merged = dict(answers[0])
-        merged[kind] = [{**row, "of": answer["symbol_id"]} for answer in answers
-                        for row in answer[kind]]  # fmt: skip
-        merged["symbol_ids"] = ids
-        merged["more_named"] = more
-        return merged
+        return merge_walks(kind, answers, more)
 
     def walk(
         self, kind: str, symbol_id: str, depth: int, ref: str = "main",

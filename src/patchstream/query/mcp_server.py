@@ -119,7 +119,8 @@ def create_mcp_server(settings: Settings) -> MCPServer:
         (certain), ``runtime`` (also calls a traced run made), ``inferred`` (the default:
         guessed types and implementations too) or
         ``name-only`` (also calls of a method unique by name: everything that might call
-        it); each caller says its own."""
+        it); each caller says its own. A name several symbols share is walked from each:
+        each row's ``of`` is the symbol it belongs to (``symbol_id`` is null then)."""
         return client.walk_named("callers", symbol, min(depth, 2), repo, ref, resolution)
 
     @server.tool()
