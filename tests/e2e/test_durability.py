@@ -3,6 +3,7 @@ acknowledged, unconsumed writes; the supervisor restarts it and replays the outb
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -94,10 +95,13 @@ def test_status_names_every_service_workers_and_sinks_included(durable_stack: Su
     import subprocess
     import sys
 
+    env = durable_stack.environment()  # the reads with the stack's key for tenant acme
+    env["PATCHSTREAM_QUERY"] = json.dumps({**json.loads(env["PATCHSTREAM_QUERY"]),
+                                           "api_key": "key-acme"})  # fmt: skip
+
     def status() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"],
-                              env=durable_stack.environment(), capture_output=True, text=True,
-                              timeout=60)  # fmt: skip
+        return subprocess.run([sys.executable, "-m", "patchstream.cli.main", "status"], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
 
     # A sink serves /metrics once its store answered: right after a start it may not yet.
     wait_for(lambda: status().returncode == 0, timeout=180, what="every service up")
@@ -105,6 +109,7 @@ def test_status_names_every_service_workers_and_sinks_included(durable_stack: Su
     assert done.returncode == 0, done.stdout + done.stderr
     *services, flagged = done.stdout.splitlines()
     assert flagged.startswith("flagged files: "), done.stdout  # the tenant's, every repository
+    assert "not known" not in flagged, flagged  # the service answered it (it once said 422)
     # The query service may add "(search copy loading N%)" right after a start: still up.
     rows = {line.split()[0]: line.split(" (search copy")[0].split()[-1] for line in services}
     expected = {"stack", "kafka", "falkordb", "milvus", "query", "gateway", "parse-0",

@@ -576,3 +576,64 @@ def test_a_client_with_no_store_access_indexes_through_the_server(
     assert status.returncode == 0, status.stdout + status.stderr
     assert [line.split()[0] for line in status.stdout.splitlines()] == ["query", "gateway"]
     assert list(empty.iterdir()) == []  # the client wrote nothing of a stack's
+
+
+MIXED = {
+    "app/main.py": "def launch_rocket():\n    return 3\n",
+    "docs/guide.md": "# Guide\n\nHow to launch.\n",
+    "src/engine.zig": "pub fn ignite_thrusters(level: u8) void {\n    _ = level;\n}\n",
+    "scripts/boot.lua": "function warm_up_boilers()\n  return 1\nend\n",
+    "config/flight.json": '{"orbit_altitude_km": 408}\n',
+    "Makefile": "all:\n\tzig build\n",
+}
+
+
+def test_every_file_of_a_mixed_repository_is_parsed_or_said(
+    stack: Supervisor, tmp_path: Path
+) -> None:
+    """Issue #56, nothing silent: a file of a language with no grammar here is counted by
+    extension in ``index``'s summary, in ``query freshness`` and in ``status``, and its text
+    is found by search; the parsed files have their symbols."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    root = make_repo(tmp_path / "mixed", MIXED)
+    env = {**stack.environment(), "PATCHSTREAM_LOG_LEVEL": "WARNING"}
+    query = {**json.loads(env["PATCHSTREAM_QUERY"]), "api_key": "key-default"}
+    env["PATCHSTREAM_QUERY"] = json.dumps(query)  # the reads: a key of the tenant indexed
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "patchstream.cli.main", *args], env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    said = cli("index", str(root), "--repo", "mixed", "--tenant", "default", "--commits", "0")
+    # .gitignore and ignored/ come with make_repo: the ignored file is not a file of the tree.
+    words = "no grammar (text searchable, no symbols): "
+    assert f"{words}.gitignore 1, .json 1, .lua 1, .zig 1, Makefile 1" in said, said
+    summary = json.loads(cli("index", str(root), "--repo", "mixed", "--tenant", "default",
+                             "--commits", "0", "--json"))  # fmt: skip
+    assert summary["unparsed"] == {".gitignore": 1, ".json": 1, ".lua": 1, ".zig": 1,
+                                   "Makefile": 1}  # fmt: skip
+    headers = {"Authorization": "Bearer key-default"}
+    url = stack.settings.query.url
+    fresh = httpx.get(f"{url}/v1/freshness", params={"repo": "mixed"}, headers=headers,
+                      timeout=60).json()  # fmt: skip
+    assert fresh["unparsed"] == summary["unparsed"], fresh
+    assert fresh["flagged"]["no_grammar"] == 5 and fresh["flagged_files"] == [], fresh
+    for words_in_it, path in (("ignite thrusters", "src/engine.zig"),
+                              ("warm up boilers", "scripts/boot.lua"),
+                              ("orbit altitude km", "config/flight.json")):  # fmt: skip
+        hits = httpx.post(f"{url}/v1/search", json={"query": words_in_it, "repo": "mixed"},
+                          headers=headers, timeout=60).json()["hits"]  # fmt: skip
+        assert hits and hits[0]["path"] == path, (words_in_it, hits[:3])
+    symbol = httpx.get(f"{url}/v1/symbols/mixed::app/main.py::launch_rocket", headers=headers,
+                       timeout=60)  # fmt: skip
+    assert symbol.status_code == 200 and symbol.json()["kind"] == "function"
+    listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
+    assert listed in cli("query", "freshness", "mixed")
+    status = cli("status")  # the key's tenant, every repository
+    assert ".zig 1" in status and "no grammar" in status, status

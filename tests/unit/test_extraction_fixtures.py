@@ -263,7 +263,21 @@ def test_unknown_language_gets_a_file_node(builder: FileStateBuilder) -> None:
     state = build_state(builder, "docs/notes.txt", b"just text\n")
     assert state.language is None
     assert [s.kind for s in state.symbols] == [SymbolKind.FILE]
-    assert state.edges == () and state.chunks == ()
+    assert state.edges == () and [c.text for c in state.chunks] == ["just text"]
+    assert state.flags.raised() == ["no_grammar"]
+
+
+def test_a_language_with_no_grammar_is_plain_text_and_says_so(builder: FileStateBuilder) -> None:
+    """Issue #56: nothing silent. A Zig file has no symbols here, but its text is searchable
+    (cut by the token cap, never at ``#`` lines as Markdown is) and it is flagged."""
+    body = "\n".join(["#include <x>", *(f"fn f{i}() void {{ g{i}(); }}" for i in range(400))])
+    state = build_state(builder, "src/main.zig", body.encode())
+    assert state.flags.no_grammar and [s.kind for s in state.symbols] == [SymbolKind.FILE]
+    chunks = sorted(state.chunks, key=lambda c: c.start_line)
+    assert len(chunks) > 1 and chunks[0].text.startswith("#include <x>\nfn f0()")
+    covered = [n for c in chunks for n in range(c.start_line, c.end_line + 1)]
+    assert covered == list(range(1, 402))  # every line once
+    assert "fn f399() void" in chunks[-1].text
 
 
 def test_ids_are_stable_across_unrelated_edits(builder: FileStateBuilder) -> None:

@@ -227,6 +227,8 @@ def flagged_lines(result: dict[str, Any]) -> list[str]:
     if not counts:
         return ["flagged none"]
     lines = ["flagged " + "  ".join(f"{flag}={n}" for flag, n in counts.items())]
+    if result.get("unparsed"):
+        lines.append(f"  {unparsed_words(result['unparsed'])}")
     for file in result.get("flagged_files", []):
         path = file["path"] if str(file["path"]).isprintable() else repr(file["path"])
         lines.append(f"  {path}: {', '.join(file['flags'])}")
@@ -243,4 +245,12 @@ def tenant_flagged_line(client: QueryClient) -> str:
         return f"flagged files: not known ({exc})"
     counts = result.get("flagged") or {}
     said = "  ".join(f"{flag}={n}" for flag, n in counts.items()) or "none"
-    return f"flagged files: {said}" + ("  (`query freshness REPO` names them)" * bool(counts))
+    line = f"flagged files: {said}" + ("  (`query freshness REPO` names them)" * bool(counts))
+    return line + (f"; {unparsed_words(result['unparsed'])}" if result.get("unparsed") else "")
+
+
+def unparsed_words(unparsed: dict[str, int], shown: int = 12) -> str:
+    """``no grammar (text searchable, no symbols): .c 40, .json 12, ...``"""
+    listed = ", ".join(f"{ext} {n}" for ext, n in list(unparsed.items())[:shown])
+    more = f", and {len(unparsed) - shown} more kinds" if len(unparsed) > shown else ""
+    return f"no grammar (text searchable, no symbols): {listed}{more}"

@@ -92,6 +92,10 @@ def index(
             f"{counts} seconds={summary.seconds}"
         )
         _say_skipped(summary.skipped, summary.withheld)
+        if summary.unparsed:
+            from patchstream.cli.query import unparsed_words
+
+            click.echo(unparsed_words(summary.unparsed))
         for refused in summary.refused:
             click.echo(f"  refused {refused['path']!r} by the server: {refused['reason']}",
                        err=True)  # fmt: skip

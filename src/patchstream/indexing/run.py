@@ -18,6 +18,7 @@ from aiokafka.errors import KafkaError
 from patchstream.config.settings import Settings
 from patchstream.errors import StoreUnavailable
 from patchstream.indexing.plan import IndexPlan, plan_index
+from patchstream.parsing.prose import unparsed_by_extension
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.producers.tree_scan import ScanResult, scan_directory
 from patchstream.schemas.events import PatchEvent
@@ -60,6 +61,9 @@ class IndexSummary:
     skipped: dict[str, int] = field(default_factory=dict)
     # Files whose content stayed here (too large, binary, secret): path, reason, in words.
     withheld: list[dict[str, str]] = field(default_factory=list)
+    # Files of a language with no grammar here, by extension: their text is searchable,
+    # they have no symbols (flagged no_grammar).
+    unparsed: dict[str, int] = field(default_factory=dict)
     # Writes the server refused, each alone (path, its answer): the run went on without them.
     refused: list[dict[str, str]] = field(default_factory=list)
     graph_applied: int = 0
@@ -82,6 +86,7 @@ class IndexSummary:
         self.skipped = dict(scan.skipped)
         self.withheld = [{"path": w.path, "reason": w.reason, "detail": w.detail}
                          for w in scan.withheld]  # fmt: skip
+        self.unparsed = unparsed_by_extension(scan.files)
 
     def count(self, plan: IndexPlan) -> None:
         self.unchanged, self.deleted, self.commits = plan.unchanged, plan.deleted, plan.commits

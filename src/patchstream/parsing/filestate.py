@@ -134,8 +134,12 @@ class FileStateBuilder:
             return Fresh(
                 shell.model_copy(update={"flags": flags, "history_head": parse_head(text)})
             )
-        if language is None:
-            return Fresh(shell.model_copy(update={"flags": FileFlags(not_utf8=not_utf8)}))
+        if language is None:  # no grammar: searchable as plain text, and said so
+            chunks = prose_chunks(target.path, text, shell.symbols[0], self.counter,
+                                  self.settings.chunk_max_tokens, sections=False)  # fmt: skip
+            flags = FileFlags(not_utf8=not_utf8, no_grammar=True)
+            ordered = tuple(sorted(chunks, key=lambda c: c.id))
+            return Fresh(shell.model_copy(update={"flags": flags, "chunks": ordered}))
         source = text.encode("utf-8") if not_utf8 else data
         try:
             tree = self.parser.parse(target.key, language, source, hint)

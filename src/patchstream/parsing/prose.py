@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from patchstream.parsing.chunking import pack_lines
 from patchstream.parsing.hashing import hash_code
+from patchstream.parsing.languages import language_for_path
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.discussions import DISCUSSIONS_DIR
@@ -48,11 +51,18 @@ def _section_starts(lines: list[str]) -> tuple[int, ...]:
 
 
 def prose_chunks(
-    path: str, text: str, file_node: Symbol, counter: TokenCounter, max_tokens: int
+    path: str,
+    text: str,
+    file_node: Symbol,
+    counter: TokenCounter,
+    max_tokens: int,
+    sections: bool = True,
 ) -> list[Chunk]:
-    """One chunk per section (a long section is cut between lines), owned by the File node."""
+    """One chunk per section (a long section is cut between lines), owned by the File node;
+    without ``sections`` (plain text of a language with no grammar here: a ``#`` line is a
+    preprocessor line or a comment there, not a heading) only the cap cuts it."""
     lines = text.split("\n")
-    starts = [1, *(s for s in _section_starts(lines) if s > 1)]
+    starts = [1, *(s for s in _section_starts(lines) if s > 1)] if sections else [1]
     bounds = [*starts[1:], len(lines) + 1]
     pieces: list[tuple[int, int, str, int]] = []
     for first, after in zip(starts, bounds, strict=True):
@@ -76,3 +86,22 @@ def prose_chunks(
             )
         )
     return chunks
+
+
+def extension_of(path: str) -> str:
+    """What a file is counted under when no grammar reads it: its lowercased suffix, or its
+    name when it has none (``Makefile``, ``.gitignore``)."""
+    name = path.rsplit("/", 1)[-1]
+    stem, dot, suffix = name.rpartition(".")
+    return f".{suffix.lower()}" if dot and stem else name
+
+
+def unparsed_by_extension(paths: Iterable[str]) -> dict[str, int]:
+    """Files no grammar here reads (neither code nor prose), counted by extension, most first:
+    what ``index`` says it indexed as plain text."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        if language_for_path(path) is None and not is_prose(path) and not is_virtual(path):
+            extension = extension_of(path)
+            counts[extension] = counts.get(extension, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

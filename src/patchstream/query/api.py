@@ -452,8 +452,13 @@ def create_api(
         app.include_router(forward)
 
     @app.get("/v1/freshness")
-    async def freshness(tenant: Tenant, repo: NameParam, ref: RefParam = "main") -> dict[str, Any]:
-        await refuse_unknown(tenant, repo, ref)  # zeros for a name nobody indexed would lie
+    async def freshness(
+        tenant: Tenant, repo: Annotated[str | None, Query(pattern=_NAME)] = None,
+        ref: RefParam = "main",
+    ) -> dict[str, Any]:  # fmt: skip
+        """One repository's tiers; without ``repo``, the tenant's flagged files (``status``)."""
+        if repo is not None:  # zeros for a name nobody indexed would lie
+            await refuse_unknown(tenant, repo, ref)
         return await freshness_of(tenant, repo, ref)
 
     @app.get("/v1/wait")

@@ -13,6 +13,7 @@ from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.config.settings import Settings
 from patchstream.errors import StoreError
+from patchstream.parsing.prose import extension_of
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import (
@@ -393,14 +394,24 @@ FLAGGED_LISTED = 50  # files named in a freshness answer; every flag is counted
 
 def flag_report(flagged: list[FlaggedFile]) -> dict[str, object]:
     """Files whose content the index holds in part or not at all, counted by flag, and the
-    first ``FLAGGED_LISTED`` named: what ``query freshness`` and ``status`` show."""
+    first ``FLAGGED_LISTED`` named: what ``query freshness`` and ``status`` show. Files of a
+    language with no grammar here are counted by extension (``unparsed``), not named: a
+    repository's hundred YAML files would hide the one that failed to parse."""
     counts: dict[str, int] = {}
+    unparsed: dict[str, int] = {}
+    named = []
     for file in flagged:
         for flag in file.flags:
             counts[flag] = counts.get(flag, 0) + 1
+        if "no_grammar" in file.flags:
+            extension = extension_of(file.path)
+            unparsed[extension] = unparsed.get(extension, 0) + 1
+        if set(file.flags) - {"no_grammar"}:
+            named.append(file)
     listed = [{"repo": f.repo, "ref": f.ref, "path": f.path, "flags": list(f.flags)}
-              for f in flagged[:FLAGGED_LISTED]]  # fmt: skip
-    return {"flagged": dict(sorted(counts.items())), "flagged_files": listed}
+              for f in named[:FLAGGED_LISTED]]  # fmt: skip
+    return {"flagged": dict(sorted(counts.items())), "flagged_files": listed,
+            "unparsed": dict(sorted(unparsed.items(), key=lambda kv: (-kv[1], kv[0])))}  # fmt: skip
 
 
 def _untrusted_files(candidates: list[Candidate]) -> list[tuple[str, str, str]]:

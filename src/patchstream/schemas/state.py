@@ -36,6 +36,11 @@ class FileFlags(BaseModel):
         description="the sandboxed parser crashed, hung or ran out of memory on this content "
         "twice; previous kept, the reason in the dead-letter queue",
     )
+    no_grammar: bool = Field(
+        default=False,
+        description="no parser for this file's language: its text is searchable as plain "
+        "text, without symbols or edges",
+    )
 
     def raised(self) -> list[str]:
         return [name for name, value in self.model_dump().items() if value]
