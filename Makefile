@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The ops tests run Debian's docker-compose (config validation), promtool and a real
-# Prometheus; the Java correctness test runs javac (a JDK). Installed once; apt's lists are
+# Prometheus; the Java correctness test runs javac (a JDK), the C one gcc. Installed once; apt's lists are
 # refreshed only when the install needs it.
-SYSTEM_TOOLS := prometheus promtool docker-compose javac
-SYSTEM_PACKAGES := prometheus docker-compose default-jdk-headless
+SYSTEM_TOOLS := prometheus promtool docker-compose javac gcc
+SYSTEM_PACKAGES := prometheus docker-compose default-jdk-headless gcc
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 system-deps:
 	@for tool in $(SYSTEM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \

@@ -9,7 +9,7 @@ jedi's caller edges patchstream has; precision the share of patchstream's edges 
 definitions) that jedi confirms; both per minimum resolution (exact; inferred, the default;
 name-only). Correctness, never a timed figure.
 
-    python bench/correctness.py [--packages requests,click,attr] [--update-results]
+    python bench/correctness.py [--packages requests,click,attr] [--c lua,zlib] [--update-results]
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _c_reference import C_CORPORA, c_tree, gcc_edges, gcc_version
 from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_results_row
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
+from patchstream.parsing.c_language import is_macro
 from patchstream.parsing.delta import diff_states
 from patchstream.parsing.extract import module_id
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
+from patchstream.query.through_macros import MAX_MACRO_HOPS
 from patchstream.schemas.graph import CallResolution, EdgeType, SymbolKind
 from patchstream.schemas.state import FileState
 from patchstream.stores.graph.keys import reference_keys, shadowed, symbol_key
@@ -97,9 +100,34 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
                 named = functions.get(tail.rsplit("|", 1)[-1], [])
                 if len(named) == 1 and named[0] in methods:
                     add((edge.src, named[0]), CallResolution.NAME_ONLY.rank)
+    _through_macros(states, edges)
     # Functions and classes only, as on jedi's side (a call of a variable holding a class
     # counts as a miss there: patchstream does not follow that binding yet).
     return {edge: rank for edge, rank in edges.items() if edge[1] in callable_ids}
+
+
+def _through_macros(states: dict[str, FileState], edges: dict[Edge, int]) -> None:
+    """``A -> M -> F`` with ``M`` a C macro is also ``A -> F``: the query service's walks step
+    through macros (``query.through_macros``)."""
+    macros = {s.id for state in states.values() for s in state.symbols
+              if is_macro(s.language, s.signature)}  # fmt: skip
+    if not macros:
+        return
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for (src, dst), rank in edges.items():
+        if src in macros:
+            out[src].append((dst, rank))
+    frontier = [(src, dst, rank) for (src, dst), rank in edges.items() if dst in macros]
+    for _ in range(MAX_MACRO_HOPS):
+        beyond = []
+        for src, macro, rank in frontier:
+            for target, hop in out.get(macro, ()):
+                edge, weaker = (src, target), max(rank, hop)
+                if edge not in edges or edges[edge] > weaker:
+                    edges[edge] = weaker
+                    if target in macros:
+                        beyond.append((src, target, weaker))
+        frontier = beyond
 
 
 def _returned_methods(
@@ -281,16 +309,33 @@ def measure_java(name: str) -> dict[str, float]:
     return compare(states, javac_edges(root, name, states, _caller), same_target=first_of_name)
 
 
+def measure_c(name: str) -> dict[str, float]:
+    """A C project's files against GCC's call graph (``_c_reference``)."""
+    corpus = C_CORPORA[name]
+    root = c_tree(corpus)
+    states = {**build_states(root, name, "*.c"), **build_states(root, name, "*.h")}
+    reference = gcc_edges(root, states, corpus)
+    figures = compare(states, reference.edges, keep=reference.keeps)
+    figures["compiled"] = reference.compiled
+    figures["not compiled"] = len(reference.failed)
+    figures["ambiguous names"] = len(reference.ambiguous)
+    return figures
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
     same_target: Callable[[str], str] = lambda symbol_id: symbol_id,
     runtime: set[Edge] | None = None,
+    keep: Callable[[Edge], bool] = lambda edge: True,
 ) -> dict[str, float]:
     """Recall and precision per minimum resolution; ``same_target`` maps declarations the
-    reference counts as one symbol (TypeScript's overload signatures) to one id."""
+    reference counts as one symbol (TypeScript's overload signatures) to one id; ``keep``
+    says which edges the reference speaks of (C: no macros, no code GCC did not compile)."""
     ranked: dict[Edge, int] = {}
     for (src, dst), rank in our_edges(states).items():
+        if not keep((src, dst)):
+            continue
         key = (src, same_target(dst))
         ranked[key] = min(rank, ranked.get(key, rank))
     for edge in runtime or ():
@@ -320,6 +365,7 @@ def main() -> None:
     parser.add_argument("--packages", default="requests,click,attr")
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
+    parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -338,7 +384,7 @@ def main() -> None:
         return
     import jedi
 
-    packages = args.packages.split(",")
+    packages = [p for p in args.packages.split(",") if p]
     print(f"corpus installed packages {', '.join(packages)} (Python); reference jedi "
           f"{jedi.__version__} goto (following imports) at every call site; machine "
           f"{machine()}", flush=True)  # fmt: skip
@@ -376,10 +422,25 @@ def main() -> None:
               "call and new", flush=True)  # fmt: skip
         java[name] = _row(measure_java(name), "javac")
         print(f"{name}: {java[name]}", flush=True)
-    print_rows({**rows, **typescript, **java})
-    if args.update_results:
+    c_rows = {}
+    for name in filter(None, args.c.split(",")):
+        print(f"corpus {C_CORPORA[name].label} (C); reference gcc {gcc_version()} -O0 "
+              "-fcallgraph-info, each .c compiled alone", flush=True)  # fmt: skip
+        figures = measure_c(name)
+        failed = figures["not compiled"]
+        c_rows[name] = (f"{_row(figures, 'gcc')}; {figures['compiled']:.0f} translation units"
+                        f" compiled, {failed:.0f} not" + (" (Windows-only sources)" * bool(failed))
+                        + f", {figures['ambiguous names']:.0f} names only the link step pins "
+                        "down left out")  # fmt: skip
+        print(f"{name}: {c_rows[name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows})
+    if args.update_results and rows:
         update_results_row("correctness python", "python bench/correctness.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
+    if args.update_results and c_rows:
+        update_results_row("correctness c", "python bench/correctness.py --c lua,zlib",
+                          "; ".join(f"{k} {v}" for k, v in c_rows.items()))  # fmt: skip
+    if args.update_results:
         if typescript:
             update_results_row("correctness typescript", "python bench/correctness.py",
                               "; ".join(f"{k} {v}" for k, v in typescript.items()))  # fmt: skip

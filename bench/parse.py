@@ -6,6 +6,7 @@ reparsed with the previous tree (``Tree.edit``) versus from scratch, both in thi
 
     python bench/parse.py [--corpus medium] [--update-results]
     python bench/parse.py --pathological [--update-results]
+    python bench/parse.py --languages [--update-results]
 
 ``--pathological`` times extraction (parse, queries, chunks) of generated worst cases at
 growing sizes: Python calls nested ``g(g(g(...)))`` up to 5,000 deep (~20 KB), and a
@@ -43,11 +44,17 @@ def main() -> None:
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--pathological", action="store_true",
                         help="time generated worst cases instead of a corpus")  # fmt: skip
+    parser.add_argument("--languages", action="store_true",
+                        help="extraction lines/s of each newer language against Python's, "
+                        "in one run")  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
     if args.pathological:
         pathological(args.update_results)
+        return
+    if args.languages:
+        per_language(args.update_results)
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = build_corpus(args.corpus, Path(tmp))
@@ -165,6 +172,45 @@ def pathological(update_results: bool) -> None:
     if update_results:
         update_results_row("parse pathological", "python bench/parse.py --pathological",
                           "; ".join(summary))  # fmt: skip
+
+
+def per_language(update: bool) -> None:
+    """Full extraction (parse, queries, chunks) per line, each language's real corpus against
+    Python's (requests, click and attrs, installed here) on the same core in the same run:
+    the issue's bar is within 2x of Python's per line."""
+    from _c_reference import C_CORPORA, c_tree
+    from _common import package_tree
+
+    corpora: dict[str, list[Path]] = {
+        "python (requests, click, attr)": [
+            f for name in ("requests", "click", "attr")
+            for f in sorted(package_tree(name).rglob("*.py"))
+        ],
+        "c (lua, zlib)": [
+            f for name in ("lua", "zlib") for f in sorted(c_tree(C_CORPORA[name]).rglob("*"))
+            if f.suffix in (".c", ".h")
+        ],
+    }  # fmt: skip
+    print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")
+    rows, rates = {}, {}
+    for label, files in corpora.items():
+        sources = [(f.name, f.read_bytes()) for f in files]
+        lines = sum(data.count(b"\n") for _, data in sources)
+        builder = FileStateBuilder()
+        for _pass in (False, True):  # the first pass warms caches and the grammar
+            started = time.perf_counter()
+            for i, (name, data) in enumerate(sources):
+                builder.build(FileRef("t", "bench", "main", f"{i}/{name}", 1), data)
+            seconds = time.perf_counter() - started
+        rates[label] = lines / seconds
+        rows[label] = f"{len(sources)} files, {lines} lines: {rates[label]:.0f} lines/s"
+    base = rates["python (requests, click, attr)"]
+    for label, rate in rates.items():
+        rows[label] += f" ({rate / base:.2f}x Python's)"
+    print_rows(rows)
+    if update:
+        update_results_row("parse per language", "python bench/parse.py --languages",
+                           "; ".join(f"{k}: {v}" for k, v in rows.items()))  # fmt: skip
 
 
 if __name__ == "__main__":

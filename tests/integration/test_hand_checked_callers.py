@@ -1,11 +1,13 @@
-"""Callers against hand-checked references in Go, Java and Rust: in each language a small
+"""Callers against hand-checked references in C, Go, Java and Rust: in each language a small
 program of several files (an interface with two implementations, a cache holding the
 interface in a field, a ``main`` calling through constructors and factories of other files),
 indexed into FalkorDB in two arrival orders. Every caller edge of a reference was read off
 the code by hand; a call through the interface counts as a call of each implementation (what
-dynamic dispatch can reach). The Java and Rust programs compile (``javac``, ``cargo build``);
-no Go toolchain is installed here. Constructors are reached by INSTANTIATES edges to their
-class, not by CALLS, and are left out of the references."""
+dynamic dispatch can reach). The C, Java and Rust programs compile (``gcc``, ``javac``, ``cargo
+build``); no Go toolchain is installed here. C has no interfaces: its program has a header
+joined to its definitions, two static functions of one name, a macro, a function pointer
+parameter and two ``#if`` branches of one function instead. Constructors are reached by
+INSTANTIATES edges to their class, not by CALLS, and are left out of the references."""
 
 from __future__ import annotations
 
@@ -113,7 +115,20 @@ RUST = Program(FIXTURES / "rust_shop", "*.rs", frozenset({
     (f"{RM}::report", f"{RD}::Disk.get", "dispatch"),
 }))  # fmt: skip
 
-PROGRAMS = {"go": GO, "java": JAVA, "rust": RUST}
+CK, CC, CM, CH = "src/kv.c", "src/cache.c", "src/main.c", "include/kv.h"
+C = Program(FIXTURES / "c_kv", "*.[ch]", frozenset({
+    (f"{CK}::kv_open", f"{CK}::alloc_store", "exact"),  # declared static above, defined below
+    (f"{CK}::kv_get", f"{CK}::hash", "exact"),  # this file's hash, not cache.c's
+    (f"{CC}::cache_lookup", f"{CC}::hash", "exact"),
+    (f"{CC}::cache_lookup", f"{CH}::KV_GET", "exact"),  # the macro; `fallback` is a parameter
+    (f"{CH}::KV_GET", f"{CK}::kv_get", "exact"),  # what the macro expands to
+    (f"{CM}::main", f"{CK}::kv_open", "exact"),  # through the header, to the definition
+    (f"{CM}::main", f"{CC}::cache_lookup", "exact"),  # declared here, defined in cache.c
+    (f"{CM}::main", f"{CM}::pick", "exact"),  # one #if branch's pick
+    (f"{CM}::main", f"{CM}::pick#2", "exact"),  # and the other's: either may build
+}))  # fmt: skip
+
+PROGRAMS = {"c": C, "go": GO, "java": JAVA, "rust": RUST}
 
 
 def _callers(

@@ -8,6 +8,7 @@ check, never a timing. Thresholds are #15's goals for ``inferred`` (the default 
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tarfile
 from collections import defaultdict
@@ -104,3 +105,21 @@ def test_callers_asked_by_name_credit_each_row_to_its_own_symbol(
     assert answered == edges  # every row where the graph has it, none credited elsewhere
     precision = len(answered & reference) / len(answered)
     assert precision >= 0.94, precision
+
+
+def test_c_callers_match_gccs_own_call_graph(tmp_path: Path) -> None:
+    """Issue #56: C against GCC's call graph (``bench/_c_reference.py``, ``-fcallgraph-info``)
+    on the hand-written program of the graph tests: a header joined to its definitions, two
+    static functions of one name, a macro stepped through, a function pointer parameter and
+    the ``#if`` branch GCC builds."""
+    from _c_reference import CCorpus, gcc_edges
+
+    root = tmp_path / "c_kv"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "c_kv", root)
+    states = {**correctness.build_states(root, "c_kv", "*.c"),
+              **correctness.build_states(root, "c_kv", "*.h")}  # fmt: skip
+    reference = gcc_edges(root, states, CCorpus("c_kv", root, "", "MIT"))
+    assert reference.compiled == 3 and not reference.failed
+    assert len(reference.edges) == 7, reference.edges  # main's pick: the #else one
+    figures = correctness.compare(states, reference.edges, keep=reference.keeps)
+    assert (figures["inferred recall"], figures["inferred precision"]) == (1.0, 1.0)

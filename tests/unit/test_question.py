@@ -67,3 +67,19 @@ def test_files_a_question_names_itself_come_first_and_are_counted() -> None:
     found = named_files(named_in(question), lambda ns: {n: ["tests/t.py"] for n in ns},
                         ["pkg/a.py", "tests/t.py"])  # fmt: skip
     assert (found.files, found.explicit) == (["pkg/a.py", "tests/t.py"], 1)
+
+
+def test_a_c_crash_names_its_frames_and_a_compiler_error_its_file() -> None:
+    """Issue #56: a gdb backtrace (innermost first) and a compiler's ``path:line:col``."""
+    crash = (
+        "Program received signal SIGSEGV.\n"
+        '#0  0x000055d4a1 in kv_get (store=0x0, key=0x55 "a") at src/kv.c:21\n'
+        "#1  0x000055d4b2 in cache_lookup (store=0x0, key=...) at src/cache.c:9\n"
+        "#2  main () at src/main.c:17\n"
+        "and earlier: include/kv.h:11:24: error: expected ';' before 'int'\n"
+    )
+    named = named_in(crash)
+    assert named.frames == [("src/main.c", "main"), ("src/cache.c", "cache_lookup"),
+                            ("src/kv.c", "kv_get")]  # fmt: skip
+    assert named.paths == ["include/kv.h"]
+    assert {"kv_get", "cache_lookup"} <= set(named.names)

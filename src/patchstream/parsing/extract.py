@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
+from patchstream.parsing.c_language import macro_calls, preprocessor_variants
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
@@ -123,6 +124,8 @@ class _Extractor(TypeEdges):
         self._collect_value_flow(captures)
         self._collect_overrides()
         self._collect_returns()
+        if self.language == "c":
+            self._collect_macro_calls()
         for owner, target in self._callback_parameter_targets():
             self._add(EdgeType.CALLBACK_PARAM, owner.symbol_id, target)
         return self._result()
@@ -205,11 +208,12 @@ class _Extractor(TypeEdges):
             stack.append(definition)
 
     def _mark_alternatives(self) -> None:
-        self.alternatives = (
-            branch_variants(d for d in self.defs if d.kind != "impl")
-            if self.language == "python"
-            else {}
-        )
+        if self.language == "python":
+            self.alternatives = branch_variants(d for d in self.defs if d.kind != "impl")
+        elif self.language == "c":  # two of one name in a file: #if branches, either may build
+            self.alternatives = preprocessor_variants(d for d in self.defs if d.kind == "function")
+        else:
+            self.alternatives = {}
 
     def _parent_id(self, definition: _Def) -> str:
         owner_name: str | None = None
@@ -332,6 +336,19 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _collect_macro_calls(self) -> None:
+        """A function-like macro calls what its body text calls (``c_language``)."""
+        for definition in self.defs:
+            if definition.node.type != "preproc_function_def":
+                continue
+            body = definition.node.child_by_field_name("value")
+            params = definition.node.child_by_field_name("parameters")
+            names = {self.src.text(p) for p in params.named_children} if params else set()
+            for name in macro_calls(names, self.src.text(body) if body is not None else ""):
+                self._check()
+                target = self._resolve([name], definition)
+                self._add(EdgeType.CALLS, definition.symbol_id, target, CallResolution.EXACT)
 
     def _variants(self, target: _Def, call: ts.Node) -> list[_Def]:
         """Every variant of an ``alternative`` definition a call may reach: a call inside one

@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 import tree_sitter as ts
+import tree_sitter_c
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
@@ -49,6 +50,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         LanguageSpec("go", (".go",), tree_sitter_go.language, "go"),
         LanguageSpec("java", (".java",), tree_sitter_java.language, "java"),
         LanguageSpec("rust", (".rs",), tree_sitter_rust.language, "rust"),
+        LanguageSpec("c", (".c", ".h"), tree_sitter_c.language, "c"),
     )
 }
 

@@ -43,6 +43,8 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return posixpath.dirname(path) or "."
     if language == "java":
         return package or ""
+    if language == "c":  # ``x.h`` and ``x.c`` beside it are one module
+        return posixpath.splitext(path)[0]
     if language == "rust":
         stem = path.removesuffix(".rs")
         if "src/" in stem or stem.startswith("src"):
@@ -79,7 +81,28 @@ def import_bindings(
         return _java_imports(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
+    if language == "c":
+        return _c_includes(node, path, src)
     return []
+
+
+# Functions and types of C live in one namespace, the program's (the linker's): a name no
+# file's own definition or macro binds is looked up there, whichever file defines it.
+C_GLOBAL = "<global>"
+
+
+def _c_includes(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
+    """``#include "x/y.h"``: the header beside the file, and the one at the repository's
+    root (no include directories are known to one file); a whole module, no name bound."""
+    written = _unquote(src.text(node.child_by_field_name("path")))
+    if not written or written.startswith("/") or "\\" in written:
+        return []
+    beside = posixpath.normpath(posixpath.join(posixpath.dirname(path), written))
+    found = [posixpath.splitext(beside)[0]]
+    rooted = posixpath.splitext(posixpath.normpath(written))[0]
+    if rooted != found[0] and not rooted.startswith(".."):
+        found.append(rooted)
+    return [ImportBinding(None, module, "") for module in found if not module.startswith("..")]
 
 
 def _python_package(module: str, path: str) -> list[str]:

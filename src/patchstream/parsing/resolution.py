@@ -11,7 +11,8 @@ from collections import defaultdict
 
 import tree_sitter as ts
 
-from patchstream.parsing.modules import ImportBinding
+from patchstream.parsing.c_language import c_parameters
+from patchstream.parsing.modules import C_GLOBAL, ImportBinding
 from patchstream.parsing.node_text import python_parameters
 from patchstream.parsing.receiver_calls import BuiltReceivers
 from patchstream.parsing.receiver_types import (
@@ -136,13 +137,14 @@ class Resolution(BuiltReceivers):
     def _a_parameter(self, name: str, around: _Def | None) -> bool:
         """Whether ``name`` is a parameter of the Python function (or lambda) the call is in,
         or of one around it: ``def run(g): g()`` calls what is passed, not the module's ``g``."""
-        if self.language != "python" or name in SELF_WORDS:
+        if self.language not in ("python", "c") or name in SELF_WORDS:
             return False
+        read = python_parameters if self.language == "python" else c_parameters
         while around is not None and around.kind == "function":
             key = around.node.id
             names = self._parameters_of.get(key)
             if names is None:
-                names = self._parameters_of[key] = python_parameters(around.node, self.src.text)
+                names = self._parameters_of[key] = read(around.node, self.src.text)
             if name in names:
                 return True
             around = around.parent
@@ -221,6 +223,8 @@ class Resolution(BuiltReceivers):
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.
             return Reference(name=dotted, module=self.module)
+        if self.language == "c" and len(parts) == 1:  # the program's namespace, any file's
+            return Reference(name=dotted, module=C_GLOBAL)
         if self.language == "java" and class_like(parts[0]) and parts[0] not in _JAVA_LANG:
             # Java: a class no import names is one of the package's (no import is written
             # for those), unless it is one of java.lang's.

@@ -2,7 +2,7 @@
 adds to search (a code-blind BM25 has nothing like it).
 
 An issue pasted as it is names code in a few recognisable shapes: traceback frames (``File
-"x/y.py", line 3, in parse``), file paths (``src/app/config.py``), dotted names
+"x/y.py", line 3, in parse``; gdb's ``#0 ... in kv_get (...) at src/kv.c:21``), file paths (``src/app/config.py``), dotted names
 (``requests.sessions.Session.send``), CamelCase and snake_case identifiers, and calls
 (``update()``). ``named_in`` pulls them out, bounded; ``named_files`` turns them into
 files: a traceback's frames first (innermost last in Python's order, so read backwards), then
@@ -23,7 +23,12 @@ MAX_NAMES = 16  # graph lookups per question: each is a round trip
 # Possessive quantifiers throughout: issue text is hostile input, and a nested ``+`` that can
 # split a run of capitals two ways took 38 s on 33 characters ("Ab" + 30 "A" + "_").
 _FRAME = re.compile(r'File "([^"\n]{1,300}+)", line \d++(?:, in (\w++))?')
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs))\b")
+# gdb's backtrace of a C program: ``#1  0x55d4 in kv_get (store=0x0, key=...) at src/kv.c:21``
+_GDB_FRAME = re.compile(r"#\d++\s++(?:0x[0-9a-f]++ in )?+(\w++) \([^)\n]{0,300}+\) at "
+                        r"([\w./-]{1,300}+):\d++")  # fmt: skip
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs|c|h))\b"
+)
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++)\b")
 _CAMEL = re.compile(
     r"\b([A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++|[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++)\b"
@@ -53,6 +58,9 @@ def named_in(question: str) -> Named:
     found = Named()
     for path, function in _FRAME.findall(question):
         found.frames.append((path, function or None))
+    # gdb prints the innermost frame first, Python last: stored in Python's order.
+    for function, path in reversed(_GDB_FRAME.findall(question)):
+        found.frames.append((path, function))
     framed = {p for p, _ in found.frames}
     found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
     names: list[str] = [f for _, f in found.frames if f and f != "<module>"]

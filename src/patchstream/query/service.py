@@ -25,6 +25,7 @@ from patchstream.query.file_map import (
     remaining_candidates,
 )
 from patchstream.query.question import named_files, named_in
+from patchstream.query.through_macros import through_macros
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.discussions import is_discussion_path
 from patchstream.schemas.graph import CallResolution
@@ -171,7 +172,10 @@ class QueryService:
     ) -> list[Neighbor]:  # fmt: skip
         walks = {"callers": self.graph.callers, "callees": self.graph.callees,
                  "impact": self.graph.impact}  # fmt: skip
-        return walks[kind](tenant, symbol_id, depth, ref, weakest)
+        found = walks[kind](tenant, symbol_id, depth, ref, weakest)
+        if kind == "impact":  # transitive already: a macro is one more caller on the way
+            return found
+        return through_macros(found, lambda sid: walks[kind](tenant, sid, 1, ref, weakest))
 
     def context(
         self,

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from patchstream.parsing.modules import C_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
 _MAX_PARTS = 8
+GLOBAL_NAMESPACE_LANGUAGES = frozenset({"c"})
 
 
 def scope_of(tenant: str, repo: str, ref: str, workspace: str | None = None) -> str:
@@ -24,8 +26,11 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
     """The key other files' references use to find ``symbol`` (None for File nodes)."""
     if symbol.kind is SymbolKind.FILE:
         return None
-    qualified = "" if symbol.kind is SymbolKind.MODULE else symbol.qualified_name
-    return f"{scope}|{module}|{qualified}"
+    if symbol.kind is SymbolKind.MODULE:
+        return f"{scope}|{module}|"
+    if symbol.language in GLOBAL_NAMESPACE_LANGUAGES:  # C: one namespace, the program's
+        return f"{scope}|{C_GLOBAL}|{symbol.qualified_name}"
+    return f"{scope}|{module}|{symbol.qualified_name}"
 
 
 def shadowed(symbols: Iterable[Symbol], language: str | None) -> set[str]:

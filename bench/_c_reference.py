@@ -1,0 +1,162 @@
+"""The C side of ``correctness.py``: real C projects (clones under ``/work/.mirror``, fetched
+once, never at run time, each at a pinned commit) and caller edges from GCC's own call graph.
+
+Every ``.c`` file is compiled alone with ``gcc -O0 -fcallgraph-info`` (no inlining, so every
+call the source writes stays a call); each ``.ci`` file lists the translation unit's
+functions (a static one as ``file.c:name``) and its call edges. A callee GCC knows only by a
+declaration (a prototype in a header) is joined to the one definition of that name among the
+project's functions; a name several programs of the project define (``main``, ``usage``, a
+helper copied between examples) cannot be joined without the link step, so edges to it are
+left out on both sides and counted. Macros are left out on both sides too: GCC sees what
+they expand to.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchstream.schemas.graph import SymbolKind
+from patchstream.schemas.state import FileState
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache" / "c"
+Edge = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class CCorpus:
+    name: str
+    mirror: Path
+    commit: str
+    licence: str
+    flags: tuple[str, ...] = ()  # extra gcc flags (defines a build would pass)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.commit[:10]} ({self.licence})"
+
+
+C_CORPORA = {
+    "lua": CCorpus("lua", Path("/work/.mirror/lua+lua/repo"),
+                   "53b41d0c", "MIT", ("-DLUA_USE_LINUX",)),
+    "zlib": CCorpus("zlib", Path("/work/.mirror/madler+zlib/repo"), "d201f04", "Zlib"),
+}  # fmt: skip
+
+
+def c_tree(corpus: CCorpus) -> Path:
+    """The corpus's files at its pinned commit, unpacked on first use."""
+    root = CACHE / f"{corpus.name}-{corpus.commit}" / corpus.name
+    if root.is_dir():
+        return root
+    root.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(corpus.mirror), "archive", "--end-of-options",
+                              corpus.commit], check=True, capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    return root
+
+
+_NODE = re.compile(r'node: \{ title: "(?P<title>[^"]+)" label: "(?P<name>[^\\"]+)\\n'
+                   r'(?P<file>[^:"]+):(?P<line>\d+):\d+"')  # fmt: skip
+_EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]+)" targetname: "(?P<dst>[^"]+)"')
+
+
+@dataclass
+class Reference:
+    edges: set[Edge]
+    ambiguous: set[str]  # names several definitions share that GCC saw called by name only
+    compiled: int
+    failed: list[str]
+    functions: dict[str, str]  # id -> name: the project's functions (macros left out)
+    compiled_functions: set[str]  # the definitions GCC compiled (not under an inactive #if)
+
+    def keeps(self, edge: Edge) -> bool:
+        """Whether an edge is compared: between functions GCC compiled (not macros, not code
+        under an inactive ``#if``: GCC says nothing of those), to one whose name no link step
+        is needed to pin down."""
+        name = self.functions.get(edge[1])
+        compiled = edge[0] in self.compiled_functions and edge[1] in self.compiled_functions
+        return compiled and name is not None and name not in self.ambiguous
+
+
+def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Reference:
+    """GCC's call edges between the project's functions, in patchstream's symbol ids."""
+    # Definitions by (path, name) and by name: what an edge's ends are mapped onto.
+    at: dict[tuple[str, str], str] = {}
+    named: dict[str, set[str]] = defaultdict(set)
+    functions: dict[str, str] = {}
+    for path, state in states.items():
+        for symbol in state.symbols:
+            if symbol.kind is SymbolKind.FUNCTION and not _macro(symbol.signature):
+                rel = path.split("/", 1)[1]  # states are keyed "<repo>/<path>"
+                at[(rel, symbol.name)] = symbol.id
+                named[symbol.name].add(symbol.id)
+                functions[symbol.id] = symbol.name
+    edges: set[Edge] = set()
+    ambiguous: set[str] = set()
+    compiled_functions: set[str] = set()
+    compiled, failed = 0, []
+    includes = sorted({f"-I{p.parent}" for p in root.rglob("*.h")})
+    with tempfile.TemporaryDirectory() as scratch:
+        for source in sorted(root.rglob("*.c")):
+            rel = str(source.relative_to(root))
+            out = Path(scratch) / f"{compiled}-{len(failed)}.o"
+            done = subprocess.run(
+                ["gcc", "-O0", "-w", "-fcallgraph-info", *corpus.flags, f"-I{source.parent}",
+                 f"-I{root}", *includes, "-c", rel, "-o", str(out)],
+                cwd=root, capture_output=True, text=True,
+            )  # fmt: skip
+            info = out.with_suffix(".ci")
+            if done.returncode != 0 or not info.exists():
+                failed.append(rel)
+                continue
+            compiled += 1
+            text = info.read_text(errors="replace")
+            where = {m["title"]: (m["name"], _relative(m["file"], root))
+                     for m in _NODE.finditer(text)}  # fmt: skip
+
+            def symbol(title: str, where: dict[str, tuple[str, str]] = where) -> str | None:
+                name, file = where.get(title, (title.rsplit(":", 1)[-1], ""))
+                exact = at.get((file, name))
+                if exact is not None:
+                    return exact
+                candidates = named.get(name, set())
+                if len(candidates) > 1:
+                    ambiguous.add(name)
+                return next(iter(candidates)) if len(candidates) == 1 else None
+
+            for match in _NODE.finditer(text):
+                if "shape : ellipse" not in text[match.end() : match.end() + 20]:
+                    defined = at.get((_relative(match["file"], root), match["name"]))
+                    if defined is not None:  # a definition of this translation unit
+                        compiled_functions.add(defined)
+            for match in _EDGE.finditer(text):
+                src, dst = symbol(match["src"]), symbol(match["dst"])
+                if src is not None and dst is not None:
+                    edges.add((src, dst))
+    reference = Reference(set(), ambiguous, compiled, failed, functions, compiled_functions)
+    reference.edges = {edge for edge in edges if reference.keeps(edge)}
+    return reference
+
+
+def _relative(file: str, root: Path) -> str:
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            return file
+    return str(Path(file))
+
+
+def _macro(signature: str | None) -> bool:
+    return re.match(r"#\s*define\b", signature or "") is not None
+
+
+def gcc_version() -> str:
+    return subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
