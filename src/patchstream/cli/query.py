@@ -224,11 +224,10 @@ def freshness(repo: str, ref: str, as_json: bool) -> None:
 def flagged_lines(result: dict[str, Any]) -> list[str]:
     """What a freshness answer says of files the index holds in part or not at all."""
     counts = result.get("flagged") or {}
+    unparsed = [f"unparsed: {unparsed_words(result['unparsed'])}"] if result.get("unparsed") else []
     if not counts:
-        return ["flagged none"]
-    lines = ["flagged " + "  ".join(f"{flag}={n}" for flag, n in counts.items())]
-    if result.get("unparsed"):
-        lines.append(f"  {unparsed_words(result['unparsed'])}")
+        return ["flagged none", *unparsed]
+    lines = ["flagged " + "  ".join(f"{flag}={n}" for flag, n in counts.items()), *unparsed]
     for file in result.get("flagged_files", []):
         path = file["path"] if str(file["path"]).isprintable() else repr(file["path"])
         lines.append(f"  {path}: {', '.join(file['flags'])}")

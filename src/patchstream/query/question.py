@@ -2,13 +2,13 @@
 adds to search (a code-blind BM25 has nothing like it).
 
 An issue pasted as it is names code in a few recognisable shapes: traceback frames (``File
-"x/y.py", line 3, in parse``; gdb's ``#0 ... in kv_get (...) at src/kv.c:21``), file paths (``src/app/config.py``), dotted names
-(``requests.sessions.Session.send``), CamelCase and snake_case identifiers, and calls
-(``update()``). ``named_in`` pulls them out, bounded; ``named_files`` turns them into
-files: a traceback's frames first (innermost last in Python's order, so read backwards), then
-files a path names, then the files that define the most named symbols. Nothing here does I/O:
-the caller passes how to find names' definers (the graph, in one query) and which paths
-exist.
+"x/y.py", line 3, in parse``; gdb's ``#0 ... in kv_get (...) at src/kv.c:21``), file paths
+(``src/app/config.py``), dotted names (``requests.sessions.Session.send``), CamelCase and
+snake_case identifiers, and calls (``update()``). ``named_in`` pulls them out, bounded;
+``named_files`` turns them into files: a traceback's frames first (innermost last in Python's
+order, so read backwards), then files a path names, then the files that define the most named
+symbols. Nothing here does I/O: the caller passes how to find names' definers (the graph, in
+one query) and which paths exist.
 """
 
 from __future__ import annotations

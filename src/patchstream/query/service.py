@@ -399,14 +399,16 @@ FLAGGED_LISTED = 50  # files named in a freshness answer; every flag is counted
 def flag_report(flagged: list[FlaggedFile]) -> dict[str, object]:
     """Files whose content the index holds in part or not at all, counted by flag, and the
     first ``FLAGGED_LISTED`` named: what ``query freshness`` and ``status`` show. Files of a
-    language with no grammar here are counted by extension (``unparsed``), not named: a
-    repository's hundred YAML files would hide the one that failed to parse."""
+    language with no grammar here (their text held whole, no symbols) are counted apart, by
+    extension (``unparsed``), and not named: a repository's hundred YAML files would hide the
+    one that failed to parse."""
     counts: dict[str, int] = {}
     unparsed: dict[str, int] = {}
     named = []
     for file in flagged:
         for flag in file.flags:
-            counts[flag] = counts.get(flag, 0) + 1
+            if flag != "no_grammar":  # its text is held whole: not a file held in part
+                counts[flag] = counts.get(flag, 0) + 1
         if "no_grammar" in file.flags:
             extension = extension_of(file.path)
             unparsed[extension] = unparsed.get(extension, 0) + 1
