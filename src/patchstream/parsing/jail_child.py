@@ -74,6 +74,7 @@ _SAMPLES = {
     "go": 'package p\nimport "fmt"\ntype A struct{}\nfunc (a A) F() { fmt.Println(1) }\n',
     "java": "package p;\nimport q.R;\nclass A extends B { int f() { return g(); } }\n",
     "rust": "use a::b;\nstruct A;\nimpl A { fn f(&self) -> i32 { g() } }\n",
+    "c": '#include "a.h"\n#define M(x) g(x)\nstruct s { int a; };\nint f(int n) { return M(n); }\n',
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 
@@ -81,8 +82,11 @@ _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 def warm_up(builder: FileStateBuilder) -> None:
     """Every grammar, query, extractor and serializer used once, so that nothing is loaded
     from disk after the lock-down (it could not be)."""
-    samples = [(f"warm{_EXTENSION[name]}", text) for name, text in _SAMPLES.items()]
+    # Every language: one without a sample would load its query from disk on its first file,
+    # after the lock-down, and fail there (a KeyError here fails the start instead).
+    samples = [(f"warm{_EXTENSION[name]}", _SAMPLES[name]) for name in LANGUAGES]
     samples += [("warm.md", "# Title\n\nprose\n"), ("broken.py", "def f(:\n"),
+                ("warm.txt", "plain text, no grammar\n"),
                 ("latin.py", "x = '\xe9'\n"), ("bin.py", "\x00")]  # fmt: skip
     for path, text in samples:
         data = text.encode("latin-1" if path == "latin.py" else "utf-8")
