@@ -42,6 +42,8 @@ def corpus_files(roots: list[Path], suffixes: tuple[str, ...] = (".py",)) -> lis
 SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", ".go", ".java",
                    ".rs"}  # fmt: skip
 
+C_SUFFIXES = (".c", ".h")  # counted in a corpus's size; never copied out of a PyPI package
+
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
     "small": ["pydantic"],  # about 100 Python files
@@ -95,20 +97,29 @@ def build_corpus(name: str, into: Path) -> Path:
     if name == "npm":
         shutil.copytree(npm_tree(), into / NPM_CORPUS[0])
         return into
+    if name == "c":  # lua and zlib at their pinned commits (bench/_c_reference.py)
+        from _c_reference import C_CORPORA, c_tree
+
+        for corpus in ("lua", "zlib"):
+            shutil.copytree(c_tree(C_CORPORA[corpus]), into / corpus)
+        return into
     if name not in PYPI_CORPORA:
-        raise SystemExit(f"unknown corpus {name!r}: small, medium, large or npm")
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm or c")
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
 def corpus_label(name: str) -> str:
     if name == "npm":
         return f"npm {NPM_CORPUS[0]}@{NPM_CORPUS[1]} {NPM_CORPUS[2]}/"
+    if name == "c":
+        return "c: lua+zlib (C, whole trees at their pinned commits)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 
 def corpus_size(root: Path) -> tuple[int, int, int]:
     """(files, lines, bytes) of the source files under ``root``."""
-    files = [p for p in root.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES]
+    files = [p for p in root.rglob("*") if p.is_file() and p.suffix in (*SOURCE_SUFFIXES,
+             *C_SUFFIXES)]  # fmt: skip
     data = [p.read_bytes() for p in files]
     return len(files), sum(d.count(b"\n") for d in data), sum(len(d) for d in data)
 
