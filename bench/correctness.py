@@ -438,7 +438,7 @@ def main() -> None:
         update_results_row("correctness python", "python bench/correctness.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip
     if args.update_results and c_rows:
-        update_results_row("correctness c", "python bench/correctness.py --c lua,zlib",
+        update_results_row("correctness c", f"python bench/correctness.py --c {args.c}",
                           "; ".join(f"{k} {v}" for k, v in c_rows.items()))  # fmt: skip
     if args.update_results:
         if typescript:
