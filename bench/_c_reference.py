@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchstream.parsing.c_language import is_macro
 from patchstream.schemas.graph import SymbolKind
 from patchstream.schemas.state import FileState
 
@@ -170,7 +171,7 @@ def _relative(file: str, root: Path) -> str:
 
 
 def _macro(signature: str | None) -> bool:
-    return re.match(r"#\s*define\b", signature or "") is not None
+    return is_macro("c", signature)
 
 
 def gcc_version() -> str:

@@ -32,11 +32,10 @@ MAX_MACRO_CALLS = 32  # a macro that expands to a whole program says less than i
 def macro_calls(parameters: set[str], body_text: str) -> list[str]:
     """Names a function-like macro's body calls, in order, each once (its parameters left
     out: ``f(x)`` where ``f`` is a parameter calls whatever the user passes)."""
-    names = parameters
     found: list[str] = []
     for match in _CALLED.finditer(_LITERALS.sub('""', body_text)):
         name = match.group(1)
-        if name not in _NOT_CALLS and name not in names and name not in found:
+        if name not in _NOT_CALLS and name not in parameters and name not in found:
             found.append(name)
             if len(found) == MAX_MACRO_CALLS:
                 break
