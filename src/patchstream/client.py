@@ -49,6 +49,16 @@ class PatchClient:
             writes = [{"workspace": self.workspace, **w} for w in writes]
         return self._accepted("/v1/patches", {"writes": writes, **request})
 
+    def import_discussions(
+        self, repo: str, ref: str, lines: list[str], first_line: int = 1,
+        pull_numbers: list[int] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Send part of a discussions export (at most 1,000 lines); the gateway reads it."""
+        return self._accepted("/v1/discussions", {
+            "repo": repo, "ref": ref, "lines": lines, "first_line": first_line,
+            "pull_numbers": pull_numbers or [],
+        })  # fmt: skip
+
     def traces(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         """Publish trace events (``patchstream trace``); the key's tenant is theirs."""
         return self._accepted("/v1/traces", {"events": events})

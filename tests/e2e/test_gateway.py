@@ -112,6 +112,15 @@ def _paths(stack: Supervisor, ref: str = "main") -> set[str]:
         graph.close()
 
 
+def _version(stack: Supervisor, path: str) -> int | None:
+    graph = open_graph_store(stack.settings)
+    try:
+        held = graph.file_version("acme", "shop", "main", path)
+        return None if held is None else held.version
+    finally:
+        graph.close()
+
+
 def _history(stack: Supervisor, target: str) -> list[dict[str, object]]:
     answer = httpx.get(f"{stack.settings.query.url}/v1/history", timeout=30,
                        params={"repo": "shop", "target": target},
@@ -659,7 +668,8 @@ def test_discussions_through_signed_webhooks_and_the_importer(
     export = tmp_path / "export.jsonl"
     export.write_text("\n".join([
         json.dumps({"number": 603, "title": "Imported: helper is slow", "body": "old report",
-                    "state": "closed", "user": {"login": "old"}}),
+                    "state": "closed", "user": {"login": "old"},
+                    "updated_at": "2026-03-01T00:00:00Z"}),
         json.dumps({"id": 5, "issue_url": "https://api.github.com/repos/acme/shop/issues/603",
                     "body": "still slow", "user": {"login": "old2"}}),
         "{not json",
@@ -686,6 +696,9 @@ def test_discussions_through_signed_webhooks_and_the_importer(
               "_discussions/pr-602/review-comment-77.md", "_discussions/issue-603.md",
               "_discussions/issue-603/comment-5.md"}  # fmt: skip
     wait_for(lambda: wanted <= _paths(gateway_stack), what="the discussion pages")
+    # The gateway read the export: a page's version is the platform's updated_at, not the
+    # server's clock (a re-import of an old export never overwrites a newer edit).
+    assert _version(gateway_stack, "_discussions/issue-603.md") == 1_772_323_200 * 10**9
     refused_pages = {"_discussions/issue-666.md", "_discussions/pr-602/review-comment-78.md"}
     assert not refused_pages & _paths(gateway_stack)
     answer = httpx.get(f"{gateway_stack.settings.query.url}/v1/history", timeout=30,

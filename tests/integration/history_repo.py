@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -18,19 +19,22 @@ AREA_V1 = (
 AREA_V2 = AREA_V1.replace("return 1\n\n    def side", "return self.s * self.s\n\n    def side")
 
 
-def git(root: Path, *args: str) -> str:
+def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(["git", "-C", str(root), "-c", "user.name=Ann", "-c",
                            "user.email=ann@example.com", *args],
-                          check=True, capture_output=True, text=True)  # fmt: skip
+                          check=True, capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})  # fmt: skip
     return done.stdout.strip()
 
 
-def commit(root: Path, files: dict[str, str], message: str) -> str:
+def commit(root: Path, files: dict[str, str], message: str, date: str | None = None) -> str:
+    """A commit of ``files``; ``date`` (ISO 8601) as its author and committer date."""
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
+    dates = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else None
+    git(root, "commit", "-q", "-m", message, env=dates)
     return git(root, "rev-parse", "HEAD")
 
 

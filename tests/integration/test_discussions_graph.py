@@ -1,14 +1,20 @@
 """Discussions in the graph (issue #54): GitHub's webhook objects become ``_discussions/``
 pages applied to a real graph store beside the commits of a repository made by the test. A
 commit links the PR it names or was merged by and the issues that PR closes; a file's review
-comments are found from the file; nothing links across tenants; a deleted page unlinks."""
+comments are found from the file; nothing links across tenants; a deleted page unlinks; an
+overlay at an older commit sees no discussion opened after it; a deleted thread takes its
+comments with it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from patchstream.producers.discussions import Page, github_hook_pages
+from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.producers.discussions import Page, github_hook_pages, page_events
 from patchstream.stores.graph.cypher import CypherGraphStore
+from patchstream.streams.blobs import BlobReader
+from patchstream.streams.parse_batch import PreviousStates, parse_batch
+from patchstream.streams.parse_stage import ParseStage
 from tests.integration.deltas import delete, upsert
 from tests.integration.history_repo import AREA_V1, AREA_V2, Publisher, commit, git
 
@@ -107,3 +113,109 @@ def _linked_in_one_tenant(graph: CypherGraphStore, tenant: str, other: str, root
         "action": "deleted", "issue": _issue(12, "gone")}), version)  # fmt: skip
     [latest, _] = graph.history(tenant, "app", "main", path="geo/shapes.py")
     assert [t["key"] for t in latest.linked] == ["pr-34"]
+
+
+def _opened(number: int, title: str, at: str) -> dict[str, object]:
+    return {**_issue(number, title), "created_at": at, "updated_at": at}
+
+
+def test_an_overlay_at_an_older_commit_does_not_see_discussions_opened_after_it(
+    graph: CypherGraphStore, tenant: str, root: Path
+) -> None:
+    """No future leak: an evaluation at an issue's base commit must not read the issue, the
+    pull request that fixed it or the review comments on the file, all opened later."""
+    pull = {**_opened(3, "Area from the side", "2026-02-10T00:00:00Z"), "head": {"sha": "d" * 40}}
+    late_note = {"id": 41, "body": "use side ** 2", "path": "geo/shapes.py",
+                 "user": {"login": "cy"}, "created_at": "2026-02-20T00:00:00Z",
+                 "updated_at": "2026-02-20T00:00:00Z"}  # fmt: skip
+    early_note = {
+        **late_note,
+        "id": 40,
+        "body": "looks fine",
+        "created_at": "2026-01-20T00:00:00Z",
+        "updated_at": "2026-01-20T00:00:00Z",
+    }
+    pages = [
+        *github_hook_pages("issues", {"action": "opened", "issue": _opened(
+            1, "Squares exist", "2026-01-15T00:00:00Z")}),
+        *github_hook_pages("issues", {"action": "opened", "issue": _opened(
+            2, "Square.area returns 1", "2026-02-15T00:00:00+01:00")}),
+        *github_hook_pages("pull_request", {"action": "opened", "pull_request": pull}),
+        *github_hook_pages("pull_request_review_comment", {
+            "action": "created", "pull_request": pull, "comment": late_note}),
+        *github_hook_pages("pull_request_review_comment", {
+            "action": "created", "pull_request": pull, "comment": early_note}),
+    ]  # fmt: skip
+    version = _apply(graph, tenant, pages, 0)
+    commit(root, {"geo/shapes.py": AREA_V1}, "Add squares", "2026-01-01T12:00:00Z")
+    c2 = commit(root, {"geo/util.py": "X = 1\n"}, "Add util", "2026-02-01T12:00:00Z")
+    git(root, "branch", "at-base")
+    commit(root, {"geo/shapes.py": AREA_V2}, "Fix the area (#3)", "2026-03-01T12:00:00Z")
+    publisher = Publisher(graph, tenant)
+    publisher.version = version
+    publisher.index(root, "main")
+    git(root, "checkout", "-q", "at-base")
+    graph.declare_overlay(tenant, "app", "at-base", "main", "branch")
+    publisher.index(root, "at-base", base="main")
+
+    view = graph.view(tenant, "app", "at-base")
+    assert view is not None
+    main_scope = view.scopes[-1]
+    seen = {p for p in (f"_discussions/{k}.md" for k in (
+        "issue-1", "issue-2", "pr-3", "pr-3/review-comment-40", "pr-3/review-comment-41"))
+        if view.visible(main_scope, p)}  # fmt: skip
+    # Issue 2 opened at 23:00 UTC on Feb 14th (its zone read), after the head of Feb 1st.
+    assert seen == {"_discussions/issue-1.md", "_discussions/pr-3/review-comment-40.md"}
+    assert [h.sha for h in graph.history(tenant, "app", "at-base", path="geo/util.py")] == [c2]
+    notes = graph.path_discussions(tenant, "app", "at-base", ["geo/shapes.py"])
+    assert [n["key"] for n in notes["geo/shapes.py"]] == ["pr-3/review-comment-40"]
+    # Main, at the newest commit, sees every discussion, later ones included.
+    on_main = graph.path_discussions(tenant, "app", "main", ["geo/shapes.py"])["geo/shapes.py"]
+    assert [n["key"] for n in on_main] == ["pr-3/review-comment-41", "pr-3/review-comment-40"]
+    # A workspace over main (no head of its own) is not behind: it hides nothing.
+    graph.declare_overlay(tenant, "app", "main~agent", "main", "workspace")
+    ahead = graph.view(tenant, "app", "main~agent")
+    assert ahead is not None
+    assert ahead.visible(ahead.scopes[-1], "_discussions/issue-2.md")
+
+
+def test_deleting_a_thread_deletes_its_comments_through_the_parse_stage(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """GitHub sends one ``deleted`` event for an issue and none for its comments: the parse
+    stage finds the notes in the graph and deletes each (graph and vectors alike)."""
+    issue = _issue(12, "Square.area returns 1")
+    comments = [{"id": n, "body": f"comment {n}", "user": {"login": "cy"},
+                 "created_at": "2026-01-05T00:00:00Z", "updated_at": "2026-01-05T00:00:00Z"}
+                for n in (7, 8)]  # fmt: skip
+    pages = [*github_hook_pages("issues", {"action": "opened", "issue": issue})]
+    for comment in comments:
+        pages += github_hook_pages("issue_comment", {"action": "created", "issue": issue,
+                                                     "comment": comment})  # fmt: skip
+    other = {**_issue(13, "Another"), "number": 13}
+    pages += github_hook_pages("issue_comment", {"action": "created", "issue": other,
+                                                 "comment": {**comments[0], "id": 9}})  # fmt: skip
+    _apply(graph, tenant, pages, 0)
+    assert graph.thread_notes(tenant, "app", "main", "issue-12") == [
+        "_discussions/issue-12/comment-7.md",
+        "_discussions/issue-12/comment-8.md",
+    ]
+
+    [deleted] = github_hook_pages("issues", {"action": "deleted", "issue": issue})
+    stage = ParseStage(FileStateBuilder(), BlobReader(""))
+    states = PreviousStates(graph, capacity=16)
+    [event] = page_events(tenant, "app", "main", [deleted], "github")
+    [outcome] = parse_batch(stage, states, [event])
+    assert outcome.output is not None
+    follow_ups = outcome.output.events
+    assert [(e.op, e.path, e.version) for e in follow_ups] == [
+        ("delete", "_discussions/issue-12/comment-7.md", event.version),
+        ("delete", "_discussions/issue-12/comment-8.md", event.version),
+    ]
+    deltas = [d for o in parse_batch(stage, states, follow_ups) for d in o.output.deltas]  # type: ignore[union-attr]
+    for delta in [*outcome.output.deltas, *deltas]:
+        assert graph.apply(delta).applied
+    assert graph.thread_notes(tenant, "app", "main", "issue-12") == []
+    assert graph.thread_notes(tenant, "app", "main", "issue-13") == [
+        "_discussions/issue-13/comment-9.md"
+    ]

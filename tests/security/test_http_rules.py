@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
 from patchstream.config.settings import EmbeddedSettings, GatewaySettings, QuerySettings, Settings
@@ -20,8 +20,10 @@ from patchstream.http.security import (
     resolve_api_keys,
 )
 from patchstream.producers.gateway import create_gateway
+from patchstream.producers.import_route import add_import_route
 from patchstream.producers.registry import Registry
 from patchstream.query.api import create_api
+from patchstream.schemas.events import PatchEvent
 
 
 def test_the_dev_key_works_only_on_loopback_with_no_keys_configured() -> None:
@@ -236,3 +238,69 @@ def test_gzip_bodies_are_inflated_within_the_limit_and_bombs_are_413() -> None:
     # A webhook's signature is over the bytes as sent: they reach it as sent.
     raw = client.post("/webhooks/raw", content=gzip.compress(b"x" * 100), headers=packed)
     assert raw.status_code == 200 and raw.json()["bytes"] < 100
+
+
+def _import_app(published: list[PatchEvent]) -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    def tenant(request: Request) -> str:
+        found = bearer_tenant({"k": "acme"}, request.headers.get("authorization"))
+        if not found:
+            raise HTTPException(401, "no key")
+        return found
+
+    async def publish(events: list[PatchEvent]) -> None:  # what the broker would be sent
+        published.extend(events)
+
+    add_import_route(app, tenant, publish)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"repo": "a/../b", "lines": ["{}"]}, "'..'"),
+        ({"repo": "r", "ref": "main\n", "lines": ["{}"]}, "ref"),
+        ({"repo": "r", "lines": []}, "at least 1"),
+        ({"repo": "r", "lines": ["{}"] * 1001}, "at most 1000"),
+        ({"repo": "r", "lines": ["{}"], "pull_numbers": [-1]}, "greater than or equal to 1"),
+        ({"repo": "r", "lines": ["{}"], "first_line": 0}, "greater than or equal to 1"),
+        ({"repo": "r", "lines": [1]}, "string"),
+    ],
+)  # fmt: skip
+def test_the_discussions_import_route_refuses_hostile_bodies(
+    body: dict[str, object], reason: str
+) -> None:
+    published: list[PatchEvent] = []
+    client = TestClient(_import_app(published), raise_server_exceptions=False)
+    answer = client.post("/v1/discussions", json=body, headers={"Authorization": "Bearer k"})
+    assert answer.status_code == 422, answer.text
+    assert reason in answer.text
+    assert published == []
+
+
+def test_the_discussions_import_route_reads_lines_as_a_local_import_would() -> None:
+    """The key's tenant, the platform's versions, bad lines reported by their number in the
+    whole export (a deep or non-JSON line never stops the rest), no key no import."""
+    published: list[PatchEvent] = []
+    client = TestClient(_import_app(published), raise_server_exceptions=False)
+    lines = [
+        '{"number": 9, "title": "t\\u202e", "updated_at": "2026-03-01T00:00:00Z"}',
+        '{"id": 4, "issue_url": "https://x/issues/8", "body": "on a PR",'
+        ' "updated_at": "2026-03-02T00:00:00Z"}',
+        "[" * 5000 + "]" * 5000,
+        "{not json",
+    ]
+    body = {"repo": "shop", "lines": lines, "first_line": 501, "pull_numbers": [8],
+            "tenant": "other"}  # fmt: skip
+    assert client.post("/v1/discussions", json=body).status_code == 401
+    answer = client.post("/v1/discussions", json=body, headers={"Authorization": "Bearer k"})
+    assert answer.status_code == 202, answer.text
+    found = answer.json()
+    assert (found["pages"], found["threads"], found["notes"], found["failed"]) == (2, 1, 1, 2)
+    assert [e["line"] for e in found["errors"]] == [503, 504]
+    assert {(e.tenant, e.path, e.version) for e in published} == {
+        ("acme", "_discussions/issue-9.md", 1_772_323_200 * 10**9),
+        ("acme", "_discussions/pr-8/comment-4.md", 1_772_409_600 * 10**9),
+    }

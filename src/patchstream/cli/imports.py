@@ -51,23 +51,27 @@ def discussions(export: Path, repo: str, tenant: str, ref: str, as_json: bool) -
                                "key's tenant")  # fmt: skip
     with export.open("rb") as handle:
         plan = read_export(handle)
-    events = page_events(tenant, repo, ref, plan.pages, "cli", batch_id=None)
-    token = _publish_remote(events) if remote else _publish_local(events)
-    summary: dict[str, Any] = {
-        "repo": repo, "ref": ref, "tenant": None if remote else tenant, "pages": len(events),
-        "threads": plan.threads, "notes": plan.notes, "skipped": plan.skipped,
-        "failed": plan.failed, "errors": [{"line": n, "reason": r} for n, r in plan.errors],
-        "read_token": token,
-    }  # fmt: skip
+    if remote:  # the gateway reads the export itself: its versions, its rendering
+        summary = _import_remote(export, repo, ref, sorted(plan.pulls))
+    else:
+        events = page_events(tenant, repo, ref, plan.pages, "cli", batch_id=None)
+        summary = {
+            "pages": len(events), "threads": plan.threads, "notes": plan.notes,
+            "skipped": plan.skipped, "failed": plan.failed,
+            "errors": [{"line": n, "reason": r} for n, r in plan.errors],
+            "read_token": _publish_local(events),
+        }  # fmt: skip
+    summary = {"repo": repo, "ref": ref, "tenant": None if remote else tenant, **summary}
     if as_json:
         click.echo(json.dumps(summary))
     else:
-        click.echo(f"imported {len(events)} pages into {repo}@{ref}: {plan.threads} threads, "
-                   f"{plan.notes} comments and reviews; {plan.skipped} records of no "
-                   f"discussion skipped, {plan.failed} refused")  # fmt: skip
-        for line, reason in plan.errors[:20]:
-            click.echo(f"  line {line}: {reason}", err=True)
-    if plan.failed and not events:
+        click.echo(f"imported {summary['pages']} pages into {repo}@{ref}: "
+                   f"{summary['threads']} threads, {summary['notes']} comments and reviews; "
+                   f"{summary['skipped']} records of no discussion skipped, "
+                   f"{summary['failed']} refused")  # fmt: skip
+        for error in summary["errors"][:20]:
+            click.echo(f"  line {error['line']}: {error['reason']}", err=True)
+    if summary["failed"] and not summary["pages"]:
         raise SystemExit(1)
 
 
@@ -97,15 +101,38 @@ def _publish_local(events: list[PatchEvent]) -> str | None:
     return make_read_token(events) if len(events) <= 1000 else None  # a token's limit
 
 
-def _publish_remote(events: list[PatchEvent]) -> str | None:
-    """Through the gateway: the key's tenant, and the gateway's clock for versions."""
+def _import_remote(export: Path, repo: str, ref: str, pulls: list[int]) -> dict[str, Any]:
+    """The export's lines to the gateway in batches (by count and by bytes); the summary
+    is the gateway's, summed. A line over the reader's limit is refused here, unsent."""
     from patchstream.client import PatchClient
+    from patchstream.producers.discussion_import import MAX_ERRORS_KEPT, MAX_LINE_BYTES
 
     settings = get_settings().gateway
-    token = None
+    total: dict[str, Any] = {"pages": 0, "threads": 0, "notes": 0, "skipped": 0, "failed": 0,
+                             "errors": [], "read_token": None}  # fmt: skip
+    budget = max(1, settings.max_request_bytes // 2)  # JSON escaping may double a line
+
+    def count(answer: dict[str, Any]) -> None:
+        for name in ("pages", "threads", "notes", "skipped", "failed"):
+            total[name] += int(answer.get(name) or 0)
+        total["errors"] = (total["errors"] + list(answer.get("errors") or []))[:MAX_ERRORS_KEPT]
+        total["read_token"] = answer.get("read_token") or total["read_token"]
+
     with PatchClient(settings.url, settings.api_key.get_secret_value()) as client:
-        for at in range(0, len(events), BATCH):
-            writes = [{"repo": e.repo, "ref": e.ref, "path": e.path, "op": e.op,
-                       "content": e.content} for e in events[at : at + BATCH]]  # fmt: skip
-            token = client.write(writes, source="snapshot")["read_token"]
-    return token
+        batch: list[str] = []
+        first, size = 1, 0
+        with export.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                line = raw.decode("utf-8", errors="replace")
+                if len(raw) > MAX_LINE_BYTES:
+                    line = ""  # keeps the numbering; reported below
+                    count({"failed": 1, "errors": [{"line": number, "reason":
+                           f"line is over {MAX_LINE_BYTES} bytes"}]})  # fmt: skip
+                if batch and (len(batch) >= BATCH or size + len(line) > budget):
+                    count(client.import_discussions(repo, ref, batch, first, pulls))
+                    batch, first, size = [], number, 0
+                batch.append(line)
+                size += len(line)
+        if any(line.strip() for line in batch):
+            count(client.import_discussions(repo, ref, batch, first, pulls))
+    return total

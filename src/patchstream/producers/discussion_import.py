@@ -39,6 +39,7 @@ MAX_ERRORS_KEPT = 100
 @dataclass
 class ImportPlan:
     pages: list[Page] = field(default_factory=list)
+    pulls: set[int] = field(default_factory=set)  # GitHub PR numbers (their comments' kind)
     threads: int = 0
     notes: int = 0
     skipped: int = 0  # records of no discussion (a commit note, a system note)
@@ -46,8 +47,10 @@ class ImportPlan:
     failed: int = 0
 
 
-def read_export(lines: Iterable[str | bytes]) -> ImportPlan:
-    """The pages of an export, threads first (a comment's kind may depend on its thread)."""
+def read_export(lines: Iterable[str | bytes], pulls: Iterable[int] = ()) -> ImportPlan:
+    """The pages of an export, threads first (a comment's kind may depend on its thread).
+    ``pulls``: numbers known to be pull requests beyond the PRs the lines hold (a part of a
+    larger export, sent to the gateway in batches)."""
     plan = ImportPlan()
     records: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, start=1):
@@ -63,12 +66,16 @@ def read_export(lines: Iterable[str | bytes]) -> ImportPlan:
             _fail(plan, number, str(exc))
             continue
         records.append((number, record))
-    pulls = {r["number"] for _, r in records
-             if _is_github_thread(r) and _is_pull(r) and isinstance(r["number"], int)}  # fmt: skip
+    plan.pulls = {
+        r["number"]
+        for _, r in records
+        if _is_github_thread(r) and _is_pull(r) and isinstance(r["number"], int)
+    }
+    plan.pulls.update(pulls)
     ordered = sorted(records, key=lambda item: 0 if _is_thread(item[1]) else 1)
     for number, record in ordered:
         try:
-            page = _page(record, pulls)
+            page = _page(record, plan.pulls)
         except ContractError as exc:
             _fail(plan, number, str(exc))
             continue
@@ -101,7 +108,7 @@ def _is_thread(record: dict[str, Any]) -> bool:
     return _is_github_thread(record) or ("iid" in record and "noteable_type" not in record)
 
 
-def _page(record: dict[str, Any], pulls: set[Any]) -> Page | None:
+def _page(record: dict[str, Any], pulls: set[int]) -> Page | None:
     if _is_github_thread(record):
         return github_thread(record, pull=_is_pull(record))
     if "iid" in record and "noteable_type" not in record:

@@ -16,14 +16,18 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from patchstream.errors import ContractError
 from patchstream.parsing.discussion_text import render_discussion
-from patchstream.schemas.discussions import DiscussionInfo, closing_refs, discussion_path
+from patchstream.schemas.discussions import (
+    DiscussionInfo,
+    closing_refs,
+    discussion_path,
+    epoch_of,
+)
 from patchstream.schemas.events import ACTOR_PATTERN, PatchEvent, Source
 from patchstream.schemas.history import SHA
 
@@ -77,11 +81,8 @@ def _login(record: dict[str, Any], name: str, key: str) -> str:
 
 def version_of(stamp: str) -> int:
     """Nanoseconds of an ISO 8601 stamp; now when there is none (or it does not parse)."""
-    try:
-        iso = stamp.replace(" UTC", "+00:00").replace("Z", "+00:00")  # GitLab's hooks, GitHub
-        return max(0, int(datetime.fromisoformat(iso).timestamp() * 1e9))
-    except ValueError:
-        return time.time_ns()
+    at = epoch_of(stamp)
+    return time.time_ns() if at is None else max(0, int(at * 1e9))
 
 
 def _shas(*values: object) -> tuple[str, ...]:

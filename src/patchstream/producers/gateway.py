@@ -49,6 +49,7 @@ from patchstream.producers.discussions import (
     page_events,
 )
 from patchstream.producers.git_mirror import validate_clone_url
+from patchstream.producers.import_route import add_import_route
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
 from patchstream.producers.registry import RegisteredRepo, Registry, load_registry
 from patchstream.producers.webhooks import (
@@ -444,6 +445,8 @@ def create_gateway(
         await publisher.publish(events)
         return {"event_ids": [e.event_id for e in events], "read_token": make_read_token(events),
                 "version": version, "tenant": tenant}  # fmt: skip
+
+    add_import_route(app, tenant, publisher.publish)
 
     @app.post("/v1/traces", status_code=202)
     async def traces(body: TraceRequest, tenant: Annotated[str, Depends(tenant)]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ inside the same repository only (``other/repo#12`` names nothing).
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -134,6 +135,21 @@ def page_key(path: str) -> tuple[DiscussionKind, int, str] | None:
 
 def is_discussion_path(path: str) -> bool:
     return path.startswith(DISCUSSIONS_DIR)
+
+
+def epoch_of(stamp: str) -> float | None:
+    """Seconds since the epoch of an ISO 8601 stamp as GitHub (``...Z``), GitLab's API
+    (``...+00:00``, ``.000Z``), GitLab's hooks (``... UTC``) and git (``%aI``) write them;
+    None for none or one that does not parse (a stamp without a zone is read as UTC)."""
+    if not stamp:
+        return None
+    try:
+        at = datetime.fromisoformat(stamp.replace(" UTC", "+00:00").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.timestamp()
 
 
 # Closing keywords, as GitHub and GitLab read them: "Fixes #12", "closes !3", "Resolves #7".

@@ -22,7 +22,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from patchstream.errors import StoreRefused, StoreUnavailable
-from patchstream.schemas.events import PatchEvent
+from patchstream.schemas.discussions import page_key
+from patchstream.schemas.events import PatchEvent, view_ref
 from patchstream.schemas.state import FileState
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
@@ -117,6 +118,7 @@ def parse_batch(
             raise
         except Exception as exc:  # this file's stored state cannot be read: its events fail
             unreadable[event.key] = exc
+    notes = _notes_of_deleted_threads(states.graph, events)
     outcomes = []
     for event in events:
         started = time.perf_counter()
@@ -135,8 +137,39 @@ def parse_batch(
         if not output.stale:
             previous[event.key] = output.state
             states.put(event, output.state)
+            output.events += [note_deleted(event, path, at)
+                              for at, path in enumerate(notes.get(event.event_id, []))]  # fmt: skip
         outcomes.append(Outcome(output=output, seconds=time.perf_counter() - started))
     return outcomes
+
+
+def _notes_of_deleted_threads(
+    graph: GraphStore, events: Sequence[PatchEvent]
+) -> dict[str, list[str]]:
+    """Event id -> the notes on the thread it deletes (an issue, a PR/MR page), read before
+    anything changes. GitHub sends no event for the comments of a deleted issue: without
+    this they would stay searchable forever."""
+    found: dict[str, list[str]] = {}
+    for event in events:
+        key = page_key(event.path) if event.op == "delete" else None
+        if key is None or key[2]:
+            continue
+        kind, number, _ = key
+        try:
+            found[event.event_id] = graph.thread_notes(
+                event.tenant, event.repo, view_ref(event.ref, event.workspace), f"{kind}-{number}"
+            )
+        except StoreRefused:  # the thread still goes; its notes wait for their own deletes
+            continue
+    return found
+
+
+def note_deleted(event: PatchEvent, path: str, at: int) -> PatchEvent:
+    """A delete of ``path`` that follows ``event``'s (at its version: any note is older)."""
+    return event.model_copy(update={
+        "event_id": f"{event.event_id}:note-{at}", "path": path, "old_path": None,
+        "content": None, "blob": None, "content_hash": None, "edit": None,
+    })  # fmt: skip
 
 
 async def parse_until_the_store_answers(

@@ -279,6 +279,11 @@ class GraphStore(abc.ABC):
         """Review comments on each of ``paths`` in the view, newest first."""
 
     @abc.abstractmethod
+    def thread_notes(self, tenant: str, repo: str, ref: str, thread: str) -> list[str]:
+        """The paths of the notes (comments, reviews) on ``thread`` (``issue-12``) that
+        ``ref``'s own layer holds."""
+
+    @abc.abstractmethod
     def session_files(
         self, tenant: str, session_id: str, repo: str | None = None, limit: int = 5
     ) -> list[SessionWrite]:

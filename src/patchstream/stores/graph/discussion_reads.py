@@ -16,10 +16,12 @@ from patchstream.stores.graph.base import CommitHit
 from patchstream.stores.graph.history_statements import (
     READ_MERGED_THREADS,
     READ_PATH_DISCUSSIONS,
+    READ_THREAD_NOTES,
     READ_THREADS,
     path_uid,
 )
 from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.overlays import View
 
 MAX_LINKED = 5  # threads shown per commit
 
@@ -42,6 +44,9 @@ class DiscussionReads(abc.ABC):
 
     @abc.abstractmethod
     def overlay_chain(self, tenant: str, repo: str, ref: str) -> list[str]: ...
+
+    @abc.abstractmethod
+    def view(self, tenant: str, repo: str, ref: str) -> View | None: ...
 
     def _threads(self, tenant: str, scopes: list[str], keys: set[str]) -> dict[str, dict[str, Any]]:
         """The threads of ``keys`` held in the view, the top layer's copy of each."""
@@ -83,15 +88,28 @@ class DiscussionReads(abc.ABC):
                 found[hit.sha] = list(linked.values())[:MAX_LINKED]
         return found
 
+    def thread_notes(self, tenant: str, repo: str, ref: str, thread: str) -> list[str]:
+        """The paths of the notes on ``thread`` in ``ref``'s own layer (a deleted thread's
+        notes are deleted with it: the parse stage asks this)."""
+        if not tenant:
+            return []
+        scope = scope_of(tenant, repo, ref)
+        rows = self._read(tenant, READ_THREAD_NOTES, {"scope": scope, "thread": thread})
+        return sorted(str(fuid)[len(scope) + 1 :] for (fuid,) in rows)
+
     def path_discussions(
         self, tenant: str, repo: str, ref: str, paths: list[str], limit: int = 20
     ) -> dict[str, list[dict[str, Any]]]:
         """Review comments on each path (newest first), with their thread's title."""
         if not tenant or not paths:
             return {}
-        scopes = [scope_of(tenant, repo, name) for name in self.overlay_chain(tenant, repo, ref)]
+        view = self.view(tenant, repo, ref)
+        scopes = view.scopes if view is not None else [scope_of(tenant, repo, ref)]
         puids = [path_uid(tenant, repo, path) for path in dict.fromkeys(paths)]
         rows = self._read(tenant, READ_PATH_DISCUSSIONS, {"puids": puids, "scopes": scopes})
+        if view is not None:  # an overlay behind its base does not see later notes
+            rows = [[path, props] for path, props in rows
+                    if view.visible(str(props["scope"]), _page_path(props))]  # fmt: skip
         threads = self._threads(tenant, scopes, {str(props["thread"]) for _, props in rows})
         found: dict[str, list[dict[str, Any]]] = {}
         for path, props in rows:
@@ -103,6 +121,10 @@ class DiscussionReads(abc.ABC):
             })  # fmt: skip
         return {path: sorted(notes, key=lambda n: (n["date"], n["key"]), reverse=True)[:limit]
                 for path, notes in found.items()}  # fmt: skip
+
+
+def _page_path(props: dict[str, Any]) -> str:
+    return str(props.get("file_uid") or "")[len(str(props["scope"])) + 1 :]
 
 
 def _top_layer(scopes: list[str], rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@
 - ``(:HistoryHead {uid: scope, file_uid, sha})``: the commit ``_commits/HEAD`` names. A view
   reads only the commits reachable from its top layer's head.
 - ``(:Discussion {uid: scope|key, tenant, repo, scope, file_uid, key, thread, kind, number,
-  note, title, state, author, date, url, labels, closes, commits})``: one per
+  note, title, state, author, date, opened, url, labels, closes, commits})``: one per
   ``_discussions/`` page (a thread or a note on one), ``-[:DISCUSSED]->(:Path)`` for the
   files a review comment is on. Links to commits and closed issues are by key at read time,
   so a page may arrive before or after what it names.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchstream.schemas.discussions import DISCUSSIONS_DIR
+from patchstream.schemas.discussions import DISCUSSIONS_DIR, epoch_of
 from patchstream.schemas.state import FileDelta
 
 HISTORY_INDEXES = (
@@ -80,6 +80,10 @@ READ_PATH_DISCUSSIONS = (
     "UNWIND $puids AS puid MATCH (p:Path {uid: puid})<-[:DISCUSSED]-(d:Discussion) "
     "WHERE d.scope IN $scopes RETURN p.path, properties(d)"
 )
+READ_THREAD_NOTES = (
+    "MATCH (d:Discussion {scope: $scope}) WHERE d.thread = $thread AND d.note <> '' "
+    "RETURN d.file_uid"
+)
 READ_SNAPSHOT_HEADS = "MATCH (h:HistoryHead) WHERE h.tenant = $tenant RETURN h.uid, h.sha"
 
 
@@ -123,7 +127,7 @@ def _discussion_statements(delta: FileDelta, scope: str, fuid: str) -> list[tupl
              "kind": info.kind, "number": info.number, "note": info.note, "title": info.title,
              "state": info.state, "author": info.author, "date": info.date, "url": info.url,
              "labels": list(info.labels), "closes": list(info.closes),
-             "commits": list(info.commits)}  # fmt: skip
+             "commits": list(info.commits), "opened": epoch_of(info.date)}  # fmt: skip
     paths = [{"puid": path_uid(delta.tenant, delta.repo, path), "path": path}
              for path in info.paths]  # fmt: skip
     statements.append((ADD_DISCUSSIONS, {"rows": [{"props": props, "paths": paths}]}))

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from patchstream.stores.graph.discussion_horizon import DiscussionHorizon
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.graph.statements import UPSERT_OVERLAY
 from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, split_workspace
@@ -19,7 +20,7 @@ from patchstream.stores.overlays import MAX_LAYERS, Layer, OverlayInfo, View, sp
 _OVERLAY_CACHE_S = 5.0  # how long "is this branch an overlay, and of what" is remembered
 
 
-class OverlayRegistry(abc.ABC):
+class OverlayRegistry(DiscussionHorizon, abc.ABC):
     @abc.abstractmethod
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]: ...
 
@@ -79,17 +80,27 @@ class OverlayRegistry(abc.ABC):
             "UNWIND $upper AS scope MATCH (f:Fence {scope: scope}) "
             "RETURN 'held' AS how, f.scope AS scope, f.path AS path, null AS props "
             "UNION ALL UNWIND $uids AS uid MATCH (s:Symbol {uid: uid}) "
-            "RETURN 'start' AS how, s.scope AS scope, s.path AS path, properties(s) AS props",
-            {"upper": scopes[:-1],
+            "RETURN 'start' AS how, s.scope AS scope, s.path AS path, properties(s) AS props "
+            "UNION ALL UNWIND $scopes AS scope MATCH (h:HistoryHead {uid: scope}) "
+            "RETURN 'head' AS how, h.uid AS scope, h.sha AS path, null AS props",
+            {"upper": scopes[:-1], "scopes": scopes,
              "uids": [f"{scope}|{sid}" for sid in symbol_ids for scope in scopes]},
         )  # fmt: skip
         held: dict[str, set[str]] = {scope: set() for scope in scopes}
+        heads: dict[str, str] = {}
         starts = []
         for how, scope, path, props in rows:
             if how == "held":
                 held[scope].add(str(path))
+            elif how == "head":
+                heads[str(scope)] = str(path)
             else:
                 starts.append(props)
+        # Discussions opened after an older overlay's head are its future: hidden by the top
+        # layer, as a file it deleted would be (see ``discussion_horizon``).
+        cutoff = self.discussion_cutoff(tenant, scopes, heads)
+        if cutoff is not None:
+            held[scopes[0]] |= self.later_discussions(tenant, scopes, cutoff)
         layers = [Layer(scope, frozenset(held[scope])) for scope in scopes[:-1]]
         layers.append(Layer(scopes[-1], frozenset()))
         return View(tenant, repo, ref, tuple(layers)), starts
