@@ -18,7 +18,7 @@ import re
 import subprocess
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchstream.parsing.c_language import is_macro
@@ -70,6 +70,9 @@ def c_tree(corpus: CCorpus) -> Path:
 
 _NODE = re.compile(r'node: \{ title: "(?P<title>[^"]+)" label: "(?P<name>[^\\"]+)\\n'
                    r'(?P<file>[^:"]+):(?P<line>\d+):\d+"')  # fmt: skip
+# The projects' spellings of GCC's always_inline (zstd's FORCE_INLINE_TEMPLATE and
+# HINT_INLINE, lz4's LZ4_FORCE_INLINE, xxhash's XXH_FORCE_INLINE).
+_FORCED_INLINE = re.compile(r"always_inline|FORCE_INLINE|HINT_INLINE")
 _EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]+)" targetname: "(?P<dst>[^"]+)"')
 
 
@@ -81,6 +84,32 @@ class Reference:
     failed: list[str]
     functions: dict[str, str]  # id -> name: the project's functions (macros left out)
     compiled_functions: set[str]  # the definitions GCC compiled (not under an inactive #if)
+    inlined: set[str] = field(default_factory=set)  # forced inline, so never a GCC node
+
+    def through_inlined(self, edges: dict[Edge, int]) -> dict[Edge, int]:
+        """Our edges as GCC reports calls: a function declared always-inline is inlined even
+        at -O0, and GCC credits its calls to each caller it was inlined into. So A -> B -> C,
+        with B forced inline, is also A -> C here (at the weaker resolution of the two).
+        The source-level edges stay: a reader of the code asks for them."""
+        calls: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for (src, dst), rank in edges.items():
+            calls[src].append((dst, rank))
+        found = dict(edges)
+        for (src, dst), rank in edges.items():
+            if dst not in self.inlined or src in self.inlined:
+                continue
+            stack, seen = [(dst, rank)], {dst}
+            while stack:
+                inner, weakest = stack.pop()
+                for callee, callee_rank in calls.get(inner, []):
+                    both = max(weakest, callee_rank)
+                    if callee in self.inlined:
+                        if callee not in seen:
+                            seen.add(callee)
+                            stack.append((callee, both))
+                    else:
+                        found[(src, callee)] = min(both, found.get((src, callee), both))
+        return found
 
     def keeps(self, edge: Edge) -> bool:
         """Whether an edge is compared: between functions GCC compiled (not macros, not code
@@ -97,6 +126,7 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
     at: dict[tuple[str, str], str] = {}
     named: dict[str, set[str]] = defaultdict(set)
     functions: dict[str, str] = {}
+    forced: set[str] = set()
     for path, state in states.items():
         for symbol in state.symbols:
             if symbol.kind is SymbolKind.FUNCTION and not _macro(symbol.signature):
@@ -104,6 +134,8 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
                 at[(rel, symbol.name)] = symbol.id
                 named[symbol.name].add(symbol.id)
                 functions[symbol.id] = symbol.name
+                if _FORCED_INLINE.search(symbol.signature or ""):
+                    forced.add(symbol.id)
     edges: set[Edge] = set()
     ambiguous: set[str] = set()
     compiled_functions: set[str] = set()
@@ -155,7 +187,8 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
                 src, dst = symbol(match["src"]), symbol(match["dst"])
                 if src is not None and dst is not None:
                     edges.add((src, dst))
-    reference = Reference(set(), ambiguous, compiled, failed, functions, compiled_functions)
+    reference = Reference(set(), ambiguous, compiled, failed, functions, compiled_functions,
+                          forced - compiled_functions)  # fmt: skip
     reference.edges = {edge for edge in edges if reference.keeps(edge)}
     return reference
 

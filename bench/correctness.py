@@ -315,7 +315,12 @@ def measure_c(name: str) -> dict[str, float]:
     root = c_tree(corpus)
     states = {**build_states(root, name, "*.c"), **build_states(root, name, "*.h")}
     reference = gcc_edges(root, states, corpus)
-    figures = compare(states, reference.edges, keep=reference.keeps)
+    source_level = compare(states, reference.edges, keep=reference.keeps)
+    edges = reference.through_inlined(our_edges(states))
+    figures = compare(states, reference.edges, keep=reference.keeps, edges=edges)
+    figures["source-level recall"] = source_level["inferred recall"]
+    figures["source-level precision"] = source_level["inferred precision"]
+    figures["forced inline"] = len(reference.inlined)
     figures["compiled"] = reference.compiled
     figures["not compiled"] = len(reference.failed)
     figures["ambiguous names"] = len(reference.ambiguous)
@@ -328,12 +333,13 @@ def compare(
     same_target: Callable[[str], str] = lambda symbol_id: symbol_id,
     runtime: set[Edge] | None = None,
     keep: Callable[[Edge], bool] = lambda edge: True,
+    edges: dict[Edge, int] | None = None,
 ) -> dict[str, float]:
     """Recall and precision per minimum resolution; ``same_target`` maps declarations the
     reference counts as one symbol (TypeScript's overload signatures) to one id; ``keep``
     says which edges the reference speaks of (C: no macros, no code GCC did not compile)."""
     ranked: dict[Edge, int] = {}
-    for (src, dst), rank in our_edges(states).items():
+    for (src, dst), rank in (our_edges(states) if edges is None else edges).items():
         if not keep((src, dst)):
             continue
         key = (src, same_target(dst))
@@ -431,7 +437,10 @@ def main() -> None:
         c_rows[name] = (f"{_row(figures, 'gcc')}; {figures['compiled']:.0f} translation units"
                         f" compiled, {failed:.0f} not" + (" (Windows-only sources)" * bool(failed))
                         + f", {figures['ambiguous names']:.0f} names only the link step pins "
-                        "down left out")  # fmt: skip
+                        f"down left out; through {figures['forced inline']:.0f} forced-inline "
+                        "functions as GCC credits their calls (source level only: recall "
+                        f"{figures['source-level recall']:.3f}, precision "
+                        f"{figures['source-level precision']:.3f})")  # fmt: skip
         print(f"{name}: {c_rows[name]}", flush=True)
     print_rows({**rows, **typescript, **java, **c_rows})
     if args.update_results and rows:

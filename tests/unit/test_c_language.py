@@ -11,6 +11,7 @@ from patchstream.parsing.modules import C_GLOBAL
 from patchstream.query.through_macros import through_macros
 from patchstream.schemas.graph import EdgeType, SymbolKind
 from patchstream.stores.graph.base import Neighbor, StoredSymbol
+from patchstream.stores.graph.keys import symbol_key
 from tests.conftest import build_state
 
 SOURCE = b"""#include "util.h"
@@ -147,3 +148,54 @@ def test_walks_step_through_macros() -> None:
     ]  # fmt: skip
     plain = [_neighbor("f", signature="int f(void)")]
     assert through_macros(plain, lambda sid: [_neighbor("never")]) == plain
+
+
+STATICS = b"""#include "x.h"
+
+MEM_STATIC unsigned hash4(unsigned u) { return u * 3; }
+
+FORCE_INLINE_TEMPLATE
+HOT_ATTR
+size_t compress_generic(int level) { return hash4(level); }
+
+static int init(void) { return 0; }
+
+int api_entry(void) { return init(); }
+"""
+
+
+def test_c_attribute_macros_above_a_function_are_its_signature(builder: FileStateBuilder) -> None:
+    """``FORCE_INLINE_TEMPLATE`` on the line above a function reads as a declaration missing
+    its ``;``: its words are the function's (inline, static), not a variable of their own."""
+    state = build_state(builder, "lib/lazy.c", STATICS)
+    signatures = {s.name: s.signature for s in state.symbols if s.kind is SymbolKind.FUNCTION}
+    assert signatures["compress_generic"] == (
+        "FORCE_INLINE_TEMPLATE HOT_ATTR size_t compress_generic(int level)"
+    )
+    assert signatures["api_entry"] == "int api_entry(void)"  # a full declaration is not one
+    assert "HOT_ATTR" not in {s.name for s in state.symbols}
+
+
+def test_c_static_definitions_of_a_c_file_are_not_the_programs(
+    builder: FileStateBuilder,
+) -> None:
+    """Other files' calls find a ``.c`` file's ``static`` functions (also spelled
+    ``MEM_STATIC``, ``FORCE_INLINE...``) nowhere: their keys are the file's, not the
+    program's one namespace. A header's ``static inline`` stays every includer's."""
+    state = build_state(builder, "lib/lazy.c", STATICS)
+    header = build_state(builder, "lib/x.h", b"static inline int peek(int v) { return v; }\n")
+    keys = {s.name: symbol_key("t|r|main", "lib/lazy", s) for s in state.symbols
+            if s.kind is SymbolKind.FUNCTION}  # fmt: skip
+    assert keys == {
+        "hash4": "t|r|main|lib/lazy|hash4",
+        "compress_generic": "t|r|main|lib/lazy|compress_generic",
+        "init": "t|r|main|lib/lazy|init",
+        "api_entry": f"t|r|main|{C_GLOBAL}|api_entry",
+    }
+    [peek] = [s for s in header.symbols if s.name == "peek"]
+    assert symbol_key("t|r|main", "lib/x", peek) == f"t|r|main|{C_GLOBAL}|peek"
+    # The file's own calls still reach its static functions.
+    assert ("api_entry", "lib/lazy.c::init") in {
+        (e.src.rsplit("::", 1)[-1], e.dst.split("::", 1)[-1]) for e in state.edges
+        if e.type is EdgeType.CALLS
+    }  # fmt: skip

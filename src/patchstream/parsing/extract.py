@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from patchstream.parsing.c_language import macro_calls, preprocessor_variants
+from patchstream.parsing.c_language import (
+    attribute_line,
+    is_attribute_line,
+    macro_calls,
+    preprocessor_variants,
+)
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import get_query
@@ -155,6 +160,8 @@ class _Extractor(TypeEdges):
                 if not capture.startswith("definition."):
                     continue
                 kind = capture.removeprefix("definition.")
+                if kind == "variable" and self.language == "c" and is_attribute_line(nodes[0]):
+                    continue  # ``FORCE_INLINE_TEMPLATE`` above a function: its signature's
                 name_node = match["name"][0]
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
                 name = self.src.text(name_node)
@@ -405,6 +412,13 @@ class _Extractor(TypeEdges):
         self._edge_keys[key] = edge
         self.edges.add(edge)
 
+    def _signature(self, node: ts.Node) -> str:
+        found = signature_of(node, self.src)
+        if self.language == "c":
+            prefix = attribute_line(node, self.src.text)
+            found = f"{prefix} {found}" if prefix else found
+        return found
+
     def _result(self) -> Extraction:
         result = Extraction(module_name=self.module)
         root = self.tree.root_node
@@ -422,7 +436,7 @@ class _Extractor(TypeEdges):
                 language=self.language,
                 start_line=definition.node.start_point.row + 1,
                 end_line=definition.node.end_point.row + 1,
-                signature=signature_of(definition.node, self.src),
+                signature=self._signature(definition.node),
                 alternative=definition.alternative,
                 doc=first_doc_line(definition.node, self.language, self.src),
                 parent_id=parent_id,

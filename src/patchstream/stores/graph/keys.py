@@ -7,6 +7,7 @@ plain strings, so the graph joins them with an index lookup when either end arri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from patchstream.parsing.modules import C_GLOBAL
@@ -28,9 +29,25 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
         return None
     if symbol.kind is SymbolKind.MODULE:
         return f"{scope}|{module}|"
-    if symbol.language in GLOBAL_NAMESPACE_LANGUAGES:  # C: one namespace, the program's
-        return f"{scope}|{C_GLOBAL}|{symbol.qualified_name}"
+    if symbol.language in GLOBAL_NAMESPACE_LANGUAGES and not file_local(symbol):
+        return f"{scope}|{C_GLOBAL}|{symbol.qualified_name}"  # C: one namespace, the program's
     return f"{scope}|{module}|{symbol.qualified_name}"
+
+
+def file_local(symbol: Symbol) -> bool:
+    """A C ``static`` definition of a ``.c`` file: no other file can name it, so other
+    files' calls of the name must not find it (every ``.c`` of a project may have its own
+    ``static int init(...)``). Projects spell it through macros too (``MEM_STATIC``,
+    ``FORCE_INLINE_TEMPLATE``, ``LZ4_FORCE_INLINE``: ``static inline`` by convention, and an
+    inline definition of a ``.c`` file is its own). A header's ``static inline`` is every
+    includer's: global."""
+    if not symbol.path.endswith(".c") or not symbol.signature:
+        return False
+    words = symbol.signature.split("(", 1)[0].split()
+    return "static" in words or any(_STATIC_MACRO.fullmatch(word) for word in words)
+
+
+_STATIC_MACRO = re.compile(r"[A-Z0-9_]*(?:STATIC|INLINE)[A-Z0-9_]*")
 
 
 def shadowed(symbols: Iterable[Symbol], language: str | None) -> set[str]:
