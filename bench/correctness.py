@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _c_reference import C_CORPORA, c_tree, gcc_edges, gcc_version
 from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_results_row
+from _cpp_reference import CPP_CORPORA, cpp_tree, gpp_edges, gpp_version
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.c_language import is_macro
@@ -327,6 +328,24 @@ def measure_c(name: str) -> dict[str, float]:
     return figures
 
 
+def measure_cpp(name: str) -> dict[str, float]:
+    """A C++ project's files against G++'s call graph (``_cpp_reference``)."""
+    corpus = CPP_CORPORA[name]
+    root = cpp_tree(corpus)
+    states: dict[str, FileState] = {}
+    for pattern in ("*.cc", "*.cpp", "*.h", "*.hpp"):
+        states.update(build_states(root, name, pattern))
+    states = {path: state for path, state in states.items()
+              if not any(path.split("/", 1)[1].startswith(s) for s in corpus.skip)}  # fmt: skip
+    reference = gpp_edges(root, states, corpus)
+    figures = compare(states, reference.edges, keep=reference.keeps)
+    figures["compiled"] = reference.compiled
+    figures["not compiled"] = len(reference.failed)
+    figures["ambiguous names"] = len(reference.ambiguous)
+    figures["as C++"] = sum(state.language == "cpp" for state in states.values())
+    return figures
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -372,6 +391,7 @@ def main() -> None:
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
+    parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -442,7 +462,20 @@ def main() -> None:
                         f"{figures['source-level recall']:.3f}, precision "
                         f"{figures['source-level precision']:.3f})")  # fmt: skip
         print(f"{name}: {c_rows[name]}", flush=True)
-    print_rows({**rows, **typescript, **java, **c_rows})
+    cpp_rows = {}
+    for name in filter(None, args.cpp.split(",")):
+        print(f"corpus {CPP_CORPORA[name].label} (C++); reference g++ {gpp_version()} -O0 "
+              "-fcallgraph-info, each source compiled alone", flush=True)  # fmt: skip
+        figures = measure_cpp(name)
+        cpp_rows[name] = (f"{_row(figures, 'g++')}; {figures['compiled']:.0f} translation "
+                          f"units compiled, {figures['not compiled']:.0f} not, "
+                          f"{figures['ambiguous names']:.0f} names several definitions share "
+                          f"left out; {figures['as C++']:.0f} files read as C++")  # fmt: skip
+        print(f"{name}: {cpp_rows[name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows})
+    if args.update_results and cpp_rows:
+        update_results_row("correctness cpp", f"python bench/correctness.py --cpp {args.cpp}",
+                          "; ".join(f"{k} {v}" for k, v in cpp_rows.items()))  # fmt: skip
     if args.update_results and rows:
         update_results_row("correctness python", "python bench/correctness.py",
                           "; ".join(f"{k} {v}" for k, v in rows.items()))  # fmt: skip

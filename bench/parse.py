@@ -180,6 +180,7 @@ def per_language(update: bool) -> None:
     the issue's bar is within 2x of Python's per line."""
     from _c_reference import C_CORPORA, c_tree
     from _common import package_tree
+    from _cpp_reference import CPP_CORPORA, cpp_tree
 
     corpora: dict[str, list[Path]] = {
         "python (requests, click, attr)": [
@@ -189,6 +190,11 @@ def per_language(update: bool) -> None:
         "c (lua, zlib)": [
             f for name in ("lua", "zlib") for f in sorted(c_tree(C_CORPORA[name]).rglob("*"))
             if f.suffix in (".c", ".h")
+        ],
+        "c++ (leveldb, yaml-cpp)": [
+            f for name in ("leveldb", "yaml-cpp")
+            for f in sorted(cpp_tree(CPP_CORPORA[name]).rglob("*"))
+            if f.suffix in (".cc", ".cpp", ".h", ".hpp")
         ],
     }  # fmt: skip
     print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")

@@ -53,7 +53,8 @@ def _target(path: str, version: int = 1) -> FileRef:
 def test_a_jailed_state_equals_the_one_built_in_the_worker(jailed: JailedStateBuilder) -> None:
     in_process = FileStateBuilder(ParsingSettings())
     files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 50_000)
-    assert len({p.suffix for p in files} & {".py", ".ts", ".go", ".java", ".rs", ".js", ".c"}) == 7
+    suffixes = {".py", ".ts", ".go", ".java", ".rs", ".js", ".c", ".cc"}
+    assert len({p.suffix for p in files} & suffixes) == 8
     for path in files:
         data = path.read_bytes()
         rel = path.relative_to(FIXTURES).as_posix()

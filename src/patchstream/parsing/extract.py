@@ -21,9 +21,10 @@ from patchstream.parsing.c_language import (
     macro_calls,
     preprocessor_variants,
 )
+from patchstream.parsing.cpp_language import call_context, scoped_lookup
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
-from patchstream.parsing.languages import get_query
+from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
     body_boundaries,
@@ -129,7 +130,7 @@ class _Extractor(TypeEdges):
         self._collect_value_flow(captures)
         self._collect_overrides()
         self._collect_returns()
-        if self.language == "c":
+        if self.language in C_FAMILY:
             self._collect_macro_calls()
         for owner, target in self._callback_parameter_targets():
             self._add(EdgeType.CALLBACK_PARAM, owner.symbol_id, target)
@@ -160,7 +161,7 @@ class _Extractor(TypeEdges):
                 if not capture.startswith("definition."):
                     continue
                 kind = capture.removeprefix("definition.")
-                if kind == "variable" and self.language == "c" and is_attribute_line(nodes[0]):
+                if kind == "variable" and self.language in C_FAMILY and is_attribute_line(nodes[0]):
                     continue  # ``FORCE_INLINE_TEMPLATE`` above a function: its signature's
                 name_node = match["name"][0]
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
@@ -189,6 +190,11 @@ class _Extractor(TypeEdges):
             # An impl is only a naming scope for what it contains, never a parent of another impl.
             definition.parent = stack[-1] if stack else None
             if definition.receiver is not None:
+                if self.language == "cpp" and definition.parent is not None:
+                    # ``Foo::Run`` inside ``namespace leveldb``: leveldb's Foo.
+                    definition.receiver = (
+                        f"{definition.parent.qualified_name}.{definition.receiver}"
+                    )
                 prefix = definition.receiver
             elif definition.parent is not None:
                 prefix = definition.parent.qualified_name
@@ -217,7 +223,7 @@ class _Extractor(TypeEdges):
     def _mark_alternatives(self) -> None:
         if self.language == "python":
             self.alternatives = branch_variants(d for d in self.defs if d.kind != "impl")
-        elif self.language == "c":  # two of one name in a file: #if branches, either may build
+        elif self.language in C_FAMILY:  # two of one name in a file: #if branches, either builds
             self.alternatives = preprocessor_variants(d for d in self.defs if d.kind == "function")
         else:
             self.alternatives = {}
@@ -295,6 +301,8 @@ class _Extractor(TypeEdges):
             if deriving is None:
                 continue
             target = self._resolve_type(name_parts(self.src.text(match["name"][0])), deriving)
+            if self.language == "cpp":
+                target = scoped_lookup(target, call_context(deriving.parent))  # type: ignore[assignment]
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             self._bases[deriving.qualified_name].append(target)
@@ -318,6 +326,7 @@ class _Extractor(TypeEdges):
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
+                self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
                 listed = node.child_by_field_name("arguments") if self.language == "java" else None
                 self._arity = listed.named_child_count if listed is not None else None
                 found: _Def | Reference | None = None
@@ -334,6 +343,10 @@ class _Extractor(TypeEdges):
                 elif edge_type is EdgeType.INSTANTIATES and parts in (["this"], ["super"]):
                     found = self._delegated_constructor(parts[0], around)  # Java's this(...)
                 target = found if found is not None else self._resolve(parts, around)
+                if self.language == "cpp" and receiver is not None and "[" in receiver:
+                    target = Reference(name=f"?.{parts[-1]}")  # an element: of unknown type
+                if self.language == "cpp":
+                    target = scoped_lookup(target, call_context(around))  # type: ignore[assignment]
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
                 src = around.symbol_id if around is not None else self.module_id
@@ -414,7 +427,7 @@ class _Extractor(TypeEdges):
 
     def _signature(self, node: ts.Node) -> str:
         found = signature_of(node, self.src)
-        if self.language == "c":
+        if self.language in C_FAMILY:
             prefix = attribute_line(node, self.src.text)
             found = f"{prefix} {found}" if prefix else found
         return found

@@ -149,8 +149,26 @@ _RUST_FACTS = """
 (for_expression pattern: (identifier) @name value: [(identifier) (field_expression)] @iter) @loop
 """
 
+_CPP_TYPE = "[(type_identifier) (qualified_identifier) (template_type)]"
+_CPP_NAMED = (
+    "[{name} @name (pointer_declarator declarator: {name} @name) "
+    "(reference_declarator {name} @name) "
+    "(pointer_declarator declarator: (pointer_declarator declarator: {name} @name))]"
+)
+_CPP_VAR = _CPP_NAMED.format(name="(identifier)")
+_CPP_FACTS = f"""
+(parameter_declaration type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+(optional_parameter_declaration type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+(declaration type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+(declaration type: {_CPP_TYPE} @type declarator: (init_declarator declarator: {_CPP_VAR})) @fact
+(field_declaration type: {_CPP_TYPE} @type
+  declarator: {_CPP_NAMED.format(name="(field_identifier)")}) @fact
+(for_range_loop type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+"""
+
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
-          "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS}  # fmt: skip
+          "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
+          "cpp": _CPP_FACTS}  # fmt: skip
 
 
 @cache

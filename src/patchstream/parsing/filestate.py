@@ -22,7 +22,7 @@ from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.indexable import withheld_hash
-from patchstream.parsing.languages import language_for_path
+from patchstream.parsing.languages import language_for, language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
@@ -97,7 +97,7 @@ class FileStateBuilder:
         """The state of ``data`` alone (the part that parses, run in the jail when sandboxed);
         :func:`settle` then merges what a budget overrun or a syntax error lost from the
         previous state."""
-        language = language_for_path(target.path)
+        language = language_for(target.path, data)
         shell = shell_state(target, data)  # every outcome below refines it
         if len(data) > self.settings.max_file_bytes:
             self.parser.forget(target.key)
@@ -253,7 +253,7 @@ def settle(fresh: Fresh, previous: FileState | None) -> FileState:
 
 def shell_state(target: FileRef, data: bytes, flags: FileFlags | None = None) -> FileState:
     """The File-node-only state of ``data``: what a file keeps when nothing else can be said."""
-    language = language_for_path(target.path)
+    language = language_for(target.path, data)
     return FileState(
         tenant=target.tenant,
         repo=target.repo,

@@ -75,6 +75,8 @@ _SAMPLES = {
     "java": "package p;\nimport q.R;\nclass A extends B { int f() { return g(); } }\n",
     "rust": "use a::b;\nstruct A;\nimpl A { fn f(&self) -> i32 { g() } }\n",
     "c": '#include "a.h"\n#define M(x) g(x)\nstruct s { int a; };\nint f(int n) { return M(n); }\n',
+    "cpp": '#include "a.h"\nnamespace n {\nclass A : public B { int f(); };\n'
+    "int A::f() { g(); this->h(); return x.m(); }\n}\n",
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 

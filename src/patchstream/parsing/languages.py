@@ -1,7 +1,9 @@
-"""Languages patchstream extracts structure from, chosen by file extension."""
+"""Languages patchstream extracts structure from, chosen by file extension (and, for a
+``.h`` header, by what it holds: C or C++)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -10,6 +12,7 @@ from typing import Any
 
 import tree_sitter as ts
 import tree_sitter_c
+import tree_sitter_cpp
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
@@ -51,8 +54,22 @@ LANGUAGES: dict[str, LanguageSpec] = {
         LanguageSpec("java", (".java",), tree_sitter_java.language, "java"),
         LanguageSpec("rust", (".rs",), tree_sitter_rust.language, "rust"),
         LanguageSpec("c", (".c", ".h"), tree_sitter_c.language, "c"),
+        LanguageSpec(
+            "cpp",
+            (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp", ".tpp"),
+            tree_sitter_cpp.language,
+            "cpp",
+        ),
     )
 }
+C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace
+# What only C++ writes, looked for in a ``.h`` header's first 64 KiB (not ``extern "C"``: C
+# headers write it for their C++ users).
+_CPP_MARKS = re.compile(
+    rb"^\s*(?:namespace\s+[\w:]*\s*\{|template\s*<|class\s+\w+[^;]*\{|"
+    rb"(?:public|private|protected)\s*:)|\bstd::\w",
+    re.MULTILINE,
+)
 
 _BY_EXTENSION: dict[str, str] = {
     ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions
@@ -65,6 +82,15 @@ def language_for_path(path: str) -> str | None:
     if dot < 0 or "/" in path[dot:]:
         return None
     return _BY_EXTENSION.get(path[dot:].lower())
+
+
+def language_for(path: str, data: bytes) -> str | None:
+    """:func:`language_for_path`, except that a ``.h`` header holding C++ (a namespace, a
+    template, a class body, ``std::``) is C++: projects of both languages name headers so."""
+    language = language_for_path(path)
+    if language == "c" and path.endswith(".h") and _CPP_MARKS.search(data[:65536]):
+        return "cpp"
+    return language
 
 
 def _spec(name: str) -> LanguageSpec:

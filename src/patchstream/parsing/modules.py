@@ -43,7 +43,7 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return posixpath.dirname(path) or "."
     if language == "java":
         return package or ""
-    if language == "c":  # ``x.h`` and ``x.c`` beside it are one module
+    if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
     if language == "rust":
         stem = path.removesuffix(".rs")
@@ -81,7 +81,7 @@ def import_bindings(
         return _java_imports(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
-    if language == "c":
+    if language in ("c", "cpp"):
         return _c_includes(node, path, src)
     return []
 

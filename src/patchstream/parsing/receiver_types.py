@@ -189,7 +189,7 @@ class ReceiverTypes(abc.ABC):
                 return typed
             scope = scope.parent
         found = self._var_types.get("", {}).get(name)
-        if found is None and self.language == "java":  # a field, without ``this.``
+        if found is None and self.language in ("java", "cpp"):  # a field, without ``this.``
             owner = self._enclosing_class(around)
             found = self._attribute_typed(owner, name) if owner is not None else None
         return found
@@ -204,6 +204,8 @@ class ReceiverTypes(abc.ABC):
         if receiver[0] in SELF_WORDS and len(receiver) == 2:
             owner = self._enclosing_class(around)
             known = self._attribute_type(owner, receiver[1]) if owner else None
+            if known is None and self.language == "cpp" and owner:  # as for a bare field
+                return Reference(name=f"{receiver[1]}().{method}")
             if known is None:  # ``self.ctx.m()`` with ``ctx`` declared by another file's base
                 return self._field_reference(receiver, method, around)
         elif len(receiver) >= 2:
@@ -215,6 +217,12 @@ class ReceiverTypes(abc.ABC):
             typed = self._variable_type(receiver[0], around)
             if typed is None and self.language == "java":  # a field a base of another file has
                 return self._field_reference(["this", receiver[0]], method, around)
+            cpp_field = self.language == "cpp" and getattr(self, "_member_call", False)
+            if typed is None and cpp_field and self._enclosing_class(around):
+                # ``versions_->current()`` in a method whose class (and its fields) another
+                # file declares: ``versions_().current`` from the class's scope, which the
+                # graph joins through the field's RETURNS edge.
+                return Reference(name=f"{receiver[0]}().{method}")
             self._note(typed)
             if typed is not None and typed.from_callers:
                 self._inferred = True  # callers in other files may pass something else
@@ -251,6 +259,10 @@ class ReceiverTypes(abc.ABC):
             enclosing = self._enclosing_class(around)
             return self._member(enclosing, method) if enclosing is not None else None
         owner = self._resolve_type(list(known), around)
+        if isinstance(owner, Reference) and owner.module is None and self.language == "cpp":
+            # A declared type of another file: looked up from the call's scope outward
+            # (``cpp_language.scoped_lookup``), as C++ looks the type's name up.
+            return Reference(name=f"{owner.name}.{method}")
         if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
             # receiver's type is known and the method is defined here.

@@ -277,6 +277,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
 
 def _written_type(node: ts.Node, language: str, src: Source) -> str:
     """A declared type's text; Java's and Rust's rewritten in the notation read here."""
+    if language == "cpp":  # ``leveldb::Options`` -> ``leveldb.Options``
+        return src.text(node).replace("::", ".")
     return declared_type(node, src) if language in ("java", "rust") else src.text(node)
 
 

@@ -106,6 +106,8 @@ class Resolution(BuiltReceivers):
             member_scope = self.language not in _NO_BARE_MEMBERS or current.kind == "function"
             if member_scope:
                 prefixes.append(current.qualified_name)
+                if current.receiver is not None and self.language == "cpp":
+                    prefixes.append(current.receiver)  # ``Foo::Run``'s body sees Foo's members
             current = current.parent
         prefixes.append("")
         return prefixes
@@ -137,7 +139,7 @@ class Resolution(BuiltReceivers):
     def _a_parameter(self, name: str, around: _Def | None) -> bool:
         """Whether ``name`` is a parameter of the Python function (or lambda) the call is in,
         or of one around it: ``def run(g): g()`` calls what is passed, not the module's ``g``."""
-        if self.language not in ("python", "c") or name in SELF_WORDS:
+        if self.language not in ("python", "c", "cpp") or name in SELF_WORDS:
             return False
         read = python_parameters if self.language == "python" else c_parameters
         while around is not None and around.kind == "function":

@@ -4,6 +4,7 @@ which base method a method overrides (OVERRIDES). A mixin of the extractor."""
 from __future__ import annotations
 
 from patchstream.parsing.call_site_types import CallSiteTypes
+from patchstream.parsing.cpp_language import scoped_lookup
 from patchstream.parsing.receiver_types import _Def, class_like
 from patchstream.schemas.graph import Edge, EdgeType
 
@@ -23,8 +24,13 @@ class TypeEdges(CallSiteTypes):
                 enclosing = self._enclosing_class(function)
                 written = tuple(enclosing.split(".")) if enclosing else written
             target = self._resolve_type(list(written), function)
+            if self.language == "cpp":  # a declared type: looked up from where it is written
+                context = function.qualified_name.rpartition(".")[0]
+                target = scoped_lookup(target, context)  # type: ignore[assignment]
             if isinstance(target, _Def):
                 names_a_class = target.kind in ("class", "interface")
+            elif self.language == "cpp":  # C++ names types in any case (``node_data``)
+                names_a_class = target.module is not None
             else:
                 names_a_class = target.module is not None and class_like(
                     target.name.rsplit(".", 1)[-1]

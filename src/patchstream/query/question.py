@@ -24,10 +24,12 @@ MAX_NAMES = 16  # graph lookups per question: each is a round trip
 # split a run of capitals two ways took 38 s on 33 characters ("Ab" + 30 "A" + "_").
 _FRAME = re.compile(r'File "([^"\n]{1,300}+)", line \d++(?:, in (\w++))?')
 # gdb's backtrace of a C program: ``#1  0x55d4 in kv_get (store=0x0, key=...) at src/kv.c:21``
-_GDB_FRAME = re.compile(r"#\d++\s++(?:0x[0-9a-f]++ in )?+(\w++) \([^)\n]{0,300}+\) at "
-                        r"([\w./-]{1,300}+):\d++")  # fmt: skip
+# (a C++ frame names its function with its namespaces and class: ``leveldb::DBImpl::Write``)
+_GDB_FRAME = re.compile(r"#\d++\s++(?:0x[0-9a-f]++ in )?+((?:\w++::){0,8}+~?\w++) "
+                        r"\([^)\n]{0,300}+\) at ([\w./-]{1,300}+):\d++")  # fmt: skip
 _PATH = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|java|rs|c|h))\b"
+    r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\."
+    r"(?:py|pyi|js|jsx|ts|tsx|go|java|rs|cpp|cc|cxx|hpp|hh|hxx|c|h))\b"
 )
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++)\b")
 _CAMEL = re.compile(
@@ -60,7 +62,7 @@ def named_in(question: str) -> Named:
         found.frames.append((path, function or None))
     # gdb prints the innermost frame first, Python last: stored in Python's order.
     for function, path in reversed(_GDB_FRAME.findall(question)):
-        found.frames.append((path, function))
+        found.frames.append((path, function.rsplit("::", 1)[-1]))
     framed = {p for p, _ in found.frames}
     found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
     names: list[str] = [f for _, f in found.frames if f and f != "<module>"]

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from patchstream.parsing.cpp_language import is_cpp_lookup, lookup_keys
 from patchstream.parsing.modules import C_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
 _MAX_PARTS = 8
-GLOBAL_NAMESPACE_LANGUAGES = frozenset({"c"})
+GLOBAL_NAMESPACE_LANGUAGES = frozenset({"c", "cpp"})
 
 
 def scope_of(tenant: str, repo: str, ref: str, workspace: str | None = None) -> str:
@@ -41,12 +42,13 @@ def file_local(symbol: Symbol) -> bool:
     ``FORCE_INLINE_TEMPLATE``, ``LZ4_FORCE_INLINE``: ``static inline`` by convention, and an
     inline definition of a ``.c`` file is its own). A header's ``static inline`` is every
     includer's: global."""
-    if not symbol.path.endswith(".c") or not symbol.signature:
+    if not symbol.path.endswith(_SOURCE_FILES) or not symbol.signature:
         return False
     words = symbol.signature.split("(", 1)[0].split()
     return "static" in words or any(_STATIC_MACRO.fullmatch(word) for word in words)
 
 
+_SOURCE_FILES = (".c", ".cc", ".cpp", ".cxx", ".c++")  # not headers
 _STATIC_MACRO = re.compile(r"[A-Z0-9_]*(?:STATIC|INLINE)[A-Z0-9_]*")
 
 
@@ -98,6 +100,8 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
     """
     if reference.module is None or reference.name in ("*", "default"):
         return [f"{scope}|~{reference.as_dst()}"]
+    if language == "cpp" and is_cpp_lookup(reference):
+        return lookup_keys(scope, reference)
     sep = _module_separator(language)
     module_parts = [p for p in reference.module.split(sep) if p][-_MAX_PARTS:]
     name_parts = [p for p in reference.name.split(".") if p][:_MAX_PARTS]

@@ -1,0 +1,67 @@
+"""C++'s own rules for extraction, beside C's (``c_language``).
+
+Names live in namespaces and classes, and a name is looked up from where it is written
+outward: ``Get()`` inside ``leveldb::DBImpl::Write`` is ``leveldb::DBImpl::Get``, else
+``leveldb::Get``, else ``::Get``; ``Env::Default()`` there is ``leveldb::Env::Default`` or
+``::Env::Default``. Qualified names say all of it (``leveldb.DBImpl.Get``: a namespace is a
+naming scope, as a Rust ``impl`` is), and a name no definition of the file binds becomes a
+reference whose module carries the scope it was written in: ``<global>.leveldb.DBImpl``.
+``keys.reference_keys`` turns that into one candidate key per enclosing scope, innermost
+first; the graph joins every one that some file defines.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from patchstream.parsing.modules import C_GLOBAL
+from patchstream.schemas.graph import Reference
+
+_UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl"})  # libraries, never the project's
+_SELF = frozenset({"this", "(*this)"})
+
+
+class _Scoped(Protocol):
+    kind: str
+    qualified_name: str
+
+
+def call_context(around: _Scoped | None) -> str:
+    """The namespaces and class a C++ call is written in (``leveldb.DBImpl``): a function's
+    qualified name without its own, a class's whole."""
+    if around is None:
+        return ""
+    if around.kind == "function":
+        return around.qualified_name.rpartition(".")[0]
+    return around.qualified_name
+
+
+def scoped_lookup(target: object, context: str) -> object:
+    """``target`` as C++ looks it up when it is a reference with no module: from
+    ``context`` (the namespaces and class the call is written in, dotted) outward."""
+    if not isinstance(target, Reference) or target.module is not None:
+        return target
+    parts = [part for part in target.name.split(".") if part]
+    if parts and parts[0] in _SELF:  # ``this->m()``: the class's member, then outward
+        parts = parts[1:]
+    if not parts or "?" in parts or parts[0] in _UNRESOLVED_SCOPES:
+        return target
+    module = f"{C_GLOBAL}.{context}" if context else C_GLOBAL
+    return Reference(name=".".join(parts), module=module)
+
+
+def lookup_keys(scope: str, reference: Reference) -> list[str]:
+    """Candidate keys of a C++ reference made by :func:`scoped_lookup`, innermost scope
+    first (``<global>|leveldb.DBImpl.Get``, ``<global>|leveldb.Get``, ``<global>|Get``)."""
+    assert reference.module is not None
+    context = [p for p in reference.module[len(C_GLOBAL) :].split(".") if p]
+    return [
+        f"{scope}|{C_GLOBAL}|{'.'.join([*context[:cut], reference.name])}"
+        for cut in range(len(context), -1, -1)
+    ]
+
+
+def is_cpp_lookup(reference: Reference) -> bool:
+    return reference.module is not None and (
+        reference.module == C_GLOBAL or reference.module.startswith(f"{C_GLOBAL}.")
+    )

@@ -1,0 +1,47 @@
+; Functions and methods, through up to two pointer or reference declarators. In a class body a
+; method's name is a field_identifier; out of it, ``Foo::Bar`` names the class (@receiver).
+(function_definition declarator: (function_declarator declarator: [(identifier) (field_identifier)] @name)) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: [(identifier) (field_identifier)] @name))) @definition.function
+(function_definition declarator: (reference_declarator (function_declarator declarator: [(identifier) (field_identifier)] @name))) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: [(identifier) (field_identifier)] @name)))) @definition.function
+(function_definition declarator: (function_declarator declarator: (qualified_identifier scope: (namespace_identifier) @receiver name: [(identifier) (destructor_name)] @name))) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (qualified_identifier scope: (namespace_identifier) @receiver name: (identifier) @name)))) @definition.function
+(function_definition declarator: (reference_declarator (function_declarator declarator: (qualified_identifier scope: (namespace_identifier) @receiver name: (identifier) @name)))) @definition.function
+(function_definition declarator: (function_declarator declarator: (destructor_name) @name)) @definition.function
+; A function-like macro is called like a function.
+(preproc_function_def name: (identifier) @name) @definition.function
+
+; A named namespace is a naming scope (``leveldb.DBImpl``), not a symbol.
+(namespace_definition name: [(namespace_identifier) (nested_namespace_specifier)] @name body: (declaration_list)) @definition.impl
+
+(class_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
+(struct_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
+(union_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
+(enum_specifier name: (type_identifier) @name body: (enumerator_list)) @definition.class
+(type_definition type: [(struct_specifier !name body: (field_declaration_list))
+                        (union_specifier !name body: (field_declaration_list))
+                        (enum_specifier !name body: (enumerator_list))]
+                 declarator: (type_identifier) @name) @definition.class
+
+; Fields: what ``versions_->current()`` in another file's method is called on.
+(field_declaration_list (field_declaration declarator: [(field_identifier) @name
+  (pointer_declarator declarator: (field_identifier) @name)
+  (reference_declarator (field_identifier) @name)]) @definition.variable)
+
+(class_specifier
+  name: (type_identifier) @type
+  (base_class_clause [(type_identifier) (qualified_identifier) (template_type)] @name)) @reference.inherit
+(struct_specifier
+  name: (type_identifier) @type
+  (base_class_clause [(type_identifier) (qualified_identifier) (template_type)] @name)) @reference.inherit
+
+; Calls: a name, a qualified name (``Env::Default()``, ``std::max``), a member
+; (``obj.m()``, ``p->m()``, ``this->m()``) and a template's (``f<T>()``).
+(call_expression function: [(identifier) (qualified_identifier)] @name) @reference.call
+(call_expression function: (template_function name: (identifier) @name)) @reference.call
+(call_expression function: (field_expression argument: (_) @receiver field: (field_identifier) @name)) @reference.call
+(call_expression function: (field_expression argument: (_) @receiver
+  field: (template_method name: (field_identifier) @name))) @reference.call
+(new_expression type: [(type_identifier) (qualified_identifier)] @name) @reference.instantiate
+
+(preproc_include path: (string_literal)) @reference.import
