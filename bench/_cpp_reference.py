@@ -8,8 +8,9 @@ char*)\\ninclude/leveldb/slice.h:33:3``); it is joined to the project's definiti
 qualified name (namespaces and classes, template arguments dropped) in that file, else to
 the one definition of that name in the project. Left out on both sides, and counted:
 
-- destructors and operators: the calls G++ lists for them (a destructor at every scope's
-  end, ``==`` on two strings) are not written as calls in the source;
+- destructors, operators and copy or move constructors: the calls G++ lists for them (a
+  destructor at every scope's end, ``==`` on two strings, a copy at every ``return s;``)
+  are not written as calls in the source;
 - names several definitions share (overloads, a helper each test defines): the link step
   would pin them down, a name cannot;
 - the standard library and every other function the project does not define; macros.
@@ -35,6 +36,10 @@ from patchstream.schemas.state import FileState
 _SOURCES = (".cc", ".cpp", ".cxx")
 _NODE = re.compile(r'node: \{ title: "(?P<title>[^"]+)" label: "(?P<label>[^"]*?)\\n'
                    r'(?P<file>[^:"]+):(?P<line>\d+):\d+"')  # fmt: skip
+# A copy or move constructor (``Status(const leveldb::Status&)``): called where a value is
+# copied or returned, never written as a call.
+_COPY = re.compile(r"(\w+)::\1\((?:const )?(?:[\w:]+::)?\1 ?&&?\)")
+_COMPLETE = re.compile(r"C1(E|I)")  # Itanium ABI: C1 complete, C2 base object constructor
 _EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]+)" targetname: "(?P<dst>[^"]+)"')
 
 
@@ -99,10 +104,15 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
     at: dict[tuple[str, str], str] = {}
     named: dict[str, set[str]] = defaultdict(set)
     functions: dict[str, str] = {}
-    classes: dict[str, str] = {}  # a constructor's id -> its class's id
+    classes: dict[str, str] = {}  # a constructor's id -> its class's id (any file's)
+    class_ids: dict[str, set[str]] = defaultdict(set)
+    for state in states.values():
+        for symbol in state.symbols:
+            if symbol.kind is SymbolKind.CLASS:
+                class_ids[symbol.qualified_name].add(symbol.id)
+    ids = {name: next(iter(found)) for name, found in class_ids.items() if len(found) == 1}
     for path, state in states.items():
         rel = path.split("/", 1)[1]
-        ids = {s.qualified_name: s.id for s in state.symbols if s.kind is SymbolKind.CLASS}
         for symbol in state.symbols:
             if symbol.kind is not SymbolKind.FUNCTION or is_macro("c", symbol.signature):
                 continue
@@ -137,9 +147,13 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
             compiled += 1
             text = info.read_text(errors="replace")
             where = {m["title"]: (qualified_of(m["label"]), _relative(m["file"], root))
-                     for m in _NODE.finditer(text)}  # fmt: skip
+                     for m in _NODE.finditer(text) if not _COPY.search(m["label"])}  # fmt: skip
 
-            def symbol(title: str, where: dict[str, tuple[str, str]] = where) -> str | None:
+            def symbol(
+                title: str, target: bool, where: dict[str, tuple[str, str]] = where
+            ) -> str | None:
+                if title not in where:  # a complete-object constructor (C1) is an alias of
+                    title = _COMPLETE.sub(r"C2\1", title)  # the base-object one (C2)
                 if title not in where:
                     return None
                 name, file = where[title]
@@ -152,16 +166,18 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
                     if len(candidates) > 1:
                         ambiguous.add(name)
                     found = next(iter(candidates)) if len(candidates) == 1 else None
-                return classes.get(found, found) if found is not None else None
+                if found is None:
+                    return None
+                return classes.get(found, found) if target else found
 
             for match in _NODE.finditer(text):
                 if "shape : ellipse" not in text[match.end() : match.end() + 20]:
                     name, file = qualified_of(match["label"]), _relative(match["file"], root)
                     defined = at.get((file, name))
                     if defined is not None:
-                        compiled_functions.add(classes.get(defined, defined))
+                        compiled_functions |= {defined, classes.get(defined, defined)}
             for match in _EDGE.finditer(text):
-                src, dst = symbol(match["src"]), symbol(match["dst"])
+                src, dst = symbol(match["src"], False), symbol(match["dst"], True)
                 if src is not None and dst is not None:
                     edges.add((src, dst))
     functions.update({cls: functions.get(ctor, "") for ctor, cls in classes.items()})

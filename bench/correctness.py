@@ -35,7 +35,7 @@ from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.query.through_macros import MAX_MACRO_HOPS
 from patchstream.schemas.graph import CallResolution, EdgeType, SymbolKind
 from patchstream.schemas.state import FileState
-from patchstream.stores.graph.keys import reference_keys, shadowed, symbol_key
+from patchstream.stores.graph.keys import owner_key, reference_keys, shadowed, symbol_key
 from patchstream.stores.graph.planner import module_of, name_only_tail
 
 SCOPE = "t|r|main"
@@ -141,9 +141,13 @@ def _returned_methods(
     key_of = {sid: key for key, sids in by_key.items() for sid in sids}
     members: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for state in states.values():
+        module = next((s.id for s in state.symbols if s.kind is SymbolKind.MODULE), "")
         for symbol in state.symbols:
             if symbol.parent_id is not None and symbol.id in key_of:  # not shadowed
                 members[symbol.parent_id].append((symbol.name, symbol.id))
+            okey = owner_key(SCOPE, symbol, module)  # a C++ method out of its class's file
+            for owner in by_key.get(okey or "", ()):
+                members[owner].append((symbol.name, symbol.id))
     bases: dict[str, list[str]] = defaultdict(list)
     for state in states.values():
         for edge in state.edges:

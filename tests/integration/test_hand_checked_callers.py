@@ -1,4 +1,4 @@
-"""Callers against hand-checked references in C, Go, Java and Rust: in each language a small
+"""Callers against hand-checked references in C, C++, Go, Java and Rust: in each language a small
 program of several files (an interface with two implementations, a cache holding the
 interface in a field, a ``main`` calling through constructors and factories of other files),
 indexed into FalkorDB in two arrival orders. Every caller edge of a reference was read off
@@ -6,7 +6,9 @@ the code by hand; a call through the interface counts as a call of each implemen
 dynamic dispatch can reach). The C, Java and Rust programs compile (``gcc``, ``javac``, ``cargo
 build``); no Go toolchain is installed here. C has no interfaces: its program has a header
 joined to its definitions, two static functions of one name, a macro, a function pointer
-parameter and two ``#if`` branches of one function instead. Constructors are reached by
+parameter and two ``#if`` branches of one function instead. The C++ program (``g++``
+compiles it) has namespaces, methods defined out of their class's file and a field of a
+class another file declares. Constructors are reached by
 INSTANTIATES edges to their class, not by CALLS, and are left out of the references."""
 
 from __future__ import annotations
@@ -128,7 +130,19 @@ C = Program(FIXTURES / "c_kv", "*.[ch]", frozenset({
     (f"{CM}::main", f"{CM}::pick#2", "exact"),  # and the other's: either may build
 }))  # fmt: skip
 
-PROGRAMS = {"c": C, "go": GO, "java": JAVA, "rust": RUST}
+PH, PS, PM = "store.h", "store.cc", "main.cc"
+CPP = Program(FIXTURES / "cpp_kv", "*.*", frozenset({
+    (f"{PS}::kv.Store.Put", f"{PS}::kv.Store.Valid", "exact"),  # bare: the class's member
+    (f"{PS}::kv.Store.Put", f"{PS}::kv.Escape", "exact"),  # the namespace's (anonymous one)
+    # log_-> : a field the header declares; Log::Append is defined out of its class's file.
+    (f"{PS}::kv.Store.Put", f"{PS}::kv.Log.Append", "exact"),
+    (f"{PS}::kv.Store.Get", f"{PS}::kv.Store.Valid", "exact"),  # this->
+    (f"{PM}::main", f"{PS}::kv.Store.Put", "exact"),  # kv::Store* store
+    (f"{PM}::main", f"{PS}::kv.Log.Append", "exact"),  # kv::Log log
+    (f"{PM}::main", f"{PH}::kv.Log.size", "exact"),
+}))  # fmt: skip
+
+PROGRAMS = {"c": C, "cpp": CPP, "go": GO, "java": JAVA, "rust": RUST}
 
 
 def _callers(

@@ -12,11 +12,18 @@ first; the graph joins every one that some file defines.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from patchstream.parsing.modules import C_GLOBAL
 from patchstream.schemas.graph import Reference
 
+# ``class LEVELDB_EXPORT Status {``, ``struct YAML_CPP_API Mark :``: a macro the grammar
+# cannot expand between the keyword and the name (it read ``LEVELDB_EXPORT`` as the name and
+# lost the class).
+_EXPORT_MACRO = re.compile(
+    rb"\b(?:class|struct)\s+([A-Z][A-Z0-9_]{2,})\s+(?=[A-Za-z_]\w*\s*(?:final\s*)?[:{])"
+)
 _UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl"})  # libraries, never the project's
 _SELF = frozenset({"this", "(*this)"})
 
@@ -24,6 +31,30 @@ _SELF = frozenset({"this", "(*this)"})
 class _Scoped(Protocol):
     kind: str
     qualified_name: str
+
+
+def without_export_macros(source: bytes) -> bytes:
+    """``source`` with each export macro after ``class``/``struct`` blanked to spaces of
+    its length: what the parser reads. Offsets are unchanged, so every node's text is
+    still read from the file as written."""
+    if b"class" not in source and b"struct" not in source:
+        return source
+    blanked = bytearray(source)
+    for found in _EXPORT_MACRO.finditer(source):
+        start, end = found.span(1)
+        blanked[start:end] = b" " * (end - start)
+    return bytes(blanked)
+
+
+def using_aliases(declared: list[str]) -> dict[str, str]:
+    """``using leveldb::Status;`` -> ``{"Status": "leveldb.Status"}`` (``std::`` left out:
+    the library's names are never the project's)."""
+    found = {}
+    for written in declared:
+        dotted = ".".join(p for p in written.replace("::", ".").split(".") if p.strip())
+        if "." in dotted and dotted.split(".", 1)[0] not in _UNRESOLVED_SCOPES:
+            found[dotted.rsplit(".", 1)[1]] = dotted
+    return found
 
 
 def call_context(around: _Scoped | None) -> str:
@@ -36,14 +67,17 @@ def call_context(around: _Scoped | None) -> str:
     return around.qualified_name
 
 
-def scoped_lookup(target: object, context: str) -> object:
+def scoped_lookup(target: object, context: str, aliases: dict[str, str] | None = None) -> object:
     """``target`` as C++ looks it up when it is a reference with no module: from
-    ``context`` (the namespaces and class the call is written in, dotted) outward."""
+    ``context`` (the namespaces and class the call is written in, dotted) outward.
+    ``aliases``: the file's ``using ns::Name;`` declarations (``Name`` -> ``ns.Name``)."""
     if not isinstance(target, Reference) or target.module is not None:
         return target
     parts = [part for part in target.name.split(".") if part]
     if parts and parts[0] in _SELF:  # ``this->m()``: the class's member, then outward
         parts = parts[1:]
+    if parts and aliases and parts[0] in aliases:
+        parts = [*aliases[parts[0]].split("."), *parts[1:]]
     if not parts or "?" in parts or parts[0] in _UNRESOLVED_SCOPES:
         return target
     module = f"{C_GLOBAL}.{context}" if context else C_GLOBAL

@@ -21,7 +21,7 @@ from patchstream.parsing.c_language import (
     macro_calls,
     preprocessor_variants,
 )
-from patchstream.parsing.cpp_language import call_context, scoped_lookup
+from patchstream.parsing.cpp_language import call_context, scoped_lookup, using_aliases
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import C_FAMILY, get_query
@@ -110,6 +110,7 @@ class _Extractor(TypeEdges):
         self.def_by_name_node: dict[tuple[int, int], _Def] = {}
         self._init_resolution()
         self.module = ""
+        self.cpp_aliases: dict[str, str] = {}  # ``using ns::Name;`` (C++)
         self.module_id = module_id(repo, path)
 
     def run(self) -> Extraction:
@@ -119,6 +120,8 @@ class _Extractor(TypeEdges):
             if "package" in match:
                 package = self.src.text(match["package"][0])
         self.module = module_name(self.language, self.path, package)
+        self.cpp_aliases = using_aliases([self.src.text(m["alias"][0]) for m in captures
+                                          if "alias" in m and "using" in m])  # fmt: skip
         self._collect_defs(captures)
         self._nest()
         self._mark_alternatives()
@@ -302,7 +305,7 @@ class _Extractor(TypeEdges):
                 continue
             target = self._resolve_type(name_parts(self.src.text(match["name"][0])), deriving)
             if self.language == "cpp":
-                target = scoped_lookup(target, call_context(deriving.parent))  # type: ignore[assignment]
+                target = scoped_lookup(target, call_context(deriving.parent), self.cpp_aliases)  # type: ignore[assignment]
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             self._bases[deriving.qualified_name].append(target)
@@ -346,7 +349,7 @@ class _Extractor(TypeEdges):
                 if self.language == "cpp" and receiver is not None and "[" in receiver:
                     target = Reference(name=f"?.{parts[-1]}")  # an element: of unknown type
                 if self.language == "cpp":
-                    target = scoped_lookup(target, call_context(around))  # type: ignore[assignment]
+                    target = scoped_lookup(target, call_context(around), self.cpp_aliases)  # type: ignore[assignment]
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
                 src = around.symbol_id if around is not None else self.module_id

@@ -22,6 +22,7 @@ from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.indexable import withheld_hash
+from patchstream.parsing.cpp_language import without_export_macros
 from patchstream.parsing.languages import language_for, language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
 from patchstream.parsing.tokens import TokenCounter
@@ -142,7 +143,8 @@ class FileStateBuilder:
             return Fresh(shell.model_copy(update={"flags": flags, "chunks": ordered}))
         source = text.encode("utf-8") if not_utf8 else data
         try:
-            tree = self.parser.parse(target.key, language, source, hint)
+            parsed = without_export_macros(source) if language == "cpp" else source
+            tree = self.parser.parse(target.key, language, parsed, hint)
             if tree.root_node.has_error and error_fanout(tree) > MAX_ERROR_CHILDREN:
                 raise ParseTimeout("an error node too wide for the query to stay in budget")
             # Extraction gets a budget of its own, as long as parsing's: a file of pathological

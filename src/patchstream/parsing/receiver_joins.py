@@ -93,6 +93,9 @@ class ReceiverJoins(ReceiverTypes):
             owner = self._resolve_type([receiver[0]], around)
         else:
             return None
+        if self.language == "cpp" and isinstance(owner, Reference) and owner.module is None:
+            # Another file's class: ``T.field().m`` looked up from the call's scope.
+            return Reference(name=f"{owner.name}.{receiver[1]}().{method}")
         found = joined(owner, f".{receiver[1]}().{method}")
         if found is not None:
             self._note(typed)

@@ -11,6 +11,7 @@ from patchstream.schemas.graph import Edge, EdgeType
 
 class TypeEdges(CallSiteTypes):
     edges: set[Edge]
+    cpp_aliases: dict[str, str]
 
     def _collect_returns(self) -> None:
         """RETURNS edges from functions to the class their return annotation names, and from
@@ -26,7 +27,7 @@ class TypeEdges(CallSiteTypes):
             target = self._resolve_type(list(written), function)
             if self.language == "cpp":  # a declared type: looked up from where it is written
                 context = function.qualified_name.rpartition(".")[0]
-                target = scoped_lookup(target, context)  # type: ignore[assignment]
+                target = scoped_lookup(target, context, self.cpp_aliases)  # type: ignore[assignment]
             if isinstance(target, _Def):
                 names_a_class = target.kind in ("class", "interface")
             elif self.language == "cpp":  # C++ names types in any case (``node_data``)

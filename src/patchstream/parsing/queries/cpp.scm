@@ -43,5 +43,16 @@
 (call_expression function: (field_expression argument: (_) @receiver
   field: (template_method name: (field_identifier) @name))) @reference.call
 (new_expression type: [(type_identifier) (qualified_identifier)] @name) @reference.instantiate
+; A base class's constructor, called from a constructor's initializer list (``: EnvWrapper(e)``;
+; a member's initializer names a field, in lower case by convention).
+(field_initializer (field_identifier) @name (#match? @name "^[A-Z]") (argument_list)) @reference.instantiate
+; A local built by its declaration runs its class's constructor: ``WriteBatch batch;``,
+; ``Slice key(data, n);``, ``Options o{...};`` (a pointer or a reference builds nothing).
+(declaration type: [(type_identifier) (qualified_identifier)] @name
+  declarator: [(identifier)
+               (init_declarator declarator: (identifier) value: [(argument_list) (initializer_list)])]
+  ) @reference.instantiate
 
 (preproc_include path: (string_literal)) @reference.import
+; ``using leveldb::Status;``: ``Status`` names leveldb's.
+(using_declaration (qualified_identifier) @alias) @using

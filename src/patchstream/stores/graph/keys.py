@@ -35,6 +35,17 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
     return f"{scope}|{module}|{symbol.qualified_name}"
 
 
+def owner_key(scope: str, symbol: Symbol, module_id: str) -> str | None:
+    """The key of the class a C++ method belongs to when no DEFINES edge can say so: defined
+    outside its class (``VersionSet::LogAndApply``) in a file without the class."""
+    if symbol.language != "cpp" or symbol.kind is not SymbolKind.FUNCTION:
+        return None
+    owner = symbol.qualified_name.rpartition(".")[0]
+    if not owner or symbol.parent_id != module_id or file_local(symbol):
+        return None
+    return f"{scope}|{C_GLOBAL}|{owner}"
+
+
 def file_local(symbol: Symbol) -> bool:
     """A C ``static`` definition of a ``.c`` file: no other file can name it, so other
     files' calls of the name must not find it (every ``.c`` of a project may have its own

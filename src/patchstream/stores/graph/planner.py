@@ -20,7 +20,13 @@ from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Symbol, Sy
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.base import ApplyResult
 from patchstream.stores.graph.history_statements import HISTORY_STATEMENTS, history_statements
-from patchstream.stores.graph.keys import reference_keys, scope_of, shadowed, symbol_key
+from patchstream.stores.graph.keys import (
+    owner_key,
+    reference_keys,
+    scope_of,
+    shadowed,
+    symbol_key,
+)
 from patchstream.stores.graph.statements import (
     ADD_CALL_REFERS,
     ADD_INHERITED_OVERRIDES,
@@ -135,6 +141,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
     hidden = shadowed(new_symbols.values(), delta.language)
     keys = {sid: None if sid in hidden else symbol_key(scope, module, s)
             for sid, s in new_symbols.items()}  # fmt: skip
+    module_uid = next((sid for sid, s in new_symbols.items() if s.kind is SymbolKind.MODULE), "")
     rows = []
     for sid, symbol in new_symbols.items():
         fp = fingerprint(symbol, keys[sid])
@@ -153,6 +160,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
                 "parent_uid": uid(symbol.parent_id) if symbol.parent_id else None,
                 "module": module,
                 "rkey": keys[sid],
+                "okey": owner_key(scope, symbol, module_uid),
                 "fp": fp,
             }
         )

@@ -3,8 +3,10 @@
 Model (one graph per tenant on FalkorDB, one database on Memgraph; every node carries
 ``tenant`` either way):
 
-- ``(:Symbol {uid, id, tenant, repo, ref, path, file_uid, kind, ..., rkey, fp})`` where
-  ``uid = scope|id`` and ``rkey`` is the key references use to find it (see ``keys``).
+- ``(:Symbol {uid, id, tenant, repo, ref, path, file_uid, kind, ..., rkey, okey, fp})`` where
+  ``uid = scope|id``, ``rkey`` is the key references use to find it (see ``keys``) and
+  ``okey`` its class's key when no DEFINES edge can say it (a C++ method out of its class's
+  file; ``keys.owner_key``).
 - Edges inside a file are typed relationships without ``via``.
 - A reference out of the file is ``(s)-[:REFERS {type, dst}]->(:Want {uid: key})`` for each
   candidate key; when a symbol with that ``rkey`` exists the typed edge is materialized as
@@ -290,6 +292,14 @@ _RETURNED_METHOD = (
     "MATCH (t)<-[:DEFINES]-(c:Symbol) WHERE c.kind IN ['class', 'interface'] "
     "AND c.rkey IS NOT NULL WITH t, c "
 )
+# A C++ method defined outside its class's file (``Status VersionSet::LogAndApply`` in
+# version_set.cc, the class in version_set.h): no DEFINES edge reaches it; its ``okey`` is
+# its class's key (``keys.owner_key``).
+_OWNED_METHOD = (
+    "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WITH t "
+    "WHERE t.rkey IS NOT NULL AND t.okey IS NOT NULL "
+    "MATCH (c:Symbol {rkey: t.okey}) WHERE c.kind IN ['class', 'interface'] WITH t, c "
+)
 
 
 def _wanted_through(marker: str) -> str:
@@ -303,18 +313,18 @@ def _wanted_through(marker: str) -> str:
     )
 
 
-def _callers_through(edge: str, marker: str) -> tuple[str, str]:
+def _callers_through(edge: str, marker: str, returned: str = _RETURNED_METHOD) -> tuple[str, str]:
     """Callers of ``C.m`` through the functions whose ``edge`` names ``C``: a reference to C's
     key (C in another file) or a plain edge (the same file). Each Want is matched on its own
     (a WITH before its referrers): written as one pattern, FalkorDB started from every Symbol
     (5-8 s at level 2 of a scipy walk; 2-3 ms this way)."""
     wanted = _wanted_through(marker)
     return (
-        _RETURNED_METHOD + "WITH t, collect(DISTINCT c.rkey) AS ckeys UNWIND ckeys AS ckey "
+        returned + "WITH t, collect(DISTINCT c.rkey) AS ckeys UNWIND ckeys AS ckey "
         "MATCH (v:Want {uid: ckey}) WITH t, v "
         f"MATCH (v)<-[q:REFERS]-(f:Symbol) WHERE q.type = '{edge}' AND f.rkey IS NOT NULL "
         + wanted,
-        _RETURNED_METHOD
+        returned
         + f"MATCH (c)<-[q:{edge}]-(f:Symbol) WHERE q.via IS NULL AND f.rkey IS NOT NULL "
         + wanted,
     )
@@ -349,6 +359,7 @@ def _callers_through_subclasses(edge: str, marker: str) -> tuple[str, str]:
 
 CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
+    *_callers_through("RETURNS", "()", _OWNED_METHOD),
     *_callers_through_subclasses("RETURNS", "()"),
 )
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
