@@ -17,12 +17,12 @@ import tree_sitter as ts
 from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.chunking import ChunkOwner, build_chunks
 from patchstream.parsing.commit_text import HEAD_PATH, is_commit_path, parse_commit, parse_head
+from patchstream.parsing.cpp_language import without_export_macros
 from patchstream.parsing.discussion_text import parse_discussion
 from patchstream.parsing.extract import Extraction, extract, file_id, module_id
 from patchstream.parsing.hashing import hash_bytes, hash_code
 from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.indexable import withheld_hash
-from patchstream.parsing.cpp_language import without_export_macros
 from patchstream.parsing.languages import language_for, language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
 from patchstream.parsing.tokens import TokenCounter
