@@ -271,7 +271,9 @@ def test_the_parse_stage_applies_a_flagged_file_and_says_why(tmp_path: Path) -> 
 def _fixture_per_language() -> dict[str, bytes]:
     chosen: dict[str, bytes] = {}
     for path in sorted(FIXTURES.rglob("*")):
-        if path.suffix in {".py", ".ts", ".go", ".java", ".rs", ".js"} and path.is_file():
+        if path.suffix in {".py", ".ts", ".go", ".java", ".rs", ".js", ".c", ".cc"} and (
+            path.is_file()
+        ):
             chosen.setdefault(path.suffix, path.read_bytes()[:6000])
     return chosen
 
@@ -284,7 +286,7 @@ _SPLICES = [b"{", b"(", b"[", b"'", b'"', b"\\", b"/*", b"\xff\xfe", b"\n\t", b"
 
 @st.composite
 def _mutated(draw: st.DrawFn) -> tuple[str, bytes]:
-    """A real file of one of the six grammars, cut, spliced and flipped."""
+    """A real file of one of the grammars (C and C++ too), cut, spliced and flipped."""
     suffix = draw(st.sampled_from(sorted(_SEEDS)))
     data = bytearray(_SEEDS[suffix])
     for _ in range(draw(st.integers(1, 6))):

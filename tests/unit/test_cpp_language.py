@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from patchstream.parsing.cpp_language import without_export_macros
 from patchstream.parsing.delta import diff_states
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.languages import language_for
@@ -121,6 +122,20 @@ def test_a_header_is_cpp_only_when_it_holds_cpp() -> None:
     c_header = b'#ifdef __cplusplus\nextern "C" {\n#endif\nint f(void);\n'
     assert language_for("a.h", c_header) == "c"
     assert language_for("a.hpp", b"int f();\n") == "cpp"
+    # Hostile: thousands of lines that almost look like C++ (each part is bounded by its line).
+    assert language_for("a.h", b"class a\n" * 8000 + b"int f(void);\n") == "c"
+    assert language_for("a.h", b"namespace " + b"x" * 60_000) == "c"
+
+
+def test_export_macros_are_blanked_for_the_parser_only(builder: FileStateBuilder) -> None:
+    source = b"namespace n {\nclass LEVELDB_EXPORT Status {\n public:\n  bool ok() const;\n};\n}\n"
+    assert without_export_macros(source) == source.replace(b"LEVELDB_EXPORT", b" " * 14)
+    state = build_state(builder, "status.h", source)
+    [status] = [s for s in state.symbols if s.kind is SymbolKind.CLASS]
+    assert (status.qualified_name, status.signature) == ("n.Status", "class LEVELDB_EXPORT Status")
+    assert not state.flags.has_errors
+    hostile = b"class " + b"A" * 5000 + b" " * 5000 + b"x" * 5000
+    assert without_export_macros(hostile) == hostile
 
 
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:

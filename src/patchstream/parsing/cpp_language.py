@@ -22,7 +22,8 @@ from patchstream.schemas.graph import Reference
 # cannot expand between the keyword and the name (it read ``LEVELDB_EXPORT`` as the name and
 # lost the class).
 _EXPORT_MACRO = re.compile(
-    rb"\b(?:class|struct)\s+([A-Z][A-Z0-9_]{2,})\s+(?=[A-Za-z_]\w*\s*(?:final\s*)?[:{])"
+    rb"\b(?:class|struct)[ \t]{1,40}([A-Z][A-Z0-9_]{2,100})[ \t]{1,40}"
+    rb"(?=[A-Za-z_]\w{0,200}[ \t]{0,40}(?:final[ \t]{0,40})?[:{])"
 )
 _UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl"})  # libraries, never the project's
 _SELF = frozenset({"this", "(*this)"})

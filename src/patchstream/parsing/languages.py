@@ -65,9 +65,12 @@ LANGUAGES: dict[str, LanguageSpec] = {
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace
 # What only C++ writes, looked for in a ``.h`` header's first 64 KiB (not ``extern "C"``: C
 # headers write it for their C++ users).
+# Every part is bounded to its line: a header is untrusted, and ``[^;]*`` across lines made
+# 8,000 lines of ``class a`` quadratic.
 _CPP_MARKS = re.compile(
-    rb"^\s*(?:namespace\s+[\w:]*\s*\{|template\s*<|class\s+\w+[^;]*\{|"
-    rb"(?:public|private|protected)\s*:)|\bstd::\w",
+    rb"^[ \t]{0,40}(?:namespace[ \t]{1,40}[\w:]{0,200}[ \t]{0,40}\{|template[ \t]{0,40}<|"
+    rb"class[ \t]{1,40}\w{1,200}[^;{\n]{0,200}\{|(?:public|private|protected)[ \t]{0,40}:)"
+    rb"|\bstd::\w",
     re.MULTILINE,
 )
 
