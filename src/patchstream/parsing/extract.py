@@ -346,8 +346,19 @@ class _Extractor(TypeEdges):
                 elif edge_type is EdgeType.INSTANTIATES and parts in (["this"], ["super"]):
                     found = self._delegated_constructor(parts[0], around)  # Java's this(...)
                 target = found if found is not None else self._resolve(parts, around)
-                if self.language == "cpp" and receiver is not None and "[" in receiver:
-                    target = Reference(name=f"?.{parts[-1]}")  # an element: of unknown type
+                if (
+                    self.language == "cpp"
+                    and receiver is not None
+                    and (
+                        "[" in receiver
+                        or (
+                            "(" in receiver
+                            and isinstance(target, Reference)
+                            and "." not in target.name
+                        )
+                    )
+                ):  # an element, or what a call returns: of unknown type, never guessed
+                    target = Reference(name=f"?.{parts[-1]}")
                 if self.language == "cpp":
                     target = scoped_lookup(target, call_context(around), self.cpp_aliases)  # type: ignore[assignment]
                 if edge_type is EdgeType.INSTANTIATES:

@@ -164,6 +164,10 @@ _CPP_FACTS = f"""
 (field_declaration type: {_CPP_TYPE} @type
   declarator: {_CPP_NAMED.format(name="(field_identifier)")}) @fact
 (for_range_loop type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+(function_definition type: {_CPP_TYPE} @type declarator: [
+  (function_declarator declarator: _ @returns)
+  (pointer_declarator declarator: (function_declarator declarator: _ @returns))
+  (reference_declarator (function_declarator declarator: _ @returns))]) @fact
 """
 
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,

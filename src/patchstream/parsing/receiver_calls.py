@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import without_generics
+from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import _Def
 from patchstream.parsing.receivers import DOTTED, type_parts
@@ -24,6 +24,8 @@ _SUBSCRIPTS = {"subscript": "value", "subscript_expression": "object"}  # Python
 # The field of a built receiver that names what builds it (a call's default: "function").
 _BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
                    "object_creation_expression": "type"}  # fmt: skip
+_NAMED_HEADS = frozenset({"identifier", "field_identifier", "this", "field_expression",
+                          "qualified_identifier"})  # fmt: skip
 _CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones stay unknown
 
 
@@ -72,13 +74,17 @@ class BuiltReceivers(ReceiverJoins):
             asserted = type_parts(without_generics(self.src.text(cast)))
             return self._member_of_type(asserted, method, around) if asserted else None
         built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
+        if built is None and receiver.type == "new_expression":  # C++'s ``(new T(..))->m()``
+            built = receiver.child_by_field_name("type")
         if built is None:
             return None
         text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
         if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
             text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
-        if not DOTTED.match(text):
-            return self._member_of_chain(receiver, method, around)
+        if not DOTTED.match(text) or (
+            self.language == "cpp" and receiver.type == "call_expression"
+        ):
+            return self._member_of_chain(receiver, method, around)  # C++: ``s.data()`` too
         called = receiver.type not in ("new_expression", "object_creation_expression")
         return self._member_of_type(tuple(text.split(".")), method, around, called=called)
 
@@ -93,6 +99,8 @@ class BuiltReceivers(ReceiverJoins):
         else:
             callee = call.child_by_field_name("function")
             fields = _MEMBER_FIELDS.get(callee.type) if callee is not None else None
+            if self.language == "cpp" and fields is not None and callee is not None:
+                fields = ("argument", "field")  # C++'s field_expression (Rust's: value)
             if callee is None or fields is None:
                 return None
             on, named = callee.child_by_field_name(fields[0]), callee.child_by_field_name(fields[1])
@@ -109,10 +117,19 @@ class BuiltReceivers(ReceiverJoins):
             )
             try:
                 found = self._member_of_built(on, key[2], around)
+                if found is None and self.language == "cpp" and on.type in _NAMED_HEADS:
+                    # ``versions_->current()->Ref()``: the head is a name, typed as any
+                    # receiver is; what its method returns is the next receiver.
+                    parts = [*name_parts(self.src.text(on)), key[2]]
+                    found = None if "?" in parts else self._resolve(parts, around)
                 self._built[key] = (found, self._guessed, self._inferred)
             finally:
                 self._chain_depth -= 1
                 self._guessed, self._inferred, self._arity = guessed, inferred, arity
         link, guessed, inferred = self._built[key]
         self._guessed, self._inferred = self._guessed or guessed, self._inferred or inferred
+        if self.language == "cpp" and isinstance(link, Reference) and link.module is None:
+            # Another file's ``T.f``: ``T.f().m``, looked up from the call's scope and
+            # joined through f's RETURNS edge.
+            return Reference(name=f"{link.name}().{method}") if "(" not in link.name else None
         return self._member_of_returned(link, method)

@@ -141,9 +141,11 @@ class ReceiverTypes(abc.ABC):
                 self._aliases[key] = fact.type_parts if known == fact.type_parts else None
                 continue
             if fact.returns:
-                function = self.def_by_name_node.get(
-                    (fact.node.child_by_field_name("name").start_byte,  # type: ignore[union-attr]
-                     fact.node.child_by_field_name("name").end_byte)  # type: ignore[union-attr]
+                named = fact.node.child_by_field_name("name")
+                function = (  # C++ names a function deep in its declarator: the node itself
+                    self.def_by_node.get((fact.node.start_byte, fact.node.end_byte,
+                                          fact.node.type)) if named is None
+                    else self.def_by_name_node.get((named.start_byte, named.end_byte))
                 )  # fmt: skip
                 if function is not None:
                     returns = self._element_returns if fact.element else self._returns
