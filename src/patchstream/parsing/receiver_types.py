@@ -83,6 +83,7 @@ class ReceiverTypes(abc.ABC):
     tree: ts.Tree
     src: Source
     def_by_name_node: dict[tuple[int, int], _Def]
+    def_by_node: dict[tuple[int, int, str], _Def]
     by_qualified: dict[str, _Def]
     _var_types: dict[str, dict[str, _Typed]]
     _attr_types: dict[str, dict[str, _Typed]]
