@@ -586,6 +586,11 @@ MIXED = {
     "scripts/boot.lua": "function warm_up_boilers()\n  return 1\nend\n",
     "config/flight.json": '{"orbit_altitude_km": 408}\n',
     "Makefile": "all:\n\tzig build\n",
+    # C++: the class in its header, a method defined out of its class's file, a field of it.
+    "nav/guidance.h": "namespace nav {\nclass Gyro {\n public:\n  int drift() const;\n};\n"
+    "class Guidance {\n public:\n  int correct_course();\n private:\n  Gyro* gyro_;\n};\n}\n",
+    "nav/guidance.cc": '#include "guidance.h"\nnamespace nav {\nint Gyro::drift() const '
+    "{ return 2; }\nint Guidance::correct_course() { return gyro_->drift(); }\n}\n",
 }
 
 
@@ -635,6 +640,11 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
     symbol = httpx.get(f"{url}/v1/symbols/mixed::app/main.py::launch_rocket", headers=headers,
                        timeout=60)  # fmt: skip
     assert symbol.status_code == 200 and symbol.json()["kind"] == "function"
+    # C++ end to end: who calls Gyro::drift (defined out of its class's file) is found
+    # through the field gyro_ that the header declares.
+    callers = httpx.get(f"{url}/v1/symbols/mixed::nav/guidance.cc::nav.Gyro.drift/callers",
+                        headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in callers] == ["nav.Guidance.correct_course"], callers
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness
