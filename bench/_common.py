@@ -42,7 +42,8 @@ def corpus_files(roots: list[Path], suffixes: tuple[str, ...] = (".py",)) -> lis
 SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", ".go", ".java",
                    ".rs"}  # fmt: skip
 
-C_SUFFIXES = (".c", ".h")  # counted in a corpus's size; never copied out of a PyPI package
+# Counted in a corpus's size; never copied out of a PyPI package.
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -103,8 +104,14 @@ def build_corpus(name: str, into: Path) -> Path:
         for corpus in ("lua", "zlib"):
             shutil.copytree(c_tree(C_CORPORA[corpus]), into / corpus)
         return into
+    if name == "cpp":  # leveldb and yaml-cpp at their pinned commits (bench/_cpp_reference.py)
+        from _cpp_reference import CPP_CORPORA, cpp_tree
+
+        for corpus in ("leveldb", "yaml-cpp"):
+            shutil.copytree(cpp_tree(CPP_CORPORA[corpus]), into / corpus)
+        return into
     if name not in PYPI_CORPORA:
-        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm or c")
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c or cpp")
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -113,6 +120,8 @@ def corpus_label(name: str) -> str:
         return f"npm {NPM_CORPUS[0]}@{NPM_CORPUS[1]} {NPM_CORPUS[2]}/"
     if name == "c":
         return "c: lua+zlib (C, whole trees at their pinned commits)"
+    if name == "cpp":
+        return "cpp: leveldb+yaml-cpp (C++, whole trees at their pinned commits)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 
