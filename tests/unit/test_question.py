@@ -83,3 +83,24 @@ def test_a_c_crash_names_its_frames_and_a_compiler_error_its_file() -> None:
                             ("src/kv.c", "kv_get")]  # fmt: skip
     assert named.paths == ["include/kv.h"]
     assert {"kv_get", "cache_lookup"} <= set(named.names)
+
+
+def test_a_ruby_backtrace_and_a_dotnet_stack_trace_name_their_frames() -> None:
+    """Issue #56: the question parser reads the frames of languages it may not parse; their
+    files are still found by path (plain text is searchable)."""
+    ruby = ("NoMethodError: undefined method `total' for nil\n"
+            "app/models/cart.rb:12:in `checkout'\n"
+            "app/controllers/orders_controller.rb:7:in 'OrdersController#create'\n")  # fmt: skip
+    named = named_in(ruby)
+    assert named.frames == [("app/controllers/orders_controller.rb", "create"),
+                            ("app/models/cart.rb", "checkout")]  # fmt: skip
+    dotnet = ("System.NullReferenceException: Object reference not set\n"
+              "   at Shop.Cart.Total(Decimal rate) in C:\\src\\Shop\\Cart.cs:line 42\n"
+              "   at Shop.Program.Main(String[] args) in /home/ci/Shop/Program.cs:line 9\n")  # fmt: skip
+    named = named_in(dotnet)
+    assert named.frames == [("home/ci/Shop/Program.cs", "Main"), ("src/Shop/Cart.cs", "Total")]
+    assert "Total" in named.names
+    assert named_in("see lib/shop/cart.php and Cart.kt").paths == ["lib/shop/cart.php", "Cart.kt"]
+    hostile = "at " + "a." * 5000 + "b(" + "x" * 400 + ") in c.cs:line 1"
+    assert named_in(hostile).frames == []
+    assert named_in("a/" * 20_000 + "x.rb:1 in").frames == []  # no ``:in `m'``: no frame

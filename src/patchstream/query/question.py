@@ -27,9 +27,14 @@ _FRAME = re.compile(r'File "([^"\n]{1,300}+)", line \d++(?:, in (\w++))?')
 # (a C++ frame names its function with its namespaces and class: ``leveldb::DBImpl::Write``)
 _GDB_FRAME = re.compile(r"#\d++\s++(?:0x[0-9a-f]++ in )?+((?:\w++::){0,8}+~?\w++) "
                         r"\([^)\n]{0,300}+\) at ([\w./-]{1,300}+):\d++")  # fmt: skip
+# Ruby's backtrace: ``app/models/user.rb:12:in `save'`` (3.4 writes ``'User#save'``).
+_RUBY_FRAME = re.compile(r"([\w./-]{1,300}?\.rb):\d++:in [`'](?:[\w:]{0,200}+[#.])?+(\w++[?!]?+)'")
+# .NET's stack trace: ``at Shop.Cart.Total(Decimal rate) in /src/Shop/Cart.cs:line 42``.
+_DOTNET_FRAME = re.compile(r"\bat (?:[\w`]{1,200}+\.){0,20}+(\w++)\([^)\n]{0,300}+\) in "
+                           r"([\w:./\\-]{1,300}?\.cs):line \d++")  # fmt: skip
 _PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\."
-    r"(?:py|pyi|js|jsx|ts|tsx|go|java|rs|cpp|cc|cxx|hpp|hh|hxx|c|h))\b"
+    r"(?:py|pyi|js|jsx|ts|tsx|go|java|rs|cpp|cc|cxx|hpp|hh|hxx|c|h|rb|cs|php|kt|swift|scala))\b"
 )
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++)\b")
 _CAMEL = re.compile(
@@ -41,6 +46,12 @@ _CALL = re.compile(r"\b([A-Za-z_]\w{2,}+)\(")
 _PROSE = frozenset({"e.g", "i.e", "etc", "self", "cls", "print", "len", "str", "int",
                     "dict", "list", "set", "tuple", "type", "isinstance", "super", "range",
                     "open"})  # fmt: skip
+
+
+def _repo_relative(path: str) -> str:
+    """A Windows or absolute path of a stack trace, from its last ``src``-like root on: the
+    repository's files are matched by their ending anyway."""
+    return path.replace("\\", "/").split(":", 1)[-1].lstrip("/")
 
 
 @dataclass
@@ -63,6 +74,11 @@ def named_in(question: str) -> Named:
     # gdb prints the innermost frame first, Python last: stored in Python's order.
     for function, path in reversed(_GDB_FRAME.findall(question)):
         found.frames.append((path, function.rsplit("::", 1)[-1]))
+    # Ruby and .NET print the innermost frame first too.
+    for path, function in reversed(_RUBY_FRAME.findall(question)):
+        found.frames.append((path, function))
+    for function, path in reversed(_DOTNET_FRAME.findall(question)):
+        found.frames.append((_repo_relative(path), function))
     framed = {p for p, _ in found.frames}
     found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
     names: list[str] = [f for _, f in found.frames if f and f != "<module>"]
