@@ -94,9 +94,11 @@ def test_a_ruby_backtrace_and_a_dotnet_stack_trace_name_their_frames() -> None:
     named = named_in(ruby)
     assert named.frames == [("app/controllers/orders_controller.rb", "create"),
                             ("app/models/cart.rb", "checkout")]  # fmt: skip
-    dotnet = ("System.NullReferenceException: Object reference not set\n"
-              "   at Shop.Cart.Total(Decimal rate) in C:\\src\\Shop\\Cart.cs:line 42\n"
-              "   at Shop.Program.Main(String[] args) in /home/ci/Shop/Program.cs:line 9\n")  # fmt: skip
+    dotnet = (
+        "System.NullReferenceException: Object reference not set\n"
+        "   at Shop.Cart.Total(Decimal rate) in C:\\src\\Shop\\Cart.cs:line 42\n"
+        "   at Shop.Program.Main(String[] args) in /home/ci/Shop/Program.cs:line 9\n"
+    )
     named = named_in(dotnet)
     assert named.frames == [("home/ci/Shop/Program.cs", "Main"), ("src/Shop/Cart.cs", "Total")]
     assert "Total" in named.names
