@@ -357,6 +357,12 @@ def test_tests_and_docs_are_demoted_unless_the_question_names_them() -> None:
     assert is_auxiliary("tests/test_retry.py") and is_auxiliary("docs/retry.rst")
     assert is_auxiliary("sympy/core/tests/test_basic.py") and is_auxiliary("conftest.py")
     assert not is_auxiliary("pkg/retry.py") and not is_auxiliary("src/attestation/latest.py")
+    # Text no grammar parses (sphinx's .po catalogs and CHANGES filled its top 10 once they
+    # were indexed as plain text) and vendored code are auxiliary too; C++ is code.
+    assert is_auxiliary("sphinx/locale/de/LC_MESSAGES/sphinx.po") and is_auxiliary("CHANGES")
+    assert is_auxiliary("sphinx/themes/basic/static/jquery-3.5.1.js")
+    assert is_auxiliary("web/app.min.js") and is_auxiliary("third_party/zlib/inflate.c")
+    assert not is_auxiliary("db/db_impl.cc") and not is_auxiliary("web/app.js")
 
 
 def test_one_long_file_does_not_fill_the_answer_alone() -> None:
