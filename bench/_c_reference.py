@@ -20,6 +20,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from patchstream.parsing.c_language import is_macro
 from patchstream.schemas.graph import SymbolKind
@@ -56,8 +57,14 @@ C_CORPORA = {
 }  # fmt: skip
 
 
-def c_tree(corpus: CCorpus) -> Path:
-    """The corpus's files at its pinned commit, unpacked on first use."""
+class Pinned(Protocol):
+    name: str
+    mirror: Path
+    commit: str
+
+
+def c_tree(corpus: Pinned) -> Path:
+    """The corpus's files at its pinned commit, unpacked on first use (C's and C++'s)."""
     root = CACHE / f"{corpus.name}-{corpus.commit}" / corpus.name
     if root.is_dir():
         return root
@@ -151,18 +158,13 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
         for source in sorted(root.rglob("*.c")):
             rel = str(source.relative_to(root))
             out = Path(scratch) / f"{compiled}-{len(failed)}.o"
-            done = subprocess.run(
-                ["gcc", "-O0", "-w", "-fcallgraph-info", *corpus.flags, f"-iquote{source.parent}",
-                 f"-I{root}", *includes, "-c", rel, "-o", str(out)],
-                cwd=root, capture_output=True, text=True,
-            )  # fmt: skip
-            info = out.with_suffix(".ci")
-            if done.returncode != 0 or not info.exists():
+            text = call_graph_info(["gcc", *corpus.flags, f"-iquote{source.parent}",
+                                    f"-I{root}", *includes], rel, root, out)  # fmt: skip
+            if text is None:
                 failed.append(rel)
                 continue
             compiled += 1
-            text = info.read_text(errors="replace")
-            where = {m["title"]: (m["name"], _relative(m["file"], root))
+            where = {m["title"]: (m["name"], relative(m["file"], root))
                      for m in _NODE.finditer(text)}  # fmt: skip
 
             def symbol(title: str, where: dict[str, tuple[str, str]] = where) -> str | None:
@@ -180,7 +182,7 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
 
             for match in _NODE.finditer(text):
                 if "shape : ellipse" not in text[match.end() : match.end() + 20]:
-                    defined = at.get((_relative(match["file"], root), match["name"]))
+                    defined = at.get((relative(match["file"], root), match["name"]))
                     if defined is not None:  # a definition of this translation unit
                         compiled_functions.add(defined)
             for match in _EDGE.finditer(text):
@@ -193,7 +195,18 @@ def gcc_edges(root: Path, states: dict[str, FileState], corpus: CCorpus) -> Refe
     return reference
 
 
-def _relative(file: str, root: Path) -> str:
+def call_graph_info(compiler: list[str], source: str, root: Path, out: Path) -> str | None:
+    """``source`` compiled alone at -O0 with ``-fcallgraph-info``: the ``.ci`` text, or None
+    when it does not compile."""
+    done = subprocess.run([*compiler, "-O0", "-w", "-fcallgraph-info", "-c", source, "-o",
+                           str(out)], cwd=root, capture_output=True, text=True)  # fmt: skip
+    info = out.with_suffix(".ci")
+    if done.returncode != 0 or not info.exists():
+        return None
+    return info.read_text(errors="replace")
+
+
+def relative(file: str, root: Path) -> str:
     path = Path(file)
     if path.is_absolute():
         try:

@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from _c_reference import CACHE, Edge, Reference
+from _c_reference import Edge, Reference, c_tree, call_graph_info, relative
 from patchstream.parsing.c_language import is_macro
 from patchstream.schemas.graph import SymbolKind
 from patchstream.schemas.state import FileState
@@ -67,15 +67,7 @@ CPP_CORPORA = {
 }  # fmt: skip
 
 
-def cpp_tree(corpus: CppCorpus) -> Path:
-    root = CACHE / f"{corpus.name}-{corpus.commit}" / corpus.name
-    if root.is_dir():
-        return root
-    root.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(corpus.mirror), "archive", "--end-of-options",
-                              corpus.commit], check=True, capture_output=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
-    return root
+cpp_tree = c_tree  # the corpus's files at its pinned commit, unpacked on first use
 
 
 def qualified_of(label: str) -> str:
@@ -135,18 +127,13 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
             if any(rel.startswith(s) for s in corpus.skip):
                 continue
             out = Path(scratch) / f"{compiled}-{len(failed)}.o"
-            done = subprocess.run(
-                ["g++", "-std=c++17", "-O0", "-w", "-fcallgraph-info", *corpus.flags,
-                 f"-iquote{source.parent}", "-c", rel, "-o", str(out)],
-                cwd=root, capture_output=True, text=True,
-            )  # fmt: skip
-            info = out.with_suffix(".ci")
-            if done.returncode != 0 or not info.exists():
+            text = call_graph_info(["g++", "-std=c++17", *corpus.flags,
+                                    f"-iquote{source.parent}"], rel, root, out)  # fmt: skip
+            if text is None:
                 failed.append(rel)
                 continue
             compiled += 1
-            text = info.read_text(errors="replace")
-            where = {m["title"]: (qualified_of(m["label"]), _relative(m["file"], root))
+            where = {m["title"]: (qualified_of(m["label"]), relative(m["file"], root))
                      for m in _NODE.finditer(text) if not _COPY.search(m["label"])}  # fmt: skip
 
             def symbol(
@@ -172,7 +159,7 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
 
             for match in _NODE.finditer(text):
                 if "shape : ellipse" not in text[match.end() : match.end() + 20]:
-                    name, file = qualified_of(match["label"]), _relative(match["file"], root)
+                    name, file = qualified_of(match["label"]), relative(match["file"], root)
                     defined = at.get((file, name))
                     if defined is not None:
                         compiled_functions |= {defined, classes.get(defined, defined)}
@@ -184,16 +171,6 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
     reference = Reference(set(), ambiguous, compiled, failed, functions, compiled_functions)
     reference.edges = {edge for edge in edges if reference.keeps(edge)}
     return reference
-
-
-def _relative(file: str, root: Path) -> str:
-    path = Path(file)
-    if path.is_absolute():
-        try:
-            return str(path.relative_to(root))
-        except ValueError:
-            return file
-    return str(Path(file))
 
 
 def gpp_version() -> str:
