@@ -42,7 +42,7 @@ RRF_K = 60
 FILE_WEIGHT = 3.0  # the file list's weight in the fusion (1.0 would be the others')
 NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
-AUXILIARY_WEIGHT = 0.5  # a test, doc or example row's fused score is scaled by this (file_roles)
+AUXILIARY_WEIGHT = 0.25  # an auxiliary row's fused score is scaled by this (file_roles; chosen LOO)
 ROWS_PER_FILE = 1  # rows of one file before the next files' (the rest follow, in order)
 _CELLS = 1 << 21  # (token, file) term counts file BM25 holds at once: 16 MiB of float64
 
