@@ -84,6 +84,7 @@ class ReceiverTypes(abc.ABC):
     src: Source
     def_by_name_node: dict[tuple[int, int], _Def]
     def_by_node: dict[tuple[int, int, str], _Def]
+    _member_call = False  # the call being resolved is ``x.m()``, not ``X::m()`` (C++)
     by_qualified: dict[str, _Def]
     _var_types: dict[str, dict[str, _Typed]]
     _attr_types: dict[str, dict[str, _Typed]]
@@ -220,7 +221,7 @@ class ReceiverTypes(abc.ABC):
             typed = self._variable_type(receiver[0], around)
             if typed is None and self.language == "java":  # a field a base of another file has
                 return self._field_reference(["this", receiver[0]], method, around)
-            cpp_field = self.language == "cpp" and getattr(self, "_member_call", False)
+            cpp_field = self.language == "cpp" and self._member_call
             if typed is None and cpp_field and self._enclosing_class(around):
                 # ``versions_->current()`` in a method whose class (and its fields) another
                 # file declares: ``versions_().current`` from the class's scope, which the
