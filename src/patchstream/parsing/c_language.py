@@ -73,11 +73,8 @@ _ATTRIBUTE_WORDS = ("type_identifier", "identifier", "storage_class_specifier",
                     "type_qualifier", "primitive_type", "ERROR")  # fmt: skip
 
 
-def attribute_line(definition: ts.Node, read: Callable[[ts.Node], str]) -> str:
-    """The attribute macros on the lines above a C function (``FORCE_INLINE_TEMPLATE``,
-    ``LZ4_FORCE_O2``): the grammar cannot know they are macros and reads them as a separate
-    declaration missing its ``;``. They say what the function is (inline, static, hot), so
-    they belong to its signature; '' when the previous node is anything else."""
+def _attributes_of(definition: ts.Node) -> ts.Node | None:
+    """The declaration that is ``definition``'s attribute line, if it has one."""
     before = definition.prev_named_sibling
     if (
         definition.type != "function_definition" or before is None
@@ -85,14 +82,23 @@ def attribute_line(definition: ts.Node, read: Callable[[ts.Node], str]) -> str:
         or not before.children or not before.children[-1].is_missing
         or any(c.type not in _ATTRIBUTE_WORDS for c in before.named_children)
     ):  # fmt: skip
-        return ""
-    return " ".join(read(before).split())
+        return None
+    return before
+
+
+def attribute_line(definition: ts.Node, read: Callable[[ts.Node], str]) -> str:
+    """The attribute macros on the lines above a C function (``FORCE_INLINE_TEMPLATE``,
+    ``LZ4_FORCE_O2``): the grammar cannot know they are macros and reads them as a separate
+    declaration missing its ``;``. They say what the function is (inline, static, hot), so
+    they belong to its signature; '' when the previous node is anything else."""
+    before = _attributes_of(definition)
+    return "" if before is None else " ".join(read(before).split())
 
 
 def is_attribute_line(declaration: ts.Node) -> bool:
     """Whether a top-level declaration is the attribute line of the function after it."""
     after = declaration.next_named_sibling
-    return after is not None and attribute_line(after, lambda n: "x") != ""
+    return after is not None and _attributes_of(after) is not None
 
 
 class _Named(Protocol):
