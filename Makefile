@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
+.PHONY: install compile unit-pure system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,embed]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The parsing package compiled with mypyc (scripts/compile_parsing.py): rebuilt when a parsing
+# source changes; a failed build leaves the pure-Python modules in use (the package only loads
+# a build made from its current sources).
+NATIVE := src/patchstream/parsing/_native/SOURCES
+PARSING_SOURCES := $(filter-out %/__init__.py %/jail.py %/jail_child.py,$(wildcard src/patchstream/parsing/*.py))
+$(NATIVE): $(PARSING_SOURCES) scripts/compile_parsing.py | $(STAMP)
+	@$(PY) scripts/compile_parsing.py || echo "warning: parsing stays pure Python (slower)"
+
+install: $(STAMP) $(NATIVE)
+
+## compile: build the parsing package with mypyc (make install does it; this forces a check)
+compile: $(STAMP)
+	$(PY) scripts/compile_parsing.py
 
 # The ops tests run Debian's docker-compose (config validation), promtool and a real
 # Prometheus; the Java correctness test runs javac (a JDK), the C one gcc. Installed once; apt's lists are
@@ -40,7 +52,7 @@ parse: install
 	$(VENV)/bin/patchstream parse $(RUN_FILE) --repo patchstream
 
 ## test: lint, type-check, schema and docs drift, the docs site and the whole test suite
-test: install system-deps lint typecheck docs-check unit
+test: install system-deps lint typecheck docs-check unit unit-pure
 
 ## test-fast: the inner loop: lint, types and the unit tests (no services), well under 2 minutes
 test-fast: install lint typecheck
@@ -69,6 +81,12 @@ typecheck: install
 TEST_WORKERS ?= 4
 unit: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+# The same parsing tests with the pure-Python modules (the fallback where no compiler is):
+# the unit suite, the parse jail and the hand-checked call graphs.
+PURE_TESTS := tests/unit tests/security/test_parse_jail.py tests/integration/test_hand_checked_callers.py
+unit-pure: install
+	PATCHSTREAM_PURE_PYTHON=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PURE_TESTS)
 
 ## dashboards: regenerate the Grafana dashboard JSON from dashboards/build.py
 dashboards: install
@@ -125,4 +143,4 @@ bench-query: install
 	$(PY) bench/query.py --corpus large --update-results
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis src/patchstream/parsing/_native build/mypyc

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from patchstream import parsing
 from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.jail import FileFlagged, JailedStateBuilder, spawn
@@ -75,7 +76,9 @@ def test_a_jail_runs_with_every_layer_this_machine_offers(jailed: JailedStateBui
     assert {"userns+netns", "netns"} & layers
     assert any(layer.startswith("landlock-abi") and layer.endswith("-fs") for layer in layers)
     status = Path(f"/proc/{jailed.jail.pid}/environ").read_bytes()
-    assert status == b""  # an empty environment: no settings, keys or passwords
+    # An empty environment: no settings, keys or passwords; only a pure-Python parent's choice.
+    assert status == (b"" if parsing.COMPILED else b"PATCHSTREAM_PURE_PYTHON=1\0")
+    assert jailed.jail.compiled is parsing.COMPILED  # the jail runs what the worker runs
 
 
 _EXPLOIT = """
@@ -176,8 +179,10 @@ def test_code_run_in_the_jail_reaches_no_network_file_environment_or_process(
     attempts = {name: value for name, value in found.items() if name != "environment"}
     assert all(str(value).startswith("refused") for value in attempts.values()), attempts
     assert connections == 0
-    # Nothing of the worker's environment; Python sets its own LC_CTYPE (locale coercion).
-    assert set(found["environment"]) <= {"LC_CTYPE"}  # type: ignore[arg-type]
+    # Nothing of the worker's environment; Python sets its own LC_CTYPE (locale coercion), and
+    # a pure-Python worker passes that choice on.
+    allowed = {"LC_CTYPE"} | (set() if parsing.COMPILED else {parsing.PURE_ENV})
+    assert set(found["environment"]) <= allowed  # type: ignore[arg-type]
     assert not (tmp_path / "data-True" / "dropped").exists()
 
 

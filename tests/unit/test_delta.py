@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pydantic
@@ -97,7 +98,7 @@ def test_compute_delta_is_deterministic_and_minimal(builder: FileStateBuilder) -
     state = apply_delta(None, first)
     assert state is not None
     edited = source.replace(b"return 0\n", b"return 1\n", 1)
-    second = compute_delta(state, edited, FileRef(**{**target.__dict__, "version": 2}), builder)
+    second = compute_delta(state, edited, dataclasses.replace(target, version=2), builder)
     assert [s.qualified_name for s in second.upserted_symbols()] == [
         "pkg/shapes.py",
         "pkg.shapes",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import patchstream
+from patchstream import parsing
 from patchstream.config.settings import ParsingSettings
 from patchstream.errors import ParseError
 from patchstream.parsing.filestate import (
@@ -83,7 +84,8 @@ def spawn(settings: ParsingSettings, boot: str) -> subprocess.Popen[bytes]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={},  # no settings, keys or passwords
+        # No settings, keys or passwords; only the parent's choice of pure-Python parsing.
+        env={} if parsing.COMPILED else {parsing.PURE_ENV: "1"},
         cwd="/",
         close_fds=True,
         start_new_session=True,  # a Ctrl-C meant for the worker is the worker's to handle
@@ -102,6 +104,7 @@ class ParseJail:
         self.cpu_at_send = 0
         ready = self._reply(time.monotonic() + _START_S, "start")
         self.layers: list[str] = ready.get("layers", [])
+        self.compiled = bool(ready.get("compiled"))  # runs the mypyc-built modules
 
     @property
     def pid(self) -> int:

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
 
+from patchstream import parsing
 from patchstream.config.settings import ParsingSettings
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.languages import LANGUAGES
@@ -238,7 +239,8 @@ def main() -> None:
     builder = FileStateBuilder(settings)
     warm_up(builder)
     layers = lock_down(settings.sandbox_memory_mb, settings.sandbox_cpu_s)
-    out.write(frame(json.dumps({"ready": True, "layers": layers}).encode()))
+    ready = {"ready": True, "layers": layers, "compiled": parsing.COMPILED}
+    out.write(frame(json.dumps(ready).encode()))
     out.flush()
     serve(builder, inp, out)
 

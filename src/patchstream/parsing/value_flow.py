@@ -33,7 +33,6 @@ import tree_sitter as ts
 
 from patchstream.parsing.node_text import name_parts, python_parameters
 from patchstream.parsing.receiver_types import _Def, _scope_key
-from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.value_holders import HeldValues, assigned_values, calls_of
 from patchstream.schemas.graph import CallResolution, Edge, EdgeType, Reference
 
@@ -47,7 +46,7 @@ Reader = Callable[[ts.Node], str]  # Source.text
 Tables = dict[tuple[str, str], dict[str, list[ts.Node]]]  # (scope, name) -> key -> values
 
 
-class ValueFlow(HeldValues, Resolution):
+class ValueFlow(HeldValues):
     @abc.abstractmethod
     def _check(self, force: bool = False) -> None: ...
 

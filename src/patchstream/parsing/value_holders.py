@@ -23,6 +23,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.node_text import name_parts
 from patchstream.parsing.receiver_types import _Def, _scope_key
+from patchstream.parsing.resolution import Resolution
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
@@ -38,8 +39,12 @@ _FUNCTION_KINDS = ("function", "method")
 _SELF = frozenset({"self", "cls"})
 
 
-class HeldValues(abc.ABC):
-    """Tables of held values, filled from the extraction query's ``flow.*`` matches."""
+class HeldValues(Resolution):
+    """Tables of held values, filled from the extraction query's ``flow.*`` matches.
+
+    Above :class:`Resolution` in one line of bases, not beside it: the parsing package is
+    compiled with mypyc, whose native classes have single inheritance.
+    """
 
     src: Source
     _returned: dict[int, list[ts.Node]]  # function node id -> the values it returns
