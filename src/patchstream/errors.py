@@ -26,6 +26,10 @@ class ConfigError(PatchstreamError):
     """A setting is missing or invalid."""
 
 
+class CapacityError(PatchstreamError):
+    """This machine cannot hold what was asked: refused before any of it was done."""
+
+
 class ContractError(PatchstreamError):
     """A message does not satisfy its contract (schema version, required fields, paths).
 

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from patchstream.bus.topics import Topics
 from patchstream.embedded.priority import autogroup_nice
 from patchstream.embedded.supervisor import Supervisor
+from patchstream.errors import CapacityError
 from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.stores.factory import open_graph_store, open_vector_store
@@ -137,6 +138,31 @@ def test_index_then_agent_edits_follow(stack: Supervisor, tmp_path: Path) -> Non
     )
     assert unchanged.published == 0 and unchanged.chunks_embedded == 0
     assert unchanged.unchanged == 4
+
+
+def test_an_index_the_machine_cannot_hold_is_refused_before_anything_is_published(
+    stack: Supervisor, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "big", {"pkg/util.py": UTIL, "pkg/app.py": APP})
+    # As if every MB of source cost the stack a petabyte: no machine has that available.
+    greedy = stack.settings.embedded.model_copy(update={"memory_mib_per_source_mb": 1e12})
+    settings = stack.settings.model_copy(update={"embedded": greedy})
+    with pytest.raises(CapacityError, match=r"needs about .* MiB more .* MiB available"):
+        asyncio.run(index_directory(settings, repo, repo="big", tenant="acme", timeout_s=60,
+                                    progress=False))  # fmt: skip
+    graph = open_graph_store(stack.settings)
+    try:
+        assert graph.scope_counts("acme", "big", "main") == (0, 0, 0)
+        assert graph.file_hashes("acme", "big", "main") == {}  # not one file published
+    finally:
+        graph.close()
+    # The same index with the check off goes through whole.
+    unchecked = greedy.model_copy(update={"memory_check": False})
+    summary = asyncio.run(
+        index_directory(stack.settings.model_copy(update={"embedded": unchecked}), repo,
+                        repo="big", tenant="acme", timeout_s=180, progress=False)
+    )  # fmt: skip
+    assert summary.complete and summary.files_scanned == 3 and summary.unchanged == 0
 
 
 def test_malformed_events_go_to_the_dlq_and_processing_continues(stack: Supervisor) -> None:

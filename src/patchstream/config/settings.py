@@ -285,6 +285,18 @@ class EmbeddedSettings(BaseModel):
         "it is sent) empty once its memory passes this and every consumer group has consumed "
         "all it holds; its dead-letter and run-event history go with it (0: never)",
     )
+    memory_check: bool = Field(
+        default=True,
+        description="refuse, before publishing anything, an index whose estimated memory "
+        "(memory_mib_per_source_mb per MB of source it adds) is over what this machine has "
+        "available; only for a stack on this machine",
+    )
+    memory_mib_per_source_mb: float = Field(
+        default=60.0,
+        gt=0,
+        description="the whole stack's peak memory growth per MB of source indexed, as "
+        "bench/scale.py measured it",
+    )
     port_release_wait_s: float = Field(
         default=20.0,
         ge=0,

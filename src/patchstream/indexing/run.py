@@ -17,6 +17,7 @@ from aiokafka.errors import KafkaError
 
 from patchstream.config.settings import Settings
 from patchstream.errors import StoreUnavailable
+from patchstream.indexing.capacity import check_capacity
 from patchstream.indexing.plan import IndexPlan, plan_index
 from patchstream.parsing.prose import unparsed_by_extension
 from patchstream.producers.outbox import Outbox, outbox_path, publish_durably
@@ -171,6 +172,12 @@ async def index_directory(
             graph.declare_overlay(tenant, repo, ref, base, "branch")
         plan = plan_index(root, scan, held_view(graph, vectors, tenant, repo, ref), commits)
         summary.count(plan)
+        # Refused here, before anything is published, rather than killed mid-index.
+        added = sum(len(w.content) for w in plan.writes if w.content)
+        if (fits := check_capacity(settings, added)) is not None:
+            log.info("event=index_memory_estimate source_mb=%.1f needed_mib=%.0f "
+                     "available_mib=%.0f", fits.source_mb, fits.needed_mib,
+                     fits.available_mib)  # fmt: skip
         common = {"tenant": tenant, "repo": repo, "ref": ref, "version": version,
                   "source": "snapshot", "actor": "patchstream-index",
                   "batch_id": f"index-{version}"}  # fmt: skip
