@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import platform
 import re
@@ -27,9 +28,12 @@ def machine() -> str:
 
 
 def package_tree(name: str) -> Path:
-    """Source tree of an installed package (real code nobody here wrote)."""
-    module = importlib.import_module(name)
-    return Path(module.__file__ or "").parent
+    """Source tree of an installed package (real code nobody here wrote), found without
+    importing it (importing setuptools after torch trips over distutils)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"{name} is not an installed package")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def corpus_files(roots: list[Path], suffixes: tuple[str, ...] = (".py",)) -> list[Path]:

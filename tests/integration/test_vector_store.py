@@ -260,3 +260,27 @@ def test_a_collection_released_between_pages_is_loaded_and_read_again(
     monkeypatch.setattr(QueryIterator, "next", next_then_release)
     assert len(vectors.file_versions(tenant, "app", "main")) == 1100
     assert released == [True]
+
+
+def test_a_collection_indexed_with_8_bit_codes_searches_as_the_float32_one(
+    milvus_service: Service, tenant: str
+) -> None:
+    """HNSW_SQ (the index holds a byte per dimension): the index Milvus reports is the one
+    asked for, and a search finds what the float32 HNSW finds."""
+    from patchstream.stores.vector.milvus_schema import DenseIndex
+
+    found = {}
+    for kind in ("HNSW", "HNSW_SQ"):
+        store = MilvusVectorStore(f"http://127.0.0.1:{milvus_service.port}", CountingEmbedder(),
+                                  collection_prefix=f"test_{uuid.uuid4().hex[:8]}_",
+                                  dense_index=DenseIndex(kind))  # fmt: skip
+        try:
+            store.ensure_schema()
+            store.apply([upsert(tenant, "cfg/loader.py", CODE, 1)])
+            described = store.client.describe_index(store.chunks, "dense")
+            assert described["index_type"] == kind
+            found[kind] = [h.symbol_id for h in store.search(tenant, "parse_config file", 3)]
+        finally:
+            store.drop()
+            store.close()
+    assert found["HNSW_SQ"] == found["HNSW"] and found["HNSW"][0].endswith("parse_config")

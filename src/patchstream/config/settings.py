@@ -139,7 +139,7 @@ class VectorSettings(BaseModel):
     collection_prefix: str = Field(
         default="patchstream_", description="one chunks collection per embedder name"
     )
-    dense_index: Literal["HNSW", "AUTOINDEX"] = Field(
+    dense_index: Literal["HNSW", "HNSW_SQ", "AUTOINDEX"] = Field(
         default="HNSW",
         description="index of new chunk collections; Milvus Lite's AUTOINDEX searches "
         "in time linear in the rows",

@@ -24,11 +24,16 @@ class DenseIndex:
     ef_construction: int = 128
     ef: int = 128
 
+    @property
+    def graph(self) -> bool:
+        """An HNSW graph (over float32 vectors, or over 8-bit codes with HNSW_SQ)."""
+        return self.kind in ("HNSW", "HNSW_SQ")
+
     def index_params(self) -> dict[str, int]:
-        return {"M": self.m, "efConstruction": self.ef_construction} if self.kind == "HNSW" else {}
+        return {"M": self.m, "efConstruction": self.ef_construction} if self.graph else {}
 
     def search_params(self, limit: int) -> dict[str, Any]:
-        return {"params": {"ef": max(self.ef, limit)}} if self.kind == "HNSW" else {}
+        return {"params": {"ef": max(self.ef, limit)}} if self.graph else {}
 
 
 def create_chunks(client: DeadlinedClient, name: str, dim: int, dense_index: DenseIndex) -> None:
