@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install compile unit-pure system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
+.PHONY: install compile unit-pure bench-scale system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -111,6 +111,10 @@ bench-pipeline: install
 	$(PY) bench/pipeline.py --corpus medium --update-results
 	$(PY) bench/pipeline.py --corpus npm --update-results
 	$(PY) bench/pipeline.py --corpus small --embedder minilm --edits 20 --update-results
+
+## bench-scale: the stack at about 1k, 5k and 20k files, and how each figure grows (~40 min)
+bench-scale: install
+	$(PY) bench/scale.py --update-results
 
 ## bench-watch: a file saved in a watched checkout, to applied, against a direct publish
 bench-watch: install
