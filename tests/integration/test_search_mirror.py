@@ -239,3 +239,32 @@ def test_a_search_right_after_a_start_waits_for_the_copy_not_for_milvus(
         _until(lambda: impatient.state(tenant) == "ready")
     finally:
         impatient.close()
+
+
+def test_chunks_of_named_symbols_come_from_the_copy_as_milvus_has_them(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    """A context's class members are read from the copy: a Milvus Lite query costs time
+    linear in the collection (its live-row mask), whatever it selects."""
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    wanted = [
+        "app::cfg/loader.py::Loader.load",
+        "app::cfg/loader.py::parse_config",
+        "app::billing.py::compute_invoice_total",
+        "app::nowhere.py::gone",
+        "no-colons",
+    ]
+    assert mirror.chunks_for_symbols(tenant, wanted) is None  # not loaded: Milvus answers
+    _ready(mirror, tenant)
+    for ref in (None, "main", "other"):
+        mine = _without_milvus(mirror, lambda r=ref: mirror.chunks_for_symbols(tenant, wanted, r))
+        theirs = vectors.chunks_for_symbols(tenant, wanted, ref)
+        assert mine == theirs, ref
+    held = mirror.chunks_for_symbols(tenant, wanted)
+    assert held is not None and {h.symbol_id for h in held} == set(wanted[:3])
+    assert mirror.chunks_for_symbols(tenant + "x", wanted) is None  # another tenant: not here
+    vectors.apply([delete(tenant, "billing.py", 2)])
+    mirror.sync(tenant)
+    held = mirror.chunks_for_symbols(tenant, wanted)
+    assert held is not None and {h.symbol_id for h in held} == set(wanted[:2])

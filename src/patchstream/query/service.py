@@ -250,12 +250,24 @@ class QueryService:
                 ids = named_members(query, hit.symbol_id, symbols)
                 held = {h.symbol_id: h for h in hits if h.path == hit.path}
                 missing = [i for i in ids if i not in held]
-                for chunk in self.vectors.chunks_for_symbols(tenant, missing, hit.ref):
+                for chunk in self._chunks_for_symbols(tenant, missing, hit.ref):
                     held.setdefault(chunk.symbol_id, chunk)  # in file order: its first chunk
             except StoreError:  # the class's own code is still the entry
                 continue
             found[hit.chunk_id] = [held[i] for i in ids if i in held]
         return found
+
+    def _chunks_for_symbols(
+        self, tenant: str, symbol_ids: list[str], ref: str | None
+    ) -> list[SearchHit]:
+        """From the search copy when it can answer (a Milvus Lite query costs time linear in
+        the collection's rows), else from Milvus."""
+        held = None if self.mirror is None else self.mirror.chunks_for_symbols(
+            tenant, symbol_ids, ref
+        )  # fmt: skip
+        return held if held is not None else self.vectors.chunks_for_symbols(
+            tenant, symbol_ids, ref
+        )  # fmt: skip
 
     def _history_candidates(self, tenant: str, entries: Sequence[SearchHit]) -> list[Candidate]:
         """A short block per entry file: its last commits, with the issues they name."""

@@ -204,6 +204,15 @@ class TenantIndex:
         at = self.rows.get(pk)
         return None if at is None else self.payloads[at]
 
+    def rows_of_path(self, path: str) -> list[int]:
+        """The live rows of ``path`` (in every scope)."""
+        code = self.paths.ids.get(path)
+        if code is None:
+            return []
+        n = self.size
+        rows: list[int] = np.flatnonzero((self.path[:n] == code) & self.alive[:n]).tolist()
+        return rows
+
     def mask(
         self,
         scopes: Iterable[str] | None = None,

@@ -221,6 +221,36 @@ class SearchMirror:
         times = [applied for uid, (_, applied) in stamps if uid.startswith(prefix)]
         return (len(times), max(times) if times else None)
 
+    def chunks_for_symbols(
+        self, tenant: str, symbol_ids: Sequence[str], ref: str | None = None
+    ) -> list[SearchHit] | None:
+        """``MilvusVectorStore.chunks_for_symbols`` from the copy; None while it cannot answer.
+        A symbol's id names its file (``repo::path::name``), so only the rows of those paths
+        are read. Asked of Milvus Lite, every query builds a mask of the live rows of the
+        whole collection: linear in the corpus (at 5k files it was most of a context's time)."""
+        mirror = self._mirrors.get(tenant)
+        if not tenant or not symbol_ids:
+            return []
+        if (
+            mirror is None
+            or not mirror.ready
+            or mirror.disabled
+            or (mirror.synced_at < mirror.fence)
+        ):
+            return None
+        wanted = set(symbol_ids)
+        paths = {parts[1] for sid in wanted if len(parts := sid.split("::", 2)) == 3}
+        found: list[SearchHit] = []
+        with mirror.search_lock:
+            index = mirror.index
+            for path in paths:
+                for row in index.rows_of_path(path):
+                    held = index.payloads[row]
+                    if (isinstance(held, SearchHit) and held.symbol_id in wanted
+                            and (not ref or held.ref == ref)):  # fmt: skip
+                        found.append(held)
+        return sorted(found, key=lambda h: (h.path, h.start_line, h.chunk_id))
+
     # -- search ---------------------------------------------------------------------------
 
     def search(
