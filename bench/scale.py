@@ -228,10 +228,9 @@ def series(results: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]
     for result in results:
         add("stack peak MiB", result["stack peak MiB (at one time)"])
         add("stack steady MiB", result["stack steady MiB"])
-        for name, mib in result["peak MiB"].items():
-            add(f"peak MiB {name}", mib)
-        for name, mib in result["steady MiB"].items():
-            add(f"steady MiB {name}", mib)
+        for when in ("peak", "steady"):
+            for name, mib in result[f"{when} MiB"].items():
+                add(f"{when} MiB {name}", mib)
         add("disk MiB (stores)", sum(result["disk MiB"].values()))
         add("graph tier s", result["graph tier s"])
         add("vector tier s", result["vector tier s"])

@@ -262,12 +262,11 @@ class QueryService:
     ) -> list[SearchHit]:
         """From the search copy when it can answer (a Milvus Lite query costs time linear in
         the collection's rows), else from Milvus."""
-        held = None if self.mirror is None else self.mirror.chunks_for_symbols(
-            tenant, symbol_ids, ref
-        )  # fmt: skip
-        return held if held is not None else self.vectors.chunks_for_symbols(
-            tenant, symbol_ids, ref
-        )  # fmt: skip
+        if self.mirror is not None:
+            held = self.mirror.chunks_for_symbols(tenant, symbol_ids, ref)
+            if held is not None:
+                return held
+        return self.vectors.chunks_for_symbols(tenant, symbol_ids, ref)
 
     def _history_candidates(self, tenant: str, entries: Sequence[SearchHit]) -> list[Candidate]:
         """A short block per entry file: its last commits, with the issues they name."""
