@@ -5,22 +5,19 @@ file's class, headers told apart from C's, and broken code keeping its last good
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from patchstream.parsing.cpp_language import without_export_macros
-from patchstream.parsing.delta import diff_states
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.languages import language_for
 from patchstream.parsing.modules import C_GLOBAL
 from patchstream.schemas.graph import EdgeType, SymbolKind
 from patchstream.schemas.state import FileState
-from patchstream.stores.graph.keys import reference_keys, symbol_key
-from patchstream.stores.graph.planner import module_of
+from patchstream.stores.graph.keys import symbol_key
 from tests.conftest import build_state
+from tests.key_joins import SCOPE, joined_callers
 
 KV = Path(__file__).resolve().parents[1] / "fixtures" / "cpp_kv"
-SCOPE = "t|r|main"
 
 
 def _states(builder: FileStateBuilder) -> dict[str, FileState]:
@@ -29,48 +26,7 @@ def _states(builder: FileStateBuilder) -> dict[str, FileState]:
 
 
 def _callers(states: dict[str, FileState]) -> set[tuple[str, str]]:
-    """(caller, callee) by qualified name, references joined by key as the graph does."""
-    by_key: dict[str, list[str]] = defaultdict(list)
-    names = {}
-    for state in states.values():
-        module = module_of(diff_states(None, state), None)
-        for symbol in state.symbols:
-            names[symbol.id] = symbol.qualified_name
-            key = symbol_key(SCOPE, module, symbol)
-            if key is not None:
-                by_key[key].append(symbol.id)
-    # The RETURNS join (a field's declared type): ``<field's key>().m`` -> ``T.m``.
-    for state in states.values():
-        for edge in state.edges:
-            if edge.type is EdgeType.RETURNS:
-                field = names[edge.src]
-                types = (
-                    [edge.dst]
-                    if edge.ref is None
-                    else [
-                        t for k in reference_keys(SCOPE, edge.ref, "cpp") for t in by_key.get(k, ())
-                    ]
-                )
-                for target in types:
-                    owner = names[target]
-                    for ids in list(by_key.values()):
-                        for sid in ids:
-                            if names[sid].startswith(f"{owner}."):
-                                method = names[sid].rsplit(".", 1)[1]
-                                joined = f"{SCOPE}|{C_GLOBAL}|{field}().{method}"
-                                by_key[joined].append(sid)
-    found = set()
-    for state in states.values():
-        for edge in state.edges:
-            if edge.type not in (EdgeType.CALLS, EdgeType.INSTANTIATES):
-                continue
-            targets = (
-                [edge.dst]
-                if edge.ref is None
-                else [t for k in reference_keys(SCOPE, edge.ref, "cpp") for t in by_key.get(k, ())]
-            )
-            found |= {(names[edge.src], names[t]) for t in targets if t in names}
-    return found
+    return joined_callers(states, "cpp", C_GLOBAL)
 
 
 def test_cpp_symbols_carry_namespaces_and_classes(builder: FileStateBuilder) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from patchstream.parsing.modules import C_GLOBAL
+from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
 from patchstream.schemas.graph import Reference
 
 # ``class LEVELDB_EXPORT Status {``, ``struct YAML_CPP_API Mark :``: a macro the grammar
@@ -25,8 +25,10 @@ _EXPORT_MACRO = re.compile(
     rb"\b(?:class|struct)[ \t]{1,40}([A-Z][A-Z0-9_]{2,100})[ \t]{1,40}"
     rb"(?=[A-Za-z_]\w{0,200}[ \t]{0,40}(?:final[ \t]{0,40})?[:{])"
 )
-_UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl"})  # libraries, never the project's
+# Libraries, never the project's: C++'s, and .NET's (C#).
+_UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl", "System", "Microsoft"})
 _SELF = frozenset({"this", "(*this)"})
+SCOPED_LANGUAGES = frozenset({"cpp", "csharp"})  # names looked up from where they are written
 
 
 class _Scoped(Protocol):
@@ -68,35 +70,55 @@ def call_context(around: _Scoped | None) -> str:
     return around.qualified_name
 
 
-def scoped_lookup(target: object, context: str, aliases: dict[str, str] | None = None) -> object:
-    """``target`` as C++ looks it up when it is a reference with no module: from
+def scoped_lookup(
+    target: object,
+    context: str,
+    aliases: dict[str, str] | None = None,
+    marker: str = C_GLOBAL,
+    opened: tuple[str, ...] = (),
+) -> object:
+    """``target`` as C++ (and C#) look it up when it is a reference with no module: from
     ``context`` (the namespaces and class the call is written in, dotted) outward.
-    ``aliases``: the file's ``using ns::Name;`` declarations (``Name`` -> ``ns.Name``)."""
+    ``aliases``: the file's ``using ns::Name;`` declarations (``Name`` -> ``ns.Name``).
+    ``marker``: the language's program-wide namespace; ``opened``: namespaces the file
+    opens (C#'s ``using Acme.Util;``), tried after the enclosing scopes."""
     if not isinstance(target, Reference) or target.module is not None:
         return target
     parts = [part for part in target.name.split(".") if part]
     if parts and parts[0] in _SELF:  # ``this->m()``: the class's member, then outward
         parts = parts[1:]
+    if parts and parts[0] == "global":  # C#'s ``global::Acme.Util``: from the top only
+        parts, context, opened = parts[1:], "", ()
     if parts and aliases and parts[0] in aliases:
         parts = [*aliases[parts[0]].split("."), *parts[1:]]
     if not parts or "?" in parts or parts[0] in _UNRESOLVED_SCOPES:
         return target
-    module = f"{C_GLOBAL}.{context}" if context else C_GLOBAL
+    module = f"{marker}.{context}" if context else marker
+    # ``+`` is in no identifier of either language: the opened namespaces ride along.
+    module += "".join(f"+{namespace}" for namespace in opened)
     return Reference(name=".".join(parts), module=module)
 
 
 def lookup_keys(scope: str, reference: Reference) -> list[str]:
-    """Candidate keys of a C++ reference made by :func:`scoped_lookup`, innermost scope
-    first (``<global>|leveldb.DBImpl.Get``, ``<global>|leveldb.Get``, ``<global>|Get``)."""
+    """Candidate keys of a reference made by :func:`scoped_lookup`, innermost scope first
+    (``<global>|leveldb.DBImpl.Get``, ``<global>|leveldb.Get``, ``<global>|Get``), then in
+    each opened namespace."""
     assert reference.module is not None
-    context = [p for p in reference.module[len(C_GLOBAL) :].split(".") if p]
-    return [
-        f"{scope}|{C_GLOBAL}|{'.'.join([*context[:cut], reference.name])}"
+    written, *opened = reference.module.split("+")
+    marker, _, dotted = written.partition(".")
+    context = [p for p in dotted.split(".") if p]
+    keys = [
+        f"{scope}|{marker}|{'.'.join([*context[:cut], reference.name])}"
         for cut in range(len(context), -1, -1)
     ]
+    keys += [f"{scope}|{marker}|{namespace}.{reference.name}" for namespace in opened]
+    return list(dict.fromkeys(keys))
 
 
-def is_cpp_lookup(reference: Reference) -> bool:
-    return reference.module is not None and (
-        reference.module == C_GLOBAL or reference.module.startswith(f"{C_GLOBAL}.")
+def is_scoped_lookup(reference: Reference) -> bool:
+    """A reference :func:`scoped_lookup` made (C++ or C#)."""
+    module = reference.module
+    return module is not None and any(
+        module == marker or module.startswith((f"{marker}.", f"{marker}+"))
+        for marker in (C_GLOBAL, CS_GLOBAL)
     )

@@ -1,4 +1,4 @@
-"""Java and Rust declared types, rewritten as the text the receiver helpers read.
+"""Java, Rust and C# declared types, rewritten as the text the receiver helpers read.
 
 ``type_parts`` and ``container_parts`` read Python's and TypeScript's notation; a Java or
 Rust type node becomes that notation here: references, ``dyn``/``impl`` and owning wrappers
@@ -15,16 +15,22 @@ from patchstream.parsing.source import Source
 
 # Types that hold one value of their (first) argument: a call on them reaches it (Deref).
 _HOLDERS = frozenset({"Box", "Rc", "Arc", "Option", "RefCell", "Cell", "Mutex", "RwLock", "Cow",
-                      "Pin", "Weak", "Optional", "AtomicReference"})  # fmt: skip
+                      "Pin", "Weak", "Optional", "AtomicReference", "Nullable",
+                      "Lazy"})  # fmt: skip
 _SEQUENCES = frozenset({
     "Vec", "VecDeque", "HashSet", "BTreeSet", "LinkedList", "BinaryHeap", "IndexSet",
     "List", "ArrayList", "Set", "TreeSet", "LinkedHashSet", "SortedSet", "Collection",
     "Iterable", "Iterator", "Deque", "ArrayDeque", "Queue", "Stream", "CopyOnWriteArrayList",
+    "IList", "IEnumerable", "ICollection", "IReadOnlyList", "IReadOnlyCollection", "ISet",
+    "IEnumerator", "Stack", "ConcurrentQueue", "ConcurrentBag",
 })  # fmt: skip
 _MAPS = frozenset({"HashMap", "BTreeMap", "IndexMap", "Map", "TreeMap", "LinkedHashMap",
-                   "SortedMap", "ConcurrentHashMap", "ConcurrentMap"})  # fmt: skip
+                   "SortedMap", "ConcurrentHashMap", "ConcurrentMap", "Dictionary",
+                   "IDictionary", "IReadOnlyDictionary", "ConcurrentDictionary",
+                   "SortedDictionary"})  # fmt: skip
 _UNWRAPPED = {"reference_type": "type", "pointer_type": "type", "dynamic_type": "trait",
-              "abstract_type": "trait", "bounded_type": None}  # fmt: skip
+              "abstract_type": "trait", "bounded_type": None,
+              "nullable_type": "type"}  # fmt: skip
 _MAX_DEPTH = 8  # nesting kept is shallow; deeper types are not a receiver we can type anyway
 
 
@@ -36,14 +42,15 @@ def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
         if inner is None:
             break
         node, depth = inner, depth + 1
-    if node.type == "array_type":  # Rust ``[Item]`` / ``[Item; 4]``, Java ``Item[]``
-        element = node.child_by_field_name("element")
+    if node.type == "array_type":  # Rust ``[Item]`` / ``[Item; 4]``, Java and C# ``Item[]``
+        element = node.child_by_field_name("element") or node.child_by_field_name("type")
         return f"list[{declared_type(element, src, depth + 1)}]" if element else ""
-    if node.type != "generic_type" or depth >= _MAX_DEPTH:
+    if node.type not in ("generic_type", "generic_name") or depth >= _MAX_DEPTH:
         return _dotted(src.text(node))
-    named = node.child_by_field_name("type") or node.named_child(0)  # Rust / Java
+    named = node.child_by_field_name("type") or node.named_child(0)  # Rust / Java / C#
     listed = node.child_by_field_name("type_arguments") or next(
-        (c for c in node.named_children if c.type == "type_arguments"), None
+        (c for c in node.named_children if c.type in ("type_arguments", "type_argument_list")),
+        None,
     )
     base = _dotted(src.text(named)) if named is not None else ""
     arguments = [a for a in listed.named_children if a.type != "lifetime"] if listed else []

@@ -21,11 +21,15 @@ from patchstream.parsing.c_language import (
     macro_calls,
     preprocessor_variants,
 )
-from patchstream.parsing.cpp_language import call_context, scoped_lookup, using_aliases
+from patchstream.parsing.cpp_language import (
+    SCOPED_LANGUAGES,
+    call_context,
+    using_aliases,
+)
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import C_FAMILY, get_query
-from patchstream.parsing.modules import ImportBinding, import_bindings, module_name
+from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
     body_boundaries,
     first_doc_line,
@@ -48,6 +52,10 @@ from patchstream.schemas.graph import (
 
 # When two patterns name the same identifier (``const f = () => {}`` is a function and a
 # variable; a Go interface type_spec also matches the generic type pattern) the higher wins.
+_OVERLOADING = frozenset({"java", "csharp"})  # overloads told apart by their arity
+# Every reference of a C# file carries the namespaces it opens (one candidate key each):
+# a file of thousands of ``using`` lines must not make every call thousands of keys.
+_MAX_OPENED = 24
 _KIND_PRIORITY = {"function": 5, "interface": 4, "class": 3, "module": 2, "impl": 1, "variable": 0}
 _SYMBOL_KINDS = {
     "function": SymbolKind.FUNCTION,
@@ -110,7 +118,9 @@ class _Extractor(TypeEdges):
         self.def_by_name_node: dict[tuple[int, int], _Def] = {}
         self._init_resolution()
         self.module = ""
-        self.cpp_aliases: dict[str, str] = {}  # ``using ns::Name;`` (C++)
+        self.cpp_aliases: dict[str, str] = {}  # ``using ns::Name;`` (C++), ``using U = ns.T;``
+        self.opened: tuple[str, ...] = ()  # C#'s ``using ns;``: namespaces a name may be in
+        self.file_scope = ""  # C#'s ``namespace ns;``: the scope of the whole file
         self.module_id = module_id(repo, path)
 
     def run(self) -> Extraction:
@@ -120,6 +130,8 @@ class _Extractor(TypeEdges):
             if "package" in match:
                 package = self.src.text(match["package"][0])
         self.module = module_name(self.language, self.path, package)
+        if self.language == "csharp":
+            self.file_scope = ".".join(name_parts(package)) if package else ""
         self.cpp_aliases = using_aliases([self.src.text(m["alias"][0]) for m in captures
                                           if "alias" in m and "using" in m])  # fmt: skip
         self._collect_defs(captures)
@@ -202,7 +214,7 @@ class _Extractor(TypeEdges):
             elif definition.parent is not None:
                 prefix = definition.parent.qualified_name
             else:
-                prefix = ""
+                prefix = self.file_scope
             qualified = f"{prefix}.{definition.name}" if prefix else definition.name
             definition.qualified_name = qualified
             if definition.kind == "impl":  # a naming scope, not a symbol: Rust allows many
@@ -219,7 +231,7 @@ class _Extractor(TypeEdges):
             method = held is not None and held.kind == "variable" and definition.kind == "function"
             if suffix == "" or self.language == "python" or method:
                 self.by_qualified[qualified] = definition
-            if definition.kind == "function" and self.language == "java":
+            if definition.kind == "function" and self.language in _OVERLOADING:
                 self._overloads[qualified].append(definition)
             stack.append(definition)
 
@@ -255,6 +267,9 @@ class _Extractor(TypeEdges):
             # in two functions: each ``f()`` is its own function's).
             local_to = around.qualified_name if around and around.kind == "function" else None
             for binding in import_bindings(self.language, node, self.path, self.module, self.src):
+                if self.language == "csharp":  # lookups, not bindings (``_use_namespace``)
+                    self._use_namespace(binding, src)
+                    continue
                 if binding.local is not None and local_to is not None:
                     self.scoped_bindings[(local_to, binding.local)] = binding
                 elif binding.local is not None:
@@ -304,8 +319,8 @@ class _Extractor(TypeEdges):
             if deriving is None:
                 continue
             target = self._resolve_type(name_parts(self.src.text(match["name"][0])), deriving)
-            if self.language == "cpp":
-                target = scoped_lookup(target, call_context(deriving.parent), self.cpp_aliases)  # type: ignore[assignment]
+            if self.language in SCOPED_LANGUAGES:
+                target = self._scoped(target, call_context(deriving.parent))
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             self._bases[deriving.qualified_name].append(target)
@@ -330,12 +345,14 @@ class _Extractor(TypeEdges):
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
-                listed = node.child_by_field_name("arguments") if self.language == "java" else None
+                listed = (
+                    node.child_by_field_name("arguments") if self.language in _OVERLOADING else None
+                )
                 self._arity = listed.named_child_count if listed is not None else None
                 found: _Def | Reference | None = None
                 if "".join(written.split()).startswith("super().") or (
-                    parts[0] == "super" and len(parts) == 2 and self.language != "python"
-                ):  # Python's super().m(), TypeScript's and Java's super.m()
+                    parts[0] in ("super", "base") and len(parts) == 2 and self.language != "python"
+                ):  # Python's super().m(), TypeScript's and Java's super.m(), C#'s base.M()
                     found = self._super_member(parts[-1], around)
                 elif receiver is None and (")" in written or "]" in written):
                     # ``Foo(x).m()``, ``items[0].m()``: a written receiver with a call (or an
@@ -343,11 +360,15 @@ class _Extractor(TypeEdges):
                     found = self._member_of_call(match["name"][0], around)
                 elif receiver is not None and ")" in receiver:  # Java's ``make().m()``
                     found = self._member_of_built(match["receiver"][0], parts[-1], around)
-                elif edge_type is EdgeType.INSTANTIATES and parts in (["this"], ["super"]):
+                elif edge_type is EdgeType.INSTANTIATES and parts in (
+                    ["this"],
+                    ["super"],
+                    ["base"],
+                ):
                     found = self._delegated_constructor(parts[0], around)  # Java's this(...)
                 target = found if found is not None else self._resolve(parts, around)
                 if (
-                    self.language == "cpp"
+                    self.language in SCOPED_LANGUAGES
                     and receiver is not None
                     and (
                         "[" in receiver
@@ -359,8 +380,8 @@ class _Extractor(TypeEdges):
                     )
                 ):  # an element, or what a call returns: of unknown type, never guessed
                     target = Reference(name=f"?.{parts[-1]}")
-                if self.language == "cpp":
-                    target = scoped_lookup(target, call_context(around), self.cpp_aliases)  # type: ignore[assignment]
+                if self.language in SCOPED_LANGUAGES:
+                    target = self._scoped(target, call_context(around))
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
                 src = around.symbol_id if around is not None else self.module_id
@@ -370,6 +391,23 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _use_namespace(self, binding: ImportBinding, src: str) -> None:
+        """C#'s ``using``: a namespace (or a class, ``using static``) opened for lookups, or
+        an alias of one type, which the IMPORTS edge names by its full name. .NET's own are
+        left out of lookups: never the project's."""
+        if binding.local is not None:
+            full = f"{binding.module}.{binding.name}".lstrip(".")
+            self.cpp_aliases[binding.local] = full
+            self.edges.add(
+                Edge.to_ref(EdgeType.IMPORTS, src, Reference(name=full, module=CS_GLOBAL))
+            )
+            return
+        own = binding.module.split(".", 1)[0] not in ("System", "Microsoft")
+        if own and len(self.opened) < _MAX_OPENED and binding.module not in self.opened:
+            self.opened = (*self.opened, binding.module)
+        ref = Reference(name=binding.name, module=binding.module)
+        self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
 
     def _collect_macro_calls(self) -> None:
         """A function-like macro calls what its body text calls (``c_language``)."""

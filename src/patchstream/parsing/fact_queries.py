@@ -135,6 +135,21 @@ _JAVA_FACTS = f"""
 (method_declaration type: {_JAVA_TYPE} @type name: (identifier) @returns) @fact
 """
 
+_CS_TYPE = "[(identifier) (qualified_name) (generic_name) (array_type) (nullable_type)]"
+_CS_BUILT = "[(identifier) (qualified_name) (generic_name)]"
+_CSHARP_FACTS = f"""
+(parameter type: {_CS_TYPE} @type name: (identifier) @name) @fact
+(variable_declaration type: {_CS_TYPE} @type (variable_declarator name: (identifier) @name)) @fact
+(property_declaration type: {_CS_TYPE} @type name: (identifier) @name) @fact
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @name
+  (object_creation_expression type: {_CS_BUILT} @type))) @fact
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @name
+  (invocation_expression function: [(identifier) (member_access_expression)] @call))) @fact
+(foreach_statement type: {_CS_TYPE} @type left: (identifier) @name) @fact
+(declaration_pattern type: {_CS_TYPE} @type name: (identifier) @name) @fact
+(method_declaration returns: {_CS_TYPE} @type name: (identifier) @returns) @fact
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -172,7 +187,7 @@ _CPP_FACTS = f"""
 
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
-          "cpp": _CPP_FACTS}  # fmt: skip
+          "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS}  # fmt: skip
 
 
 @cache

@@ -78,6 +78,8 @@ _SAMPLES = {
     "c": '#include "a.h"\n#define M(x) g(x)\nstruct s { int a; };\nint f(int n) { return M(n); }\n',
     "cpp": '#include "a.h"\nnamespace n {\nclass A : public B { int f(); };\n'
     "int A::f() { g(); this->h(); return x.m(); }\n}\n",
+    "csharp": "using N;\nnamespace P {\nclass A : B {\n"
+    "int F(C c) { var d = new D(); return c.G() + H(); }\n}\n}\n",
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import tree_sitter as ts
 import tree_sitter_c
+import tree_sitter_c_sharp
 import tree_sitter_cpp
 import tree_sitter_go
 import tree_sitter_java
@@ -60,6 +61,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             tree_sitter_cpp.language,
             "cpp",
         ),
+        LanguageSpec("csharp", (".cs",), tree_sitter_c_sharp.language, "csharp"),
     )
 }
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace

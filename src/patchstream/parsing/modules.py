@@ -41,7 +41,7 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return stem.removesuffix("/index") if stem.endswith("/index") else stem
     if language == "go":
         return posixpath.dirname(path) or "."
-    if language == "java":
+    if language in ("java", "csharp"):  # a package; a file-scoped namespace
         return package or ""
     if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
@@ -79,6 +79,8 @@ def import_bindings(
         return _go_imports(node, src)
     if language == "java":
         return _java_imports(node, src)
+    if language == "csharp":
+        return _csharp_usings(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
     if language in ("c", "cpp"):
@@ -89,6 +91,7 @@ def import_bindings(
 # Functions and types of C live in one namespace, the program's (the linker's): a name no
 # file's own definition or macro binds is looked up there, whichever file defines it.
 C_GLOBAL = "<global>"
+CS_GLOBAL = "<cs>"  # C#'s program-wide namespace: every project type, by its full name
 
 
 def _c_includes(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
@@ -202,6 +205,21 @@ def _java_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
         return [ImportBinding(None, text[:-2], "*")]
     module, _, name = text.rpartition(".")
     return [ImportBinding(name, module, name)]
+
+
+def _csharp_usings(node: ts.Node, src: Source) -> list[ImportBinding]:
+    """``using Acme.Util;`` opens a namespace (a wildcard), ``using static Acme.Util;`` a
+    class's static members, ``using U = Acme.Util;`` names one (``global using`` too)."""
+    alias = node.child_by_field_name("name")
+    target = next((c for c in node.named_children if c.type in ("identifier", "qualified_name")
+                   and c != alias), None)  # fmt: skip
+    if target is None:
+        return []
+    dotted = "".join(src.text(target).split()).removeprefix("global::")
+    if alias is None:
+        return [ImportBinding(None, dotted, "*")]
+    module, _, name = dotted.rpartition(".")
+    return [ImportBinding(src.text(alias), module, name)]
 
 
 def _rust_absolute(segments: list[str], module: str) -> list[str]:

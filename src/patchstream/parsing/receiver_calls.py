@@ -9,7 +9,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
-from patchstream.parsing.receiver_types import _Def
+from patchstream.parsing.receiver_types import SCOPED, _Def
 from patchstream.parsing.receivers import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 
@@ -17,15 +17,17 @@ from patchstream.schemas.graph import Reference
 _MEMBER_FIELDS = {"attribute": ("object", "attribute"),
                   "member_expression": ("object", "property"),
                   "selector_expression": ("operand", "field"),
-                  "field_expression": ("value", "field")}  # fmt: skip
+                  "field_expression": ("value", "field"),
+                  "member_access_expression": ("expression", "name")}  # fmt: skip
 _BUILT = frozenset({"call", "call_expression", "new_expression", "parenthesized_expression",
-                    "method_invocation", "object_creation_expression"})  # fmt: skip
+                    "method_invocation", "object_creation_expression",
+                    "invocation_expression"})  # fmt: skip
 _SUBSCRIPTS = {"subscript": "value", "subscript_expression": "object"}  # Python, TypeScript
 # The field of a built receiver that names what builds it (a call's default: "function").
 _BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
                    "object_creation_expression": "type"}  # fmt: skip
 _NAMED_HEADS = frozenset({"identifier", "field_identifier", "this", "field_expression",
-                          "qualified_identifier"})  # fmt: skip
+                          "qualified_identifier", "member_access_expression"})  # fmt: skip
 _CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones stay unknown
 
 
@@ -82,7 +84,8 @@ class BuiltReceivers(ReceiverJoins):
         if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
             text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
         if not DOTTED.match(text) or (
-            self.language == "cpp" and receiver.type == "call_expression"
+            self.language in SCOPED
+            and receiver.type in ("call_expression", "invocation_expression")
         ):
             return self._member_of_chain(receiver, method, around)  # C++: ``s.data()`` too
         called = receiver.type not in ("new_expression", "object_creation_expression")
@@ -117,7 +120,7 @@ class BuiltReceivers(ReceiverJoins):
             )
             try:
                 found = self._member_of_built(on, key[2], around)
-                if found is None and self.language == "cpp" and on.type in _NAMED_HEADS:
+                if found is None and self.language in SCOPED and on.type in _NAMED_HEADS:
                     # ``versions_->current()->Ref()``: the head is a name, typed as any
                     # receiver is; what its method returns is the next receiver.
                     parts = [*name_parts(self.src.text(on)), key[2]]
@@ -128,7 +131,7 @@ class BuiltReceivers(ReceiverJoins):
                 self._guessed, self._inferred, self._arity = guessed, inferred, arity
         link, guessed, inferred = self._built[key]
         self._guessed, self._inferred = self._guessed or guessed, self._inferred or inferred
-        if self.language == "cpp" and isinstance(link, Reference) and link.module is None:
+        if self.language in SCOPED and isinstance(link, Reference) and link.module is None:
             # Another file's ``T.f``: ``T.f().m``, looked up from the call's scope and
             # joined through f's RETURNS edge.
             return Reference(name=f"{link.name}().{method}") if "(" not in link.name else None

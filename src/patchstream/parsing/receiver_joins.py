@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from patchstream.parsing.receiver_types import SELF_WORDS, ReceiverTypes, _Def, class_like, joined
+from patchstream.parsing.receiver_types import (
+    SCOPED,
+    SELF_WORDS,
+    ReceiverTypes,
+    _Def,
+    class_like,
+    joined,
+)
 from patchstream.parsing.receivers import callback_parameter_types
 from patchstream.schemas.graph import Reference
 
@@ -80,8 +87,8 @@ class ReceiverJoins(ReceiverTypes):
         """``t.pending.m()`` where ``t``'s class is another file's, or ``Other.FIELD.m()``: the
         reference ``T.pending().m`` in T's module, which the graph joins through the field's
         RETURNS edge (its declared type) as for a function's."""
-        if len(receiver) != 2 or class_like(receiver[1]):
-            return None
+        if len(receiver) != 2 or (class_like(receiver[1]) and self.language != "csharp"):
+            return None  # (C# names its properties like classes)
         if receiver[0] in SELF_WORDS:
             return self._base_field_reference(receiver[1], method, around)
         typed = self._variable_type(receiver[0], around)
@@ -93,7 +100,7 @@ class ReceiverJoins(ReceiverTypes):
             owner = self._resolve_type([receiver[0]], around)
         else:
             return None
-        if self.language == "cpp" and isinstance(owner, Reference) and owner.module is None:
+        if self.language in SCOPED and isinstance(owner, Reference) and owner.module is None:
             # Another file's class: ``T.field().m`` looked up from the call's scope.
             return Reference(name=f"{owner.name}.{receiver[1]}().{method}")
         found = joined(owner, f".{receiver[1]}().{method}")

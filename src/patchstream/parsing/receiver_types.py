@@ -24,6 +24,7 @@ from patchstream.parsing.receivers import (
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
+SCOPED = frozenset({"cpp", "csharp"})  # ``cpp_language.SCOPED_LANGUAGES``
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A container's methods that give one of its items: a mapping's, and an array's.
@@ -193,7 +194,7 @@ class ReceiverTypes(abc.ABC):
                 return typed
             scope = scope.parent
         found = self._var_types.get("", {}).get(name)
-        if found is None and self.language in ("java", "cpp"):  # a field, without ``this.``
+        if found is None and self.language in ("java", "cpp", "csharp"):  # a field, bare
             owner = self._enclosing_class(around)
             found = self._attribute_typed(owner, name) if owner is not None else None
         return found
@@ -219,7 +220,7 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
-            if typed is None and self.language == "java":  # a field a base of another file has
+            if typed is None and self.language in ("java", "csharp"):  # another file's base's
                 return self._field_reference(["this", receiver[0]], method, around)
             cpp_field = self.language == "cpp" and self._member_call
             if typed is None and cpp_field and self._enclosing_class(around):
@@ -263,10 +264,11 @@ class ReceiverTypes(abc.ABC):
             enclosing = self._enclosing_class(around)
             return self._member(enclosing, method) if enclosing is not None else None
         owner = self._resolve_type(list(known), around)
-        if isinstance(owner, Reference) and owner.module is None and self.language == "cpp":
+        if isinstance(owner, Reference) and owner.module is None and self.language in SCOPED:
             # A declared type of another file: looked up from the call's scope outward
-            # (``cpp_language.scoped_lookup``), as C++ looks the type's name up.
-            return Reference(name=f"{owner.name}.{method}")
+            # (``cpp_language.scoped_lookup``), as C++ looks the type's name up; a callee's
+            # (``var x = Make();``) joined through what it returns.
+            return Reference(name=f"{owner.name}{'()' if called else ''}.{method}")
         if isinstance(owner, Reference) and owner.module is None and len(known) >= 2:
             # ``x = ctx.make_formatter()``: the method's own return annotation, when the
             # receiver's type is known and the method is defined here.

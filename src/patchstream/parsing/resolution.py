@@ -60,6 +60,7 @@ class Resolution(BuiltReceivers):
     bindings: dict[str, ImportBinding]
     scoped_bindings: dict[tuple[str, str], ImportBinding]  # (function, name): its own imports
     def_by_name_node: dict[tuple[int, int], _Def]
+    file_scope: str  # C#'s ``namespace ns;`` ("" elsewhere)
 
     def _init_resolution(self) -> None:
         self._local_bases: dict[str, list[str]] = defaultdict(list)
@@ -109,6 +110,8 @@ class Resolution(BuiltReceivers):
                 if current.receiver is not None and self.language == "cpp":
                     prefixes.append(current.receiver)  # ``Foo::Run``'s body sees Foo's members
             current = current.parent
+        if self.file_scope:  # C#'s ``namespace ns;``
+            prefixes.append(self.file_scope)
         prefixes.append("")
         return prefixes
 
@@ -194,7 +197,10 @@ class Resolution(BuiltReceivers):
                 nearest = nearest or (fitting[0] if fitting else None)
             if nearest is not None:
                 return nearest
-            java_member = self.language == "java" and not class_like(dotted)
+            # C# names its methods like its classes: any bare name may be an inherited one.
+            java_member = self.language == "csharp" or (
+                self.language == "java" and not class_like(dotted)
+            )
             if java_member and self._binding(dotted, around) is None:  # not a static import
                 inherited = self._inherited_method(dotted, around)
                 if inherited is not None:
@@ -203,7 +209,7 @@ class Resolution(BuiltReceivers):
             local = self.by_qualified.get(dotted)
             if local is not None:
                 return local
-            nested = self._nested(parts, around) if self.language == "java" else None
+            nested = self._nested(parts, around) if self.language in ("java", "csharp") else None
             if nested is not None:  # ``TagName.valueOf()`` for the nested ``Outer.TagName``
                 return nested
             container = self.by_qualified.get(".".join(parts[:-1]))
@@ -309,7 +315,7 @@ class Resolution(BuiltReceivers):
         """The definition named ``qualified`` and whether it takes the call's arguments: with
         Java overloads, the first that does (``reset(sb)`` is not ``reset()``)."""
         found = self.by_qualified.get(qualified)
-        if found is None or self.language != "java" or self._arity is None:
+        if found is None or self.language not in ("java", "csharp") or self._arity is None:
             return (found, True) if found is not None else None
         for overload in self._overloads.get(qualified, ()):
             if takes(overload, self._arity):
@@ -353,10 +359,17 @@ class Resolution(BuiltReceivers):
 
 
 def takes(function: _Def, count: int) -> bool:
-    """Whether a Java method's parameters take ``count`` arguments (varargs take more)."""
+    """Whether a Java or C# method's parameters take ``count`` arguments (varargs and
+    ``params`` take more; C#'s parameters with a default value may be left out)."""
     listed = function.node.child_by_field_name("parameters")
     if listed is None:
         return count == 0
+    if listed.type == "parameter_list":  # C#
+        each = [p for p in listed.named_children if p.type == "parameter"]
+        # A parameter's default value is its last child; a required one ends with its name.
+        required = sum(1 for p in each if p.child_by_field_name("name") == p.named_children[-1])
+        spread = listed.child_by_field_name("name") is not None  # ``params T[] rest``
+        return required <= count and (spread or count <= len(each))
     fixed = [p for p in listed.named_children if p.type == "formal_parameter"]
     varargs = any(p.type == "spread_parameter" for p in listed.named_children)
     return count == len(fixed) or (varargs and count >= len(fixed))

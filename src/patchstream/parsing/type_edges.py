@@ -4,14 +4,27 @@ which base method a method overrides (OVERRIDES). A mixin of the extractor."""
 from __future__ import annotations
 
 from patchstream.parsing.call_site_types import CallSiteTypes
-from patchstream.parsing.cpp_language import scoped_lookup
+from patchstream.parsing.cpp_language import SCOPED_LANGUAGES, scoped_lookup
+from patchstream.parsing.modules import CS_GLOBAL
 from patchstream.parsing.receiver_types import _Def, class_like
-from patchstream.schemas.graph import Edge, EdgeType
+from patchstream.schemas.graph import Edge, EdgeType, Reference
 
 
 class TypeEdges(CallSiteTypes):
     edges: set[Edge]
     cpp_aliases: dict[str, str]
+    opened: tuple[str, ...]
+
+    def _scoped(self, target: _Def | Reference, context: str) -> _Def | Reference:
+        """A reference no definition of the file binds, looked up from ``context`` outward
+        (``cpp_language.scoped_lookup``): C++'s namespaces, C#'s and its opened ones."""
+        if self.language == "csharp":
+            context = context or self.file_scope
+            found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, self.opened)
+        else:
+            found = scoped_lookup(target, context, self.cpp_aliases)
+        assert isinstance(found, (_Def, Reference))
+        return found
 
     def _collect_returns(self) -> None:
         """RETURNS edges from functions to the class their return annotation names, and from
@@ -25,9 +38,8 @@ class TypeEdges(CallSiteTypes):
                 enclosing = self._enclosing_class(function)
                 written = tuple(enclosing.split(".")) if enclosing else written
             target = self._resolve_type(list(written), function)
-            if self.language == "cpp":  # a declared type: looked up from where it is written
-                context = function.qualified_name.rpartition(".")[0]
-                target = scoped_lookup(target, context, self.cpp_aliases)  # type: ignore[assignment]
+            if self.language in SCOPED_LANGUAGES:  # a declared type: looked up where written
+                target = self._scoped(target, function.qualified_name.rpartition(".")[0])
             if isinstance(target, _Def):
                 names_a_class = target.kind in ("class", "interface")
             elif self.language == "cpp":  # C++ names types in any case (``node_data``)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from patchstream.parsing.cpp_language import is_cpp_lookup, lookup_keys
-from patchstream.parsing.modules import C_GLOBAL
+from patchstream.parsing.cpp_language import is_scoped_lookup, lookup_keys
+from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
@@ -32,6 +32,8 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
         return f"{scope}|{module}|"
     if symbol.language in GLOBAL_NAMESPACE_LANGUAGES and not file_local(symbol):
         return f"{scope}|{C_GLOBAL}|{symbol.qualified_name}"  # C: one namespace, the program's
+    if symbol.language == "csharp":  # full names: namespaces are not files
+        return f"{scope}|{CS_GLOBAL}|{symbol.qualified_name}"
     return f"{scope}|{module}|{symbol.qualified_name}"
 
 
@@ -111,7 +113,7 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
     """
     if reference.module is None or reference.name in ("*", "default"):
         return [f"{scope}|~{reference.as_dst()}"]
-    if language == "cpp" and is_cpp_lookup(reference):
+    if language in ("cpp", "csharp") and is_scoped_lookup(reference):
         return lookup_keys(scope, reference)
     sep = _module_separator(language)
     module_parts = [p for p in reference.module.split(sep) if p][-_MAX_PARTS:]
