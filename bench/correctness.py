@@ -26,6 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _c_reference import C_CORPORA, c_tree, gcc_edges, gcc_version
 from _common import NPM_CORPUS, machine, npm_tree, package_tree, print_rows, update_results_row
 from _cpp_reference import CPP_CORPORA, cpp_tree, gpp_edges, gpp_version
+from _csharp_reference import (
+    CSHARP_CORPORA,
+    compared_edges,
+    compiled_text,
+    csharp_tree,
+    mcs_calls,
+    mcs_version,
+)
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.c_language import is_macro
@@ -45,7 +53,11 @@ CALLABLE = (SymbolKind.FUNCTION, SymbolKind.CLASS)
 Edge = tuple[str, str]
 
 
-def build_states(root: Path, repo: str, pattern: str = "*.py") -> dict[str, FileState]:
+def build_states(
+    root: Path, repo: str, pattern: str = "*.py", read: Callable[[bytes], bytes] = bytes
+) -> dict[str, FileState]:
+    """Every file under ``root`` matching ``pattern``; ``read`` gives the text each file is
+    measured by (C#: its compiled branches only)."""
     builder = FileStateBuilder()
     states = {}
     for path in sorted(root.rglob(pattern)):
@@ -53,7 +65,7 @@ def build_states(root: Path, repo: str, pattern: str = "*.py") -> dict[str, File
             continue
         rel = str(path.relative_to(root.parent))
         target = FileRef(tenant="t", repo=repo, ref="main", path=rel, version=1)
-        states[rel] = builder.build(target, path.read_bytes())
+        states[rel] = builder.build(target, read(path.read_bytes()))
     return states
 
 
@@ -350,6 +362,16 @@ def measure_cpp(name: str) -> dict[str, float]:
     return figures
 
 
+def measure_csharp(name: str) -> dict[str, float]:
+    """A C# project against the calls Mono's compiler bound (``_csharp_reference``)."""
+    corpus = CSHARP_CORPORA[name]
+    root = csharp_tree(corpus)
+    states = build_states(root, name, "*.cs", compiled_text)
+    calls = mcs_calls(root, corpus)
+    reference, ranked, figures = compared_edges(states, our_edges(states), calls)
+    return {**compare(states, reference, edges=ranked), **figures}
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -396,6 +418,7 @@ def main() -> None:
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
+    parser.add_argument("--csharp", default=",".join(CSHARP_CORPORA), help="'' to leave C# out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -476,7 +499,18 @@ def main() -> None:
                           f"{figures['ambiguous names']:.0f} names several definitions share "
                           f"left out; {figures['as C++']:.0f} files read as C++")  # fmt: skip
         print(f"{name}: {cpp_rows[name]}", flush=True)
-    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows})
+    csharp_rows = {}
+    for name in filter(None, args.csharp.split(",")):
+        print(f"corpus {CSHARP_CORPORA[name].label} from Debian's source archive (C#); "
+              f"reference {mcs_version()}: the method each call and new of the compiled IL "
+              "binds (monodis)", flush=True)  # fmt: skip
+        csharp_rows[name] = _row(measure_csharp(name), "mcs")
+        print(f"{name}: {csharp_rows[name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows})
+    if args.update_results and csharp_rows:
+        update_results_row("correctness csharp",
+                          f"python bench/correctness.py --csharp {args.csharp}",
+                          "; ".join(f"{k} {v}" for k, v in csharp_rows.items()))  # fmt: skip
     if args.update_results and cpp_rows:
         update_results_row("correctness cpp", f"python bench/correctness.py --cpp {args.cpp}",
                           "; ".join(f"{k} {v}" for k, v in cpp_rows.items()))  # fmt: skip

@@ -71,6 +71,7 @@ def test_csharp_calls_resolve_through_scopes_and_usings(builder: FileStateBuilde
         ("Acme.Shapes.Shape.Describe", "Acme.Util.Logger.Write"),  # log: a declared field
         ("Acme.Shapes.Shape.Describe", "Acme.Util.Format.Number"),
         ("Acme.Shapes.Shape.Total", "Acme.Shapes.IShape.Area"),  # foreach (IShape shape ..)
+        ("Acme.Shapes.Square", "Acme.Shapes.Shape"),  # its constructors run Shape's
         ("Acme.Shapes.Square.Builder.Build", "Acme.Shapes.Square"),
         ("Acme.Shapes.Square.Describe", "Acme.Shapes.Shape.Describe"),  # base.Describe()
         ("Acme.Shapes.Square.Describe", "Acme.Util.Format.Number"),
@@ -146,3 +147,35 @@ def test_full_names_global_and_what_a_call_returns(builder: FileStateBuilder) ->
               if caller == "Acme.App.P.M"}  # fmt: skip
     assert called == {"Acme.Util.Format.Number", "Acme.Util.Tracing.Trace",
                       "Acme.Util.Logger.Shared", "Acme.Util.Logger.Write"}  # fmt: skip
+
+
+def test_types_named_like_properties_and_untyped_locals(builder: FileStateBuilder) -> None:
+    """Rules dnlib's misses against the compiler's IL showed (``bench/_csharp_reference``)."""
+    source = b"""namespace N {
+public interface IChunk { void SetOffset(); }
+public class Heap : IChunk { public void SetOffset() {} public void Add() {} }
+public class Heaps : System.IDisposable {
+    readonly Heap heap;
+    public Heap Heap { get { return heap; } }  // a property named as its type
+    readonly System.Collections.Generic.List<IChunk> chunks;
+    public Heaps() { heap = new Heap(); }
+    public void Write() {
+        heap.Add();  // the field's declared type, not the property
+        var current = Heap;  // a property's value
+        current.Add();
+        foreach (var chunk in chunks) chunk.SetOffset();  // an element of the field
+        Dispose();  // System.IDisposable is an interface: nothing to inherit from it
+    }
+    public void Dispose() {}
+}
+public class Special : Heap {}  // runs Heap's constructor, written or not
+}
+"""
+    state = build_state(builder, "h.cs", source)
+    names = {s.id: s.qualified_name for s in state.symbols}
+    edges = {(e.type, names.get(e.src), names.get(e.dst, e.dst)) for e in state.edges}
+    called = {dst for kind, src, dst in edges if src == "N.Heaps.Write" and kind is EdgeType.CALLS}
+    assert called == {"N.Heap.Add", "N.IChunk.SetOffset", "N.Heaps.Dispose"}
+    assert (EdgeType.INSTANTIATES, "N.Heaps.Heaps", "N.Heap") in edges  # the class, not Heaps.Heap
+    assert (EdgeType.INSTANTIATES, "N.Special", "N.Heap") in edges
+    assert (EdgeType.INSTANTIATES, "N.Heap", "N.IChunk") not in edges  # an interface's none

@@ -42,6 +42,9 @@ def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
         if inner is None:
             break
         node, depth = inner, depth + 1
+    qualified = node.child_by_field_name("name") if node.type == "qualified_name" else None
+    if qualified is not None and qualified.type == "generic_name":  # C#'s ``System.X.List<T>``
+        node = qualified
     if node.type == "array_type":  # Rust ``[Item]`` / ``[Item; 4]``, Java and C# ``Item[]``
         element = node.child_by_field_name("element") or node.child_by_field_name("type")
         return f"list[{declared_type(element, src, depth + 1)}]" if element else ""

@@ -83,6 +83,13 @@ class Extraction:
     module_boundaries: tuple[int, ...] = ()
 
 
+def _interface_named(target: _Def | Reference) -> bool:
+    if isinstance(target, _Def):
+        return target.kind == "interface"
+    last = target.name.rsplit(".", 1)[-1]
+    return len(last) > 1 and last[0] == "I" and last[1].isupper()
+
+
 def file_id(repo: str, path: str) -> str:
     return f"{repo}::{path}"
 
@@ -323,7 +330,17 @@ class _Extractor(TypeEdges):
                 target = self._scoped(target, call_context(deriving.parent))
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
-            self._bases[deriving.qualified_name].append(target)
+            if self.language != "csharp":
+                self._bases[deriving.qualified_name].append(target)
+            elif not _interface_named(target):
+                # C#'s bases do not say which is the class; an interface (``IDisposable``,
+                # named so by convention) gives no inherited member to a bare call. Every
+                # constructor of a class runs its base class's, written (``: base(..)``)
+                # or not.
+                self._bases[deriving.qualified_name].append(target)
+                first = len(self._bases[deriving.qualified_name]) == 1
+                if first and deriving.node.type == "class_declaration":
+                    self._add(EdgeType.INSTANTIATES, deriving.symbol_id, target)
             self._add(EdgeType.INHERITS_FROM, deriving.symbol_id, target)
         for match in matches:
             self._check()
@@ -345,6 +362,7 @@ class _Extractor(TypeEdges):
                     continue  # the builtin itself; its method call resolves below
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
+                self._building = edge_type is EdgeType.INSTANTIATES
                 listed = (
                     node.child_by_field_name("arguments") if self.language in _OVERLOADING else None
                 )

@@ -145,7 +145,11 @@ _CSHARP_FACTS = f"""
   (object_creation_expression type: {_CS_BUILT} @type))) @fact
 (variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @name
   (invocation_expression function: [(identifier) (member_access_expression)] @call))) @fact
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @name
+  [(identifier) (member_access_expression)] @call)) @fact
 (foreach_statement type: {_CS_TYPE} @type left: (identifier) @name) @fact
+(foreach_statement type: (implicit_type) left: (identifier) @name
+  right: [(identifier) (member_access_expression)] @iter) @loop
 (declaration_pattern type: {_CS_TYPE} @type name: (identifier) @name) @fact
 (method_declaration returns: {_CS_TYPE} @type name: (identifier) @returns) @fact
 """

@@ -220,7 +220,10 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
-            if typed is None and self.language in ("java", "csharp"):  # another file's base's
+            base_field = self.language == "java" or (
+                self.language == "csharp" and not class_like(receiver[0])  # else: a type's
+            )
+            if typed is None and base_field:  # a field another file's base declares
                 return self._field_reference(["this", receiver[0]], method, around)
             cpp_field = self.language == "cpp" and self._member_call
             if typed is None and cpp_field and self._enclosing_class(around):

@@ -87,6 +87,7 @@ class Resolution(BuiltReceivers):
         self._at = -1
         self._arity: int | None = None  # the call's argument count, where it is known
         self._overloads: dict[str, list[_Def]] = defaultdict(list)  # Java: qualified -> each
+        self._building = False  # resolving what a ``new`` builds (a type, never a member)
 
     def _certainty(self) -> CallResolution:
         """The resolution of the call just resolved (``_guessed`` is reset before each)."""
@@ -192,13 +193,16 @@ class Resolution(BuiltReceivers):
                 if named is not None:
                     return named
                 fitting = self._fitting(key)
+                if fitting is not None and self._a_type_wanted() and fitting[0].kind == "variable":
+                    continue  # C#'s ``USHeap USHeap { get; }``: the type, not the property
                 if fitting is not None and fitting[1]:
                     return fitting[0]
                 nearest = nearest or (fitting[0] if fitting else None)
             if nearest is not None:
                 return nearest
-            # C# names its methods like its classes: any bare name may be an inherited one.
-            java_member = self.language == "csharp" or (
+            # C# names its methods like its classes: any bare name called may be an
+            # inherited one (a bare name built is a type).
+            java_member = (self.language == "csharp" and not self._a_type_wanted()) or (
                 self.language == "java" and not class_like(dotted)
             )
             if java_member and self._binding(dotted, around) is None:  # not a static import
@@ -244,6 +248,11 @@ class Resolution(BuiltReceivers):
             if first:
                 return Reference(name=".".join(parts[first:]), module=".".join(parts[:first]))
         return Reference(name=dotted)
+
+    def _a_type_wanted(self) -> bool:
+        """A C# name read as a type (what ``new`` builds, a declared type), where a
+        property may have the type's name."""
+        return self.language == "csharp" and (self._building or self._typing)
 
     def _nested(self, parts: list[str], around: _Def | None) -> _Def | Reference | None:
         """``A.m`` / ``A.B`` where ``A`` is a class nested in one around (Java names it without
