@@ -617,6 +617,15 @@ MIXED = {
     "class Guidance {\n public:\n  int correct_course();\n private:\n  Gyro* gyro_;\n};\n}\n",
     "nav/guidance.cc": '#include "guidance.h"\nnamespace nav {\nint Gyro::drift() const '
     "{ return 2; }\nint Guidance::correct_course() { return gyro_->drift(); }\n}\n",
+    # C#: a class of another file's namespace, reached through ``using``, an extension
+    # method and a base class's constructor.
+    "Ground/Telemetry.cs": "namespace Ground.Link;\npublic class Radio {\n"
+    "    public int Send(string frame) => frame.Length;\n}\npublic static class RadioExtensions {\n"
+    '    public static int Ping(this Radio radio) => radio.Send("ping");\n}\n',
+    "Ground/Station.cs": "using Ground.Link;\nnamespace Ground {\n"
+    "    public class Base { }\n    public class Station : Base {\n"
+    "        readonly Radio radio = new Radio();\n"
+    '        public int Check() => radio.Ping() + radio.Send("status");\n    }\n}\n',
 }
 
 
@@ -671,6 +680,15 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
     callers = httpx.get(f"{url}/v1/symbols/mixed::nav/guidance.cc::nav.Gyro.drift/callers",
                         headers=headers, timeout=60).json()["callers"]  # fmt: skip
     assert [c["qualified_name"] for c in callers] == ["nav.Guidance.correct_course"], callers
+    # C# end to end: the extension method's callers (through ``using``), and what it calls.
+    sent = httpx.get(f"{url}/v1/symbols/mixed::Ground/Telemetry.cs::Ground.Link.Radio.Send/callers",
+                     headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert sorted(c["qualified_name"] for c in sent) == [
+        "Ground.Link.RadioExtensions.Ping", "Ground.Station.Check"], sent  # fmt: skip
+    pinged = httpx.get(
+        f"{url}/v1/symbols/mixed::Ground/Telemetry.cs::Ground.Link.RadioExtensions.Ping/callers",
+        headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in pinged] == ["Ground.Station.Check"], pinged
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness

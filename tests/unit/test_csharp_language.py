@@ -111,6 +111,9 @@ def test_csharp_references_try_each_scope_then_each_opened_namespace() -> None:
         f"{SCOPE}|{CS_GLOBAL}|Acme.Format.Number",
         f"{SCOPE}|{CS_GLOBAL}|Format.Number",
         f"{SCOPE}|{CS_GLOBAL}|Acme.Util.Format.Number",
+        # ``Format`` may be a property of the class (or of a base: the first opened names)
+        f"{SCOPE}|{CS_GLOBAL}|Acme.App.Program.Format().Number",
+        f"{SCOPE}|{CS_GLOBAL}|Acme.Util.Format().Number",
     ]
 
 
@@ -179,3 +182,62 @@ public class Special : Heap {}  // runs Heap's constructor, written or not
     assert (EdgeType.INSTANTIATES, "N.Heaps.Heaps", "N.Heap") in edges  # the class, not Heaps.Heap
     assert (EdgeType.INSTANTIATES, "N.Special", "N.Heap") in edges
     assert (EdgeType.INSTANTIATES, "N.Heap", "N.IChunk") not in edges  # an interface's none
+
+
+def test_extension_methods_by_extended_type_and_arity(builder: FileStateBuilder) -> None:
+    """``reader.ReadPacked()`` runs ``IOExtensions.ReadPacked(this Reader r)`` when the
+    namespace is in scope; .NET's own ``writer.Write(x)`` does not find an extension of the
+    same name that takes other arguments."""
+    library = b"""namespace Acme.IO {
+public class Reader { public int ReadByte() => 0; }
+public static class IOExtensions {
+    public static int ReadPacked(this Reader reader) => reader.ReadByte();
+    public static void Write(this System.IO.BinaryWriter w, Reader r, int n) {}
+}
+}
+"""
+    user = b"""using Acme.IO;
+namespace Acme.App {
+class Loader {
+    readonly Reader reader;
+    readonly System.IO.BinaryWriter writer;
+    int Load() { writer.Write(1); return reader.ReadPacked(); }
+    void Save(BinaryWriter w) { w.Write(reader, 2); }
+}
+}
+"""
+    states = {"IO.cs": build_state(builder, "IO.cs", library),
+              "Loader.cs": build_state(builder, "Loader.cs", user)}  # fmt: skip
+    found = joined_callers(states, "csharp", CS_GLOBAL)
+    assert ("Acme.App.Loader.Load", "Acme.IO.IOExtensions.ReadPacked") in found
+    assert ("Acme.App.Loader.Load", "Acme.IO.IOExtensions.Write") not in found  # one argument
+    assert ("Acme.App.Loader.Save", "Acme.IO.IOExtensions.Write") in found  # two, after this
+    extension = next(s for s in states["IO.cs"].symbols if s.name == "ReadPacked")
+    assert (
+        symbol_key(SCOPE, "", extension) == f"{SCOPE}|{CS_GLOBAL}|Acme.IO.this.Reader.ReadPacked/0"
+    )
+
+
+def test_members_of_a_base_of_another_file(builder: FileStateBuilder) -> None:
+    """A nested type of the base class (``Rows<T>``) and a property of it (``Listener``)
+    named from a subclass in another file."""
+    base = b"""namespace W {
+public interface IListener { void OnEvent(); }
+public abstract class MetaData {
+    public IListener Listener { get; set; }
+    public class Rows<T> { public void Add(T item) {} }
+}
+}
+"""
+    derived = b"""namespace W {
+sealed class Normal : MetaData {
+    readonly Rows<string> names = new Rows<string>();
+    void Run() { names.Add("a"); Listener.OnEvent(); }
+}
+}
+"""
+    states = {"MetaData.cs": build_state(builder, "MetaData.cs", base),
+              "Normal.cs": build_state(builder, "Normal.cs", derived)}  # fmt: skip
+    called = {callee for caller, callee in joined_callers(states, "csharp", CS_GLOBAL)
+              if caller == "W.Normal.Run"}  # fmt: skip
+    assert called == {"W.MetaData.Rows.Add", "W.IListener.OnEvent"}

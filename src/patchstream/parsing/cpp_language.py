@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from patchstream.parsing.csharp_language import extension_keys
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
 from patchstream.schemas.graph import Reference
 
@@ -76,17 +77,21 @@ def scoped_lookup(
     aliases: dict[str, str] | None = None,
     marker: str = C_GLOBAL,
     opened: tuple[str, ...] = (),
+    arity: int | None = None,
 ) -> object:
     """``target`` as C++ (and C#) look it up when it is a reference with no module: from
     ``context`` (the namespaces and class the call is written in, dotted) outward.
     ``aliases``: the file's ``using ns::Name;`` declarations (``Name`` -> ``ns.Name``).
     ``marker``: the language's program-wide namespace; ``opened``: namespaces the file
-    opens (C#'s ``using Acme.Util;``), tried after the enclosing scopes."""
+    opens (C#'s ``using Acme.Util;``), tried after the enclosing scopes; ``arity``: a C#
+    member call's argument count, for its extension methods (``csharp_language``)."""
     if not isinstance(target, Reference) or target.module is not None:
         return target
     parts = [part for part in target.name.split(".") if part]
     if parts and parts[0] in _SELF:  # ``this->m()``: the class's member, then outward
-        parts = parts[1:]
+        # (C#: named by its class, whose extension methods ``this.M()`` may also run)
+        owner = context.rsplit(".", 1)[-1] if marker == CS_GLOBAL and context else ""
+        parts = [owner, *parts[1:]] if owner and len(parts) > 1 else parts[1:]
     if parts and parts[0] == "global":  # C#'s ``global::Acme.Util``: from the top only
         parts, context, opened = parts[1:], "", ()
     if parts and aliases and parts[0] in aliases:
@@ -96,6 +101,7 @@ def scoped_lookup(
     module = f"{marker}.{context}" if context else marker
     # ``+`` is in no identifier of either language: the opened namespaces ride along.
     module += "".join(f"+{namespace}" for namespace in opened)
+    module += f"#{arity}" if arity is not None else ""
     return Reference(name=".".join(parts), module=module)
 
 
@@ -104,7 +110,9 @@ def lookup_keys(scope: str, reference: Reference) -> list[str]:
     (``<global>|leveldb.DBImpl.Get``, ``<global>|leveldb.Get``, ``<global>|Get``), then in
     each opened namespace."""
     assert reference.module is not None
-    written, *opened = reference.module.split("+")
+    module, _, counted = reference.module.partition("#")  # C#: a member call's arguments
+    arity = int(counted) if counted.isdigit() else None
+    written, *opened = module.split("+")
     marker, _, dotted = written.partition(".")
     context = [p for p in dotted.split(".") if p]
     keys = [
@@ -112,6 +120,16 @@ def lookup_keys(scope: str, reference: Reference) -> list[str]:
         for cut in range(len(context), -1, -1)
     ]
     keys += [f"{scope}|{marker}|{namespace}.{reference.name}" for namespace in opened]
+    if marker == CS_GLOBAL:
+        # ``Listener.OnEvent()``: ``Listener`` is a type or a property of the class (or of
+        # its bases, the first opened names): the property's what its RETURNS edge names.
+        head, _, rest = reference.name.partition(".")
+        if rest and head[:1].isupper() and head.isidentifier():
+            keys += [f"{scope}|{marker}|{owner}.{head}().{rest}"
+                     for owner in [".".join(context), *opened[:2]] if owner]  # fmt: skip
+        # The extension methods a member call may run.
+        enclosing = [".".join(context[:cut]) for cut in range(len(context), -1, -1)]
+        keys += extension_keys(scope, reference, [*enclosing, *opened], arity)
     return list(dict.fromkeys(keys))
 
 
@@ -119,6 +137,6 @@ def is_scoped_lookup(reference: Reference) -> bool:
     """A reference :func:`scoped_lookup` made (C++ or C#)."""
     module = reference.module
     return module is not None and any(
-        module == marker or module.startswith((f"{marker}.", f"{marker}+"))
+        module == marker or module.startswith((f"{marker}.", f"{marker}+", f"{marker}#"))
         for marker in (C_GLOBAL, CS_GLOBAL)
     )

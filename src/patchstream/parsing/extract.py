@@ -399,7 +399,9 @@ class _Extractor(TypeEdges):
                 ):  # an element, or what a call returns: of unknown type, never guessed
                     target = Reference(name=f"?.{parts[-1]}")
                 if self.language in SCOPED_LANGUAGES:
-                    target = self._scoped(target, call_context(around))
+                    member = edge_type is EdgeType.CALLS and receiver is not None
+                    arity = self._arity if member and self.language == "csharp" else None
+                    target = self._scoped(target, call_context(around), arity)
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
                 src = around.symbol_id if around is not None else self.module_id

@@ -15,16 +15,35 @@ class TypeEdges(CallSiteTypes):
     cpp_aliases: dict[str, str]
     opened: tuple[str, ...]
 
-    def _scoped(self, target: _Def | Reference, context: str) -> _Def | Reference:
+    def _scoped(
+        self, target: _Def | Reference, context: str, arity: int | None = None
+    ) -> _Def | Reference:
         """A reference no definition of the file binds, looked up from ``context`` outward
-        (``cpp_language.scoped_lookup``): C++'s namespaces, C#'s and its opened ones."""
+        (``cpp_language.scoped_lookup``): C++'s namespaces, C#'s and its opened ones
+        (``arity``: a C# member call's argument count, for its extension methods)."""
         if self.language == "csharp":
             context = context or self.file_scope
-            found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, self.opened)
+            opened = (*self._bases_named(context), *self.opened)
+            found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, opened, arity)
         else:
             found = scoped_lookup(target, context, self.cpp_aliases)
         assert isinstance(found, (_Def, Reference))
         return found
+
+    def _bases_named(self, context: str) -> list[str]:
+        """The full names of the bases of the class ``context`` names (C#: their nested
+        types and members are in scope): a base of another file as if it were in the scope
+        its name is written in, where projects mostly keep it."""
+        owner, names = context, []
+        while owner and owner not in self._bases:
+            owner = owner.rpartition(".")[0]  # a method's class, a nested class's outer
+        for base in self._bases.get(owner, ()):
+            if isinstance(base, _Def):
+                names.append(base.qualified_name)
+            elif base.module is not None and base.module.startswith(f"{CS_GLOBAL}."):
+                written = base.module.split("+", 1)[0].split("#", 1)[0]
+                names.append(f"{written[len(CS_GLOBAL) + 1 :]}.{base.name}".lstrip("."))
+        return names[:2]
 
     def _collect_returns(self) -> None:
         """RETURNS edges from functions to the class their return annotation names, and from

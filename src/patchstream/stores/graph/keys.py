@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from patchstream.parsing.cpp_language import is_scoped_lookup, lookup_keys
+from patchstream.parsing.csharp_language import extended_type, extension_key
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
@@ -33,6 +34,9 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
     if symbol.language in GLOBAL_NAMESPACE_LANGUAGES and not file_local(symbol):
         return f"{scope}|{C_GLOBAL}|{symbol.qualified_name}"  # C: one namespace, the program's
     if symbol.language == "csharp":  # full names: namespaces are not files
+        extended = extended_type(symbol)
+        if extended is not None:
+            return extension_key(scope, symbol, extended)
         return f"{scope}|{CS_GLOBAL}|{symbol.qualified_name}"
     return f"{scope}|{module}|{symbol.qualified_name}"
 
