@@ -47,7 +47,7 @@ SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", "
                    ".rs"}  # fmt: skip
 
 # Counted in a corpus's size; never copied out of a PyPI package.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp")
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -114,8 +114,14 @@ def build_corpus(name: str, into: Path) -> Path:
         for corpus in ("leveldb", "yaml-cpp"):
             shutil.copytree(cpp_tree(CPP_CORPORA[corpus]), into / corpus)
         return into
+    if name == "csharp":  # dnlib and dbus-sharp, Debian's tarballs (bench/_csharp_reference.py)
+        from _csharp_reference import CSHARP_CORPORA, csharp_tree
+
+        for corpus in ("dnlib", "dbus-sharp"):
+            shutil.copytree(csharp_tree(CSHARP_CORPORA[corpus]), into / corpus)
+        return into
     if name not in PYPI_CORPORA:
-        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c or cpp")
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp or csharp")
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -126,6 +132,8 @@ def corpus_label(name: str) -> str:
         return "c: lua+zlib (C, whole trees at their pinned commits)"
     if name == "cpp":
         return "cpp: leveldb+yaml-cpp (C++, whole trees at their pinned commits)"
+    if name == "csharp":
+        return "csharp: dnlib 2.1+dbus-sharp 0.8.1 (C#, Debian's upstream tarballs, src/)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 

@@ -1,6 +1,7 @@
 """The C# side of ``correctness.py``: real C# projects from Debian's source archive, compiled
 by Debian's Mono C# compiler (``mcs``); caller edges read from the compiled IL (``monodis``):
-every ``call``, ``callvirt`` and ``newobj`` names the method the compiler bound.
+every ``call``, ``callvirt`` and ``newobj`` names the method the compiler bound. Needs
+``apt-get install mono-mcs mono-utils libmono-posix4.0-cil`` (the bench says so).
 
 Mapped onto patchstream's symbols by full name (``dnlib.DotNet.ModuleDef.Find``):
 - a constructor is compared as its class (``newobj`` and ``: base(..)`` both), on both sides,
@@ -17,6 +18,7 @@ Mapped onto patchstream's symbols by full name (``dnlib.DotNet.ModuleDef.Find``)
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from collections import defaultdict
@@ -199,6 +201,9 @@ def _callee(written: str) -> str | None:
 
 def mcs_calls(root: Path, corpus: CSharpCorpus) -> CompiledCalls:
     """Compile every ``.cs`` under ``root`` into one library and read its IL."""
+    if shutil.which("mcs") is None or shutil.which("monodis") is None:
+        needed = " ".join(("mono-mcs", "mono-utils", *corpus.packages))
+        raise SystemExit(f"the C# reference needs Debian's Mono: apt-get install {needed}")
     with tempfile.TemporaryDirectory() as scratch:
         dll = Path(scratch) / "project.dll"
         references = [f"-r:{name}" for name in corpus.references]

@@ -181,6 +181,7 @@ def per_language(update: bool) -> None:
     from _c_reference import C_CORPORA, c_tree
     from _common import package_tree
     from _cpp_reference import CPP_CORPORA, cpp_tree
+    from _csharp_reference import CSHARP_CORPORA, csharp_tree
 
     corpora: dict[str, list[Path]] = {
         "python (requests, click, attr)": [
@@ -195,6 +196,10 @@ def per_language(update: bool) -> None:
             f for name in ("leveldb", "yaml-cpp")
             for f in sorted(cpp_tree(CPP_CORPORA[name]).rglob("*"))
             if f.suffix in (".cc", ".cpp", ".h", ".hpp")
+        ],
+        "c# (dnlib, dbus-sharp)": [
+            f for name in ("dnlib", "dbus-sharp")
+            for f in sorted(csharp_tree(CSHARP_CORPORA[name]).rglob("*.cs"))
         ],
     }  # fmt: skip
     print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")
