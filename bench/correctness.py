@@ -35,6 +35,14 @@ from _csharp_reference import (
     mcs_version,
 )
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
+from _kotlin_reference import (
+    KOTLIN_CORPORA,
+    kotlin_tree,
+    kotlinc_calls,
+    kotlinc_version,
+    remember_sources,
+)
+from _kotlin_reference import compared_edges as kotlin_compared
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.c_language import is_macro
 from patchstream.parsing.delta import diff_states
@@ -372,6 +380,16 @@ def measure_csharp(name: str) -> dict[str, float]:
     return {**compare(states, reference, edges=ranked), **figures}
 
 
+def measure_kotlin(name: str) -> dict[str, float]:
+    """A Kotlin project against the calls its bytecode makes (``_kotlin_reference``)."""
+    root = kotlin_tree(KOTLIN_CORPORA[name])
+    remember_sources(root)
+    states = build_states(root, name, "*.kt")
+    calls = kotlinc_calls(root)
+    reference, ranked, figures = kotlin_compared(states, our_edges(states), calls)
+    return {**compare(states, reference, edges=ranked), **figures}
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -419,6 +437,7 @@ def main() -> None:
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
     parser.add_argument("--csharp", default=",".join(CSHARP_CORPORA), help="'' to leave C# out")
+    parser.add_argument("--kotlin", default=",".join(KOTLIN_CORPORA), help="'' to leave Kotlin out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -506,7 +525,20 @@ def main() -> None:
               "binds (monodis)", flush=True)  # fmt: skip
         csharp_rows[name] = _row(measure_csharp(name), "mcs")
         print(f"{name}: {csharp_rows[name]}", flush=True)
-    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows})
+    kotlin_rows = {}
+    for name in filter(None, args.kotlin.split(",")):
+        print(
+            f"corpus {KOTLIN_CORPORA[name].label} (Kotlin); reference {kotlinc_version()}: "
+            "the method each invoke of the compiled bytecode binds (javap)",
+            flush=True,
+        )
+        kotlin_rows[name] = _row(measure_kotlin(name), "kotlinc")
+        print(f"{name}: {kotlin_rows[name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows, **kotlin_rows})
+    if args.update_results and kotlin_rows:
+        update_results_row("correctness kotlin",
+                          f"python bench/correctness.py --kotlin {args.kotlin}",
+                          "; ".join(f"{k} {v}" for k, v in kotlin_rows.items()))  # fmt: skip
     if args.update_results and csharp_rows:
         update_results_row("correctness csharp",
                           f"python bench/correctness.py --csharp {args.csharp}",

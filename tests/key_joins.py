@@ -1,7 +1,6 @@
 """Callers as the graph joins them, without a graph: each reference's candidate keys
 (``keys.reference_keys``) against each symbol's key, plus the RETURNS join that a call on
-what a field or function gives (``<its key>().m``) takes. For languages whose names live in
-one program-wide namespace (C++'s ``<global>``, C#'s ``<cs>``)."""
+what a field or function gives (``<its key>().m``) takes."""
 
 from __future__ import annotations
 
@@ -17,10 +16,11 @@ SCOPE = "t|r|main"
 
 
 def joined_callers(
-    states: dict[str, FileState], language: str, marker: str
+    states: dict[str, FileState], language: str, marker: str = ""
 ) -> set[tuple[str, str]]:
-    """(caller, callee) by qualified name."""
+    """(caller, callee) by qualified name (``marker``: unused, the keys say it)."""
     by_key: dict[str, list[str]] = defaultdict(list)
+    key_of: dict[str, str] = {}
     names = {}
     for state in states.values():
         module = module_of(diff_states(None, state), None)
@@ -29,6 +29,7 @@ def joined_callers(
             key = symbol_key(SCOPE, module, symbol)
             if key is not None:
                 by_key[key].append(symbol.id)
+                key_of[symbol.id] = key
 
     def targets(dst: str, ref: object) -> list[str]:
         if ref is None:
@@ -40,14 +41,16 @@ def joined_callers(
         for edge in state.edges:
             if edge.type is not EdgeType.RETURNS:
                 continue
-            giver = names[edge.src]
+            giver = key_of.get(edge.src)
+            if giver is None:
+                continue
             for target in targets(edge.dst, edge.ref):
                 owner = names[target]
                 for ids in list(by_key.values()):
                     for sid in ids:
                         if names[sid].startswith(f"{owner}."):
                             method = names[sid].rsplit(".", 1)[1]
-                            by_key[f"{SCOPE}|{marker}|{giver}().{method}"].append(sid)
+                            by_key[f"{giver}().{method}"].append(sid)
     found = set()
     for state in states.values():
         for edge in state.edges:

@@ -22,15 +22,16 @@ _SEQUENCES = frozenset({
     "List", "ArrayList", "Set", "TreeSet", "LinkedHashSet", "SortedSet", "Collection",
     "Iterable", "Iterator", "Deque", "ArrayDeque", "Queue", "Stream", "CopyOnWriteArrayList",
     "IList", "IEnumerable", "ICollection", "IReadOnlyList", "IReadOnlyCollection", "ISet",
-    "IEnumerator", "Stack", "ConcurrentQueue", "ConcurrentBag",
+    "IEnumerator", "Stack", "ConcurrentQueue", "ConcurrentBag", "MutableList", "MutableSet",
+    "MutableCollection", "Sequence", "Array",
 })  # fmt: skip
 _MAPS = frozenset({"HashMap", "BTreeMap", "IndexMap", "Map", "TreeMap", "LinkedHashMap",
                    "SortedMap", "ConcurrentHashMap", "ConcurrentMap", "Dictionary",
                    "IDictionary", "IReadOnlyDictionary", "ConcurrentDictionary",
-                   "SortedDictionary"})  # fmt: skip
+                   "SortedDictionary", "MutableMap"})  # fmt: skip
 _UNWRAPPED = {"reference_type": "type", "pointer_type": "type", "dynamic_type": "trait",
               "abstract_type": "trait", "bounded_type": None,
-              "nullable_type": "type"}  # fmt: skip
+              "nullable_type": None}  # fmt: skip
 _MAX_DEPTH = 8  # nesting kept is shallow; deeper types are not a receiver we can type anyway
 
 
@@ -48,7 +49,10 @@ def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
     if node.type == "array_type":  # Rust ``[Item]`` / ``[Item; 4]``, Java and C# ``Item[]``
         element = node.child_by_field_name("element") or node.child_by_field_name("type")
         return f"list[{declared_type(element, src, depth + 1)}]" if element else ""
-    if node.type not in ("generic_type", "generic_name") or depth >= _MAX_DEPTH:
+    generic = node.type in ("generic_type", "generic_name") or (
+        node.type == "user_type" and any(c.type == "type_arguments" for c in node.named_children)
+    )  # Kotlin's ``List<Shape>`` is a user_type with type arguments
+    if not generic or depth >= _MAX_DEPTH:
         return _dotted(src.text(node))
     named = node.child_by_field_name("type") or node.named_child(0)  # Rust / Java / C#
     listed = node.child_by_field_name("type_arguments") or next(
@@ -69,4 +73,4 @@ def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
 
 
 def _dotted(text: str) -> str:
-    return "".join(text.split()).replace("::", ".")
+    return "".join(text.split()).replace("::", ".").removesuffix("?")

@@ -36,6 +36,7 @@ from patchstream.parsing.node_text import (
     in_other_branches,
     name_parts,
     signature_of,
+    without_generics,
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
@@ -187,13 +188,19 @@ class _Extractor(TypeEdges):
                     continue  # ``FORCE_INLINE_TEMPLATE`` above a function: its signature's
                 name_node = match["name"][0]
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
+                if receiver is not None and self.language == "kotlin":
+                    receiver = without_generics("".join(receiver.split()))  # ``List<T>.second``
                 name = self.src.text(name_node)
                 if kind == "impl":
                     name = ".".join(p for p in name_parts(name) if p != "?")
                 candidate = _Def(kind, nodes[0], name_node, name, receiver)
                 key = (name_node.start_byte, name_node.end_byte)
                 held = chosen.get(key)
-                if held is None or _KIND_PRIORITY[kind] > _KIND_PRIORITY[held.kind]:
+                if (
+                    held is None
+                    or _KIND_PRIORITY[kind] > _KIND_PRIORITY[held.kind]
+                    or (kind == held.kind and held.receiver is None and receiver is not None)
+                ):  # the pattern that saw a receiver (Kotlin's extension functions) wins
                     chosen[key] = candidate
         self.defs = sorted(
             chosen.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte, d.kind)
@@ -211,6 +218,8 @@ class _Extractor(TypeEdges):
                 stack.pop()
             # An impl is only a naming scope for what it contains, never a parent of another impl.
             definition.parent = stack[-1] if stack else None
+            if self.language == "kotlin" and definition.parent is not None:
+                definition.receiver = None  # a member extension is its class's member
             if definition.receiver is not None:
                 if self.language == "cpp" and definition.parent is not None:
                     # ``Foo::Run`` inside ``namespace leveldb``: leveldb's Foo.
@@ -330,7 +339,12 @@ class _Extractor(TypeEdges):
                 target = self._scoped(target, call_context(deriving.parent))
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
-            if self.language != "csharp":
+            if self.language == "kotlin":
+                # ``class Q : Base(1), Shape``: only a class (built in the header) gives
+                # members to a bare call; its constructor runs with Q's.
+                if match["name"][0].parent.type == "constructor_invocation":  # type: ignore[union-attr]
+                    self._bases[deriving.qualified_name].append(target)
+            elif self.language != "csharp":
                 self._bases[deriving.qualified_name].append(target)
             elif not _interface_named(target):
                 # C#'s bases do not say which is the class; an interface (``IDisposable``,
@@ -398,6 +412,8 @@ class _Extractor(TypeEdges):
                     )
                 ):  # an element, or what a call returns: of unknown type, never guessed
                     target = Reference(name=f"?.{parts[-1]}")
+                if self.language == "kotlin" and receiver is not None:
+                    target = self._imported_extension(target, parts[-1], around)
                 if self.language in SCOPED_LANGUAGES:
                     member = edge_type is EdgeType.CALLS and receiver is not None
                     arity = self._arity if member and self.language == "csharp" else None
@@ -411,6 +427,20 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _imported_extension(
+        self, target: _Def | Reference, method: str, around: _Def | None
+    ) -> _Def | Reference:
+        """Kotlin's ``x.convert()`` where ``convert`` is imported by name: an extension
+        function (members are never imported), ``T.convert`` of the import's package
+        (``T``: the receiver's type, when known; the graph also tries plain ``convert``)."""
+        imported = self._binding(method, around)
+        if imported is None or imported.name in ("", "*") or isinstance(target, _Def):
+            return target
+        owner = target.name.rpartition(".")[0].rsplit(".", 1)[-1]
+        typed = owner and "?" not in target.name and class_like(owner)
+        name = f"{owner}.{imported.name}" if typed else imported.name
+        return Reference(name=name, module=imported.module)
 
     def _use_namespace(self, binding: ImportBinding, src: str) -> None:
         """C#'s ``using``: a namespace (or a class, ``using static``) opened for lookups, or
@@ -463,8 +493,8 @@ class _Extractor(TypeEdges):
             return EdgeType.INSTANTIATES if target.kind == "class" else EdgeType.CALLS
         # Python has no `new`: by convention a capitalized callee is a class.
         last = target.name.rsplit(".", 1)[-1]
-        if self.language == "python" and class_like(last):
-            return EdgeType.INSTANTIATES
+        if self.language in ("python", "kotlin") and class_like(last):
+            return EdgeType.INSTANTIATES  # Kotlin has no ``new`` either
         return EdgeType.CALLS
 
     def _add(

@@ -154,6 +154,18 @@ _CSHARP_FACTS = f"""
 (method_declaration returns: {_CS_TYPE} @type name: (identifier) @returns) @fact
 """
 
+_KT_TYPE = "[(user_type) (nullable_type)]"
+_KOTLIN_FACTS = f"""
+(parameter (identifier) @name {_KT_TYPE} @type) @fact
+(class_parameter (identifier) @name {_KT_TYPE} @type) @fact
+(property_declaration (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
+(property_declaration (variable_declaration (identifier) @name .)
+  (call_expression . [(identifier) (navigation_expression)] @call)) @fact
+(function_declaration name: (identifier) @returns (function_value_parameters) . {_KT_TYPE} @type)
+  @fact
+(for_statement (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -191,7 +203,7 @@ _CPP_FACTS = f"""
 
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
-          "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS}  # fmt: skip
+          "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS}  # fmt: skip
 
 
 @cache

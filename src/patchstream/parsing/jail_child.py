@@ -80,6 +80,8 @@ _SAMPLES = {
     "int A::f() { g(); this->h(); return x.m(); }\n}\n",
     "csharp": "using N;\nnamespace P {\nclass A : B {\n"
     "int F(C c) { var d = new D(); return c.G() + H(); }\n}\n}\n",
+    "kotlin": "package p\n\nimport q.R\n\nclass A(val r: R) : B() {\n"
+    "    fun f(c: C): Int = c.g() + h()\n}\n",
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 

@@ -17,6 +17,7 @@ import tree_sitter_cpp
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
+import tree_sitter_kotlin
 import tree_sitter_python
 import tree_sitter_rust
 import tree_sitter_typescript
@@ -62,6 +63,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             "cpp",
         ),
         LanguageSpec("csharp", (".cs",), tree_sitter_c_sharp.language, "csharp"),
+        LanguageSpec("kotlin", (".kt", ".kts"), tree_sitter_kotlin.language, "kotlin"),
     )
 }
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace

@@ -41,7 +41,7 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return stem.removesuffix("/index") if stem.endswith("/index") else stem
     if language == "go":
         return posixpath.dirname(path) or "."
-    if language in ("java", "csharp"):  # a package; a file-scoped namespace
+    if language in ("java", "csharp", "kotlin"):  # a package; a file-scoped namespace
         return package or ""
     if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
@@ -81,6 +81,8 @@ def import_bindings(
         return _java_imports(node, src)
     if language == "csharp":
         return _csharp_usings(node, src)
+    if language == "kotlin":
+        return _kotlin_imports(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
     if language in ("c", "cpp"):
@@ -220,6 +222,19 @@ def _csharp_usings(node: ts.Node, src: Source) -> list[ImportBinding]:
         return [ImportBinding(None, dotted, "*")]
     module, _, name = dotted.rpartition(".")
     return [ImportBinding(src.text(alias), module, name)]
+
+
+def _kotlin_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
+    """``import a.b.C``, ``import a.b.C as D``, ``import a.b.*`` (a wildcard)."""
+    path = next((c for c in node.named_children if c.type == "qualified_identifier"), None)
+    if path is None:
+        return []
+    dotted = "".join(src.text(path).split())
+    if "".join(src.text(node).split()).endswith(".*"):
+        return [ImportBinding(None, dotted, "*")]
+    alias = next((c for c in node.named_children if c.type == "identifier"), None)
+    module, _, name = dotted.rpartition(".")
+    return [ImportBinding(src.text(alias) if alias is not None else name, module, name)]
 
 
 def _rust_absolute(segments: list[str], module: str) -> list[str]:

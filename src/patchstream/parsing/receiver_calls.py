@@ -78,6 +78,8 @@ class BuiltReceivers(ReceiverJoins):
         built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
         if built is None and receiver.type == "new_expression":  # C++'s ``(new T(..))->m()``
             built = receiver.child_by_field_name("type")
+        if built is None and self.language == "kotlin" and receiver.type == "call_expression":
+            built = receiver.named_children[0] if receiver.named_child_count else None
         if built is None:
             return None
         text = without_generics("".join(self.src.text(built).split())).replace("::", ".")

@@ -194,7 +194,7 @@ class ReceiverTypes(abc.ABC):
                 return typed
             scope = scope.parent
         found = self._var_types.get("", {}).get(name)
-        if found is None and self.language in ("java", "cpp", "csharp"):  # a field, bare
+        if found is None and self.language in ("java", "cpp", "csharp", "kotlin"):  # bare field
             owner = self._enclosing_class(around)
             found = self._attribute_typed(owner, name) if owner is not None else None
         return found
@@ -220,7 +220,7 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
-            base_field = self.language == "java" or (
+            base_field = self.language in ("java", "kotlin") or (
                 self.language == "csharp" and not class_like(receiver[0])  # else: a type's
             )
             if typed is None and base_field:  # a field another file's base declares

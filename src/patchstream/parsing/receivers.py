@@ -279,7 +279,9 @@ def _written_type(node: ts.Node, language: str, src: Source) -> str:
     """A declared type's text; Java's and Rust's rewritten in the notation read here."""
     if language == "cpp":  # ``leveldb::Options`` -> ``leveldb.Options``
         return src.text(node).replace("::", ".")
-    return declared_type(node, src) if language in ("java", "rust", "csharp") else src.text(node)
+    if language in ("java", "rust", "csharp", "kotlin"):
+        return declared_type(node, src)
+    return src.text(node)
 
 
 def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:

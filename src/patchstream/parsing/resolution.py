@@ -203,7 +203,7 @@ class Resolution(BuiltReceivers):
             # C# names its methods like its classes: any bare name called may be an
             # inherited one (a bare name built is a type).
             java_member = (self.language == "csharp" and not self._a_type_wanted()) or (
-                self.language == "java" and not class_like(dotted)
+                self.language in ("java", "kotlin") and not class_like(dotted)
             )
             if java_member and self._binding(dotted, around) is None:  # not a static import
                 inherited = self._inherited_method(dotted, around)
@@ -213,7 +213,11 @@ class Resolution(BuiltReceivers):
             local = self.by_qualified.get(dotted)
             if local is not None:
                 return local
-            nested = self._nested(parts, around) if self.language in ("java", "csharp") else None
+            nested = (
+                self._nested(parts, around)
+                if self.language in ("java", "csharp", "kotlin")
+                else None
+            )
             if nested is not None:  # ``TagName.valueOf()`` for the nested ``Outer.TagName``
                 return nested
             container = self.by_qualified.get(".".join(parts[:-1]))
@@ -230,7 +234,18 @@ class Resolution(BuiltReceivers):
                 name = f"{binding.name}.{rest}" if rest else binding.name
             else:
                 name = rest
+            called = self.language == "kotlin" and not self._typing and not self._building
+            owner = self._enclosing_class(around) if called and not class_like(dotted) else None
+            if owner is not None and len(parts) == 1 and binding.name not in ("", "*"):
+                # Kotlin: an imported function called bare inside a class or an extension
+                # may be an extension of it (``convert {}`` in ``RawArgument.long``): its
+                # key is ``RawArgument.convert``; the graph also tries plain ``convert``.
+                name = f"{owner.rsplit('.', 1)[-1]}.{name}"
             return Reference(name=name, module=binding.module)
+        if self.language == "kotlin" and (len(parts) == 1 or class_like(parts[0])):
+            # Kotlin: a function, class or object no import names is the package's (its
+            # other files need no import); the standard library's stay unresolved there.
+            return Reference(name=dotted, module=self.module)
         if self.language == "go" and len(parts) == 1 and dotted not in _GO_PREDECLARED:
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.
@@ -241,7 +256,7 @@ class Resolution(BuiltReceivers):
             # Java: a class no import names is one of the package's (no import is written
             # for those), unless it is one of java.lang's.
             return Reference(name=dotted, module=self.module)
-        if self.language == "java" and not class_like(parts[0]):
+        if self.language in ("java", "kotlin") and not class_like(parts[0]):
             # A fully qualified name (``org.jsoup.nodes.Document``): the package, then the
             # class and what follows.
             first = next((i for i, part in enumerate(parts) if class_like(part)), None)

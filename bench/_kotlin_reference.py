@@ -1,0 +1,303 @@
+"""The Kotlin side of ``correctness.py``: real Kotlin projects at pinned commits, compiled by
+Debian's Kotlin compiler (``kotlinc``); caller edges read from the JVM bytecode (``javap -c
+-p``): every ``invoke*`` names the method the compiler bound. Needs ``apt-get install
+kotlin`` (1.3.31 on Debian 12, so the projects are pinned at commits of 2019).
+
+Mapped onto patchstream's symbols by full name (package + qualified name):
+- a constructor is compared as its class on both sides, and so is the code of property
+  accessors and initializers;
+- a companion object's functions are its class's (``Square.Companion.unit`` is
+  ``Square.unit``), a file's top-level functions (``ShapesKt.twice``) are the file's, an
+  extension function is its receiver's (``Shape.twice``);
+- a lambda's class (``Square$describe$1``) is the function it was written in (left out
+  where the file has overloads of that name: the class does not say which), a default
+  arguments' bridge (``f$default``: the calls in default values) and a synthetic accessor
+  (``access$f``) are ``f``;
+- property reads (``getX``) and calls into the standard library are left out;
+- a call the bytecode names on a class that inherits the method is the declaring class's;
+- recursion is left out on both sides (the bytecode's bridges call their functions: a
+  ``@JvmStatic`` method its companion's, a constructor another), and so are calls by
+  convention names (``toString``, ``get``, ``invoke``, ``getValue``...) that the compiler
+  also writes for operators, templates and delegated properties;
+- an ``inline`` function's body is copied into each caller: the bytecode has its calls
+  there and no call of it, so our edges through an inline function count as the caller's
+  (as for C's forced inlining) and edges to it are left out.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _c_reference import c_tree
+from patchstream.schemas.graph import SymbolKind
+from patchstream.schemas.state import FileState
+
+Edge = tuple[str, str]
+_MODULE = "bench"  # ``internal`` members are compiled as ``name$bench``
+
+
+@dataclass(frozen=True)
+class KotlinCorpus:
+    name: str
+    mirror: Path
+    commit: str
+    licence: str
+    source_root: str  # the main sources inside the tree
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.commit[:10]} ({self.licence})"
+
+
+KOTLIN_CORPORA = {
+    "clikt": KotlinCorpus("clikt", Path("/work/.mirror/ajalt+clikt/repo"), "2e157000",
+                          "Apache-2.0", "clikt/src/main/kotlin"),
+    # Held out: measured once Kotlin's rules were settled on clikt.
+    "kotlinpoet": KotlinCorpus("kotlinpoet", Path("/work/.mirror/square+kotlinpoet/repo"),
+                               "780e7e66", "Apache-2.0", "src/main/java"),
+}  # fmt: skip
+
+
+def kotlin_tree(corpus: KotlinCorpus) -> Path:
+    """The corpus's main sources at its pinned commit, unpacked on first use."""
+    return c_tree(corpus) / corpus.source_root  # type: ignore[arg-type]
+
+
+_CLASS = re.compile(r"^(?:[\w ]+ )?(?:class|interface) ([\w.$]+)(?:<.*?>)?"
+                    r"(?: extends ([\w.$]+)(?:<.*?>)?)?(?: implements (.*?))? \{$")  # fmt: skip
+_METHOD = re.compile(r"^  (?:[\w.$<>\[\], ?]+ )?([\w.$<>-]+)\(([\w.$]*).*\)(?: throws .*)?;$")
+_INVOKE = re.compile(r"invoke(?:virtual|special|static|interface)\s+#\d+(?:,\s+\d+)?\s+"
+                     r"// (?:Interface)?Method (?:([\w/$]+)\.)?\"?([\w$<>-]+)\"?:"
+                     r"\(L?([\w/$]*)")  # fmt: skip
+# Calls the compiler writes for operators and conventions, never written as calls: delegated
+# properties, ``a[i]``, ``for``, ``a + b``, destructuring, string templates' ``toString``.
+_CONVENTIONS = re.compile(r"^(getValue|setValue|provideDelegate|invoke|get|set|contains|"
+                          r"iterator|next|hasNext|plus|minus|times|div|rem|rangeTo|compareTo|"
+                          r"component\d+|unaryMinus|unaryPlus|not|inc|dec|\w+Assign|equals|"
+                          r"hashCode|toString)$")  # fmt: skip
+_ACCESSOR = re.compile(r"^(get|set|is)[A-Z]")
+_EXTENSION = re.compile(r"\bfun\s+(?:<.*?>\s*)?[\w.<>?, ]+?\.\w+\s*\(")  # fun T.name(
+
+
+@dataclass
+class JvmCalls:
+    """What the bytecode says: (caller, callee) as (class, method) pairs, and the classes."""
+
+    # (class, method, its first parameter's type, called class, method, its first parameter's)
+    calls: set[tuple[str, str, str, str, str, str]] = field(default_factory=set)
+    bases: dict[str, list[str]] = field(default_factory=dict)  # class -> superclass, interfaces
+    methods: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    files: dict[str, str] = field(default_factory=dict)  # class -> the source file it is from
+
+
+def read_javap(text: str) -> JvmCalls:
+    found = JvmCalls()
+    current, method, first, source = "", "", "", ""
+    for line in text.splitlines():
+        if line.startswith("Compiled from "):
+            source = line.split('"')[1]
+            continue
+        header = _CLASS.match(line)
+        if header:
+            current = header.group(1)
+            bases = [header.group(2)] if header.group(2) else []
+            if header.group(3):
+                bases += [b.split("<")[0].strip() for b in header.group(3).split(",")]
+            found.bases[current] = [b for b in bases if b and b != "java.lang.Object"]
+            found.files[current] = source
+            continue
+        signature = _METHOD.match(line)
+        if signature and current:
+            name = signature.group(1).rsplit(".", 1)[-1]  # a constructor: its class's name
+            first = signature.group(2).rsplit(".", 1)[-1]
+            method = "<init>" if name == current.rsplit(".", 1)[-1] else name
+            found.methods[current].add(method)
+            continue
+        call = _INVOKE.search(line)
+        if call and current:
+            owner = (call.group(1) or current.replace(".", "/")).replace("/", ".")
+            target_first = call.group(3).rsplit("/", 1)[-1]
+            found.calls.add((current, method, first, owner, call.group(2), target_first))
+    return found
+
+
+def kotlinc_calls(root: Path) -> JvmCalls:
+    """Compile every ``.kt`` under ``root`` and read every class file's bytecode."""
+    if shutil.which("kotlinc") is None:
+        raise SystemExit("the Kotlin reference needs Debian's compiler: apt-get install kotlin")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "classes"
+        subprocess.run(["kotlinc", str(root), "-d", str(out), "-module-name", _MODULE],
+                       check=True, capture_output=True, text=True)  # fmt: skip
+        classes = sorted(str(p) for p in out.rglob("*.class"))
+        text = subprocess.run(["javap", "-c", "-p", *classes], check=True, capture_output=True,
+                              text=True).stdout  # fmt: skip
+    return read_javap(text)
+
+
+def compared_edges(
+    states: dict[str, FileState], ours: dict[Edge, int], calls: JvmCalls
+) -> tuple[set[Edge], dict[Edge, int], dict[str, float]]:
+    """Both sides as (caller, callee) full names, as the module's docstring says."""
+    full: dict[str, str] = {}  # our symbol id -> package.qualified
+    classes: set[str] = set()
+    # (source file name, function) -> [(its receiver's type, full name)]
+    top_level: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    inline: set[str] = set()
+    variables: set[str] = set()
+    aliases = _type_aliases(states)
+    for path, state in states.items():
+        package = next((s.qualified_name for s in state.symbols
+                        if s.kind is SymbolKind.MODULE), "")  # fmt: skip
+        module_id = next((s.id for s in state.symbols if s.kind is SymbolKind.MODULE), "")
+        for symbol in state.symbols:
+            name = f"{package}.{symbol.qualified_name}".lstrip(".")
+            full[symbol.id] = name
+            if symbol.kind in (SymbolKind.CLASS, SymbolKind.INTERFACE):
+                classes.add(name)
+            if symbol.kind is SymbolKind.VARIABLE:
+                variables.add(name)
+            if symbol.kind is SymbolKind.FUNCTION:
+                if symbol.parent_id == module_id or _EXTENSION.search(symbol.signature):
+                    receiver = symbol.qualified_name.rsplit(".", 2)[-2] if (
+                        "." in symbol.qualified_name) else ""  # fmt: skip
+                    receiver = aliases.get(receiver, receiver)  # a typealias's type
+                    top_level[(Path(path).name, symbol.name)].append((receiver, name))
+                if "inline" in symbol.signature.split("fun", 1)[0].split():
+                    inline.add(name)
+    known = set(full.values())
+
+    def as_class(name: str) -> str:
+        owner, _, last = name.rpartition(".")
+        return owner if owner in classes and owner.rsplit(".", 1)[-1] == last else name
+
+    def declaring(owner: str, method: str) -> str:
+        """The class up ``owner``'s lineage that declares ``method``."""
+        queue, seen = [owner], set()
+        while queue:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            if method in calls.methods.get(current, ()):
+                return current
+            queue += calls.bases.get(current, [])
+        return owner
+
+    def symbol(owner: str, method: str, caller: bool, first: str = "") -> str | None:
+        method = method.removesuffix(f"${_MODULE}")
+        if caller and method.startswith("access$"):
+            return None  # a bridge the compiler made: its caller is the call
+        method = method.removesuffix("$default").removeprefix("access$")
+        if not caller and _CONVENTIONS.match(method):
+            return None
+        parts = [p for p in owner.split("$") if p not in ("Companion", "DefaultImpls")]
+        outer = parts[0]
+        # A lambda's class: ``Outer$fn$1``: the function written around it.
+        for at, part in enumerate(parts[1:], 1):
+            if not part[:1].isupper():
+                if caller and not part[:1].isdigit():
+                    return symbol("$".join(parts[:at]), part, caller)
+                return None if not caller else as_class(outer.replace("$", "."))
+        cls = ".".join(parts)
+        if method in ("<init>", "<clinit>"):
+            return cls if caller or cls in classes else None
+        if method.startswith("lambda$"):
+            return None
+        accessor = _ACCESSOR.match(method) and f"{cls}.{method}" not in known
+        if accessor or f"{cls}.{method}" in variables:
+            return cls if caller else None  # a property's accessor: no written call
+        if cls not in classes:  # a file's facade (``ShapesKt``): its top-level functions,
+            # an extension told apart by its receiver (the first parameter)
+            candidates = top_level.get((calls.files.get(owner, ""), method), [])
+            chosen = [n for r, n in candidates if r == first] or [n for r, n in candidates if not r]
+            if not chosen and len(candidates) == 1:
+                chosen = [candidates[0][1]]
+            return chosen[0] if len(chosen) == 1 else None  # a lambda's overload is unknown
+        return f"{cls}.{method}"
+
+    reference: set[Edge] = set()
+    for owner, method, first, target_owner, target, target_first in calls.calls:
+        src = symbol(owner, method, True, first)
+        if method.endswith("$default") and target == method.removesuffix("$default"):
+            continue  # a default arguments' bridge calling its function
+        declared = declaring(target_owner, target)
+        dst = symbol(declared, target, False, target_first)
+        if src is not None and dst is not None and dst in known and src in known:
+            edge = (as_class(src), as_class(dst))
+            if edge[0] != edge[1]:  # a bridge's call (``@JvmStatic``, a constructor's another)
+                reference.add(edge)
+    ranked: dict[Edge, int] = {}
+    named = {(full[s], full[d]): r for (s, d), r in ours.items() if s in full and d in full}
+    through = _through_inline(named, inline)
+    for (src, dst), rank in through.items():
+        if dst in inline:
+            continue
+        edge = (as_class(src), as_class(dst))
+        if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):
+            continue  # as on the reference's side
+        ranked[edge] = min(rank, ranked.get(edge, rank))
+    reference = {edge for edge in reference if edge[1] not in inline}
+    figures = {"bytecode calls": float(len(calls.calls)), "inline functions": float(len(inline))}
+    return reference, ranked, figures
+
+
+_TYPE_ALIAS = re.compile(rb"^\s*(?:\w+\s+)*typealias\s+(\w+)\s*(?:<[^=]*>)?\s*=\s*([\w.]+)",
+                         re.MULTILINE)  # fmt: skip
+
+
+def _type_aliases(states: dict[str, FileState]) -> dict[str, str]:
+    """``typealias RawOption = OptionWithValues<..>``: RawOption -> OptionWithValues (the
+    bytecode names the type)."""
+    found = {}
+    for path in states:
+        source = (_ROOTS.get(path) or Path()).read_bytes() if path in _ROOTS else b""
+        for match in _TYPE_ALIAS.finditer(source):
+            found[match.group(1).decode()] = match.group(2).decode().rsplit(".", 1)[-1]
+    for alias in list(found):  # ``RawOption = NullableOption<..>``, itself an alias
+        seen = {alias}
+        while found[alias] in found and found[alias] not in seen:
+            seen.add(found[alias])
+            found[alias] = found[found[alias]]
+    return found
+
+
+_ROOTS: dict[str, Path] = {}  # state path -> the file (``remember_sources``)
+
+
+def remember_sources(root: Path) -> None:
+    for path in root.rglob("*.kt"):
+        _ROOTS[str(path.relative_to(root.parent))] = path
+
+
+def _through_inline(edges: dict[Edge, int], inline: set[str]) -> dict[Edge, int]:
+    """``A -> B -> C`` with ``B`` inline is also ``A -> C`` (the weaker resolution)."""
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for (src, dst), rank in edges.items():
+        out[src].append((dst, rank))
+    found = dict(edges)
+    for (src, dst), rank in edges.items():
+        stack, seen = [(dst, rank)], {dst}
+        while stack:
+            inner, weakest = stack.pop()
+            if inner not in inline:
+                continue
+            for callee, callee_rank in out.get(inner, []):
+                both = max(weakest, callee_rank)
+                found[(src, callee)] = min(both, found.get((src, callee), both))
+                if callee not in seen:
+                    seen.add(callee)
+                    stack.append((callee, both))
+    return found
+
+
+def kotlinc_version() -> str:
+    done = subprocess.run(["kotlinc", "-version"], capture_output=True, text=True)
+    lines = [line for line in (done.stderr + done.stdout).splitlines() if "kotlinc" in line]
+    return lines[0].removeprefix("info: ").strip() if lines else "unknown"
