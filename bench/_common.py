@@ -47,7 +47,7 @@ SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", "
                    ".rs"}  # fmt: skip
 
 # Counted in a corpus's size; never copied out of a PyPI package.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs")
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -120,8 +120,15 @@ def build_corpus(name: str, into: Path) -> Path:
         for corpus in ("dnlib", "dbus-sharp"):
             shutil.copytree(csharp_tree(CSHARP_CORPORA[corpus]), into / corpus)
         return into
+    if name == "kotlin":  # clikt and kotlinpoet at pinned commits (bench/_kotlin_reference.py)
+        from _kotlin_reference import KOTLIN_CORPORA, kotlin_tree
+
+        for corpus in ("clikt", "kotlinpoet"):
+            shutil.copytree(kotlin_tree(KOTLIN_CORPORA[corpus]), into / corpus)
+        return into
     if name not in PYPI_CORPORA:
-        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp or csharp")
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp, csharp "
+                         "or kotlin")  # fmt: skip
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -134,6 +141,8 @@ def corpus_label(name: str) -> str:
         return "cpp: leveldb+yaml-cpp (C++, whole trees at their pinned commits)"
     if name == "csharp":
         return "csharp: dnlib 2.1+dbus-sharp 0.8.1 (C#, Debian's upstream tarballs, src/)"
+    if name == "kotlin":
+        return "kotlin: clikt+kotlinpoet (Kotlin, main sources at pinned 2019 commits)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 

@@ -182,6 +182,7 @@ def per_language(update: bool) -> None:
     from _common import package_tree
     from _cpp_reference import CPP_CORPORA, cpp_tree
     from _csharp_reference import CSHARP_CORPORA, csharp_tree
+    from _kotlin_reference import KOTLIN_CORPORA, kotlin_tree
 
     corpora: dict[str, list[Path]] = {
         "python (requests, click, attr)": [
@@ -200,6 +201,10 @@ def per_language(update: bool) -> None:
         "c# (dnlib, dbus-sharp)": [
             f for name in ("dnlib", "dbus-sharp")
             for f in sorted(csharp_tree(CSHARP_CORPORA[name]).rglob("*.cs"))
+        ],
+        "kotlin (clikt, kotlinpoet)": [
+            f for name in ("clikt", "kotlinpoet")
+            for f in sorted(kotlin_tree(KOTLIN_CORPORA[name]).rglob("*.kt"))
         ],
     }  # fmt: skip
     print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")

@@ -626,6 +626,12 @@ MIXED = {
     "    public class Base { }\n    public class Station : Base {\n"
     "        readonly Radio radio = new Radio();\n"
     '        public int Check() => radio.Ping() + radio.Send("status");\n    }\n}\n',
+    # Kotlin: another package's class through an import, a companion object's function.
+    "android/src/dock/Beacon.kt": "package dock\n\nclass Beacon(val id: Int) {\n"
+    "    fun blink(): Int = id * 2\n\n    companion object {\n"
+    "        fun first(): Beacon = Beacon(1)\n    }\n}\n",
+    "android/src/app/Panel.kt": "package app\n\nimport dock.Beacon\n\n"
+    "fun light(): Int {\n    val beacon: Beacon = Beacon.first()\n    return beacon.blink()\n}\n",
 }
 
 
@@ -689,6 +695,10 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
         f"{url}/v1/symbols/mixed::Ground/Telemetry.cs::Ground.Link.RadioExtensions.Ping/callers",
         headers=headers, timeout=60).json()["callers"]  # fmt: skip
     assert [c["qualified_name"] for c in pinged] == ["Ground.Station.Check"], pinged
+    # Kotlin end to end: a method of another package's class, called through a declared type.
+    blinked = httpx.get(f"{url}/v1/symbols/mixed::android/src/dock/Beacon.kt::Beacon.blink/callers",
+                        headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in blinked] == ["light"], blinked
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness
