@@ -82,6 +82,7 @@ _CONVENTIONS = re.compile(r"^(getValue|setValue|provideDelegate|invoke|get|set|c
                           r"component\d+|unaryMinus|unaryPlus|not|inc|dec|\w+Assign|equals|"
                           r"hashCode|toString)$")  # fmt: skip
 _ACCESSOR = re.compile(r"^(get|set|is)[A-Z]")
+_EITHER = "?either:"
 _EXTENSION = re.compile(r"\bfun\s+(?:<.*?>\s*)?[\w.<>?, ]+?\.\w+\s*\(")  # fun T.name(
 
 
@@ -219,12 +220,19 @@ def compared_edges(
             chosen = [n for r, n in candidates if r == first] or [n for r, n in candidates if not r]
             if not chosen and len(candidates) == 1:
                 chosen = [candidates[0][1]]
-            return chosen[0] if len(chosen) == 1 else None  # a lambda's overload is unknown
+            if len(chosen) != 1 and caller:  # a lambda's overload is unknown: its calls
+                return _EITHER + "|".join(n for _, n in candidates)  # are left out of both
+            return chosen[0] if len(chosen) == 1 else None
         return f"{cls}.{method}"
 
     reference: set[Edge] = set()
+    dropped: set[Edge] = set()  # from overloads a lambda's class cannot tell apart
     for owner, method, first, target_owner, target, target_first in calls.calls:
         src = symbol(owner, method, True, first)
+        if src is not None and src.startswith(_EITHER):
+            dst = symbol(declaring(target_owner, target), target, False, target_first)
+            dropped |= {(n, as_class(dst)) for n in src[len(_EITHER) :].split("|") if dst}
+            continue
         if method.endswith("$default") and target == method.removesuffix("$default"):
             continue  # a default arguments' bridge calling its function
         declared = declaring(target_owner, target)
@@ -233,6 +241,7 @@ def compared_edges(
             edge = (as_class(src), as_class(dst))
             if edge[0] != edge[1]:  # a bridge's call (``@JvmStatic``, a constructor's another)
                 reference.add(edge)
+    reference -= dropped
     ranked: dict[Edge, int] = {}
     named = {(full[s], full[d]): r for (s, d), r in ours.items() if s in full and d in full}
     through = _through_inline(named, inline)
@@ -242,6 +251,8 @@ def compared_edges(
         edge = (as_class(src), as_class(dst))
         if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):
             continue  # as on the reference's side
+        if edge in dropped:
+            continue
         ranked[edge] = min(rank, ranked.get(edge, rank))
     reference = {edge for edge in reference if edge[1] not in inline}
     figures = {"bytecode calls": float(len(calls.calls)), "inline functions": float(len(inline))}

@@ -8,6 +8,7 @@ the file becomes a :class:`Reference` for the graph sink to resolve.
 
 from __future__ import annotations
 
+import re
 import time
 from bisect import bisect_right
 from collections import defaultdict
@@ -53,6 +54,9 @@ from patchstream.schemas.graph import (
 
 # When two patterns name the same identifier (``const f = () => {}`` is a function and a
 # variable; a Go interface type_spec also matches the generic type pattern) the higher wins.
+_SUPER_DELEGATION = re.compile(
+    rb"\bconstructor[ \t]{0,40}\([^{}]{0,2000}?\)\s{0,40}:\s{0,40}super\s{0,40}\("
+)
 _OVERLOADING = frozenset({"java", "csharp"})  # overloads told apart by their arity
 # Every reference of a C# file carries the namespaces it opens (one candidate key each):
 # a file of thousands of ``using`` lines must not make every call thousands of keys.
@@ -340,9 +344,12 @@ class _Extractor(TypeEdges):
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             if self.language == "kotlin":
-                # ``class Q : Base(1), Shape``: only a class (built in the header) gives
+                # ``class Q : Base(1), Shape``: only a class (built in the header, or the
+                # first base of a class whose constructors delegate to ``super(..)``) gives
                 # members to a bare call; its constructor runs with Q's.
-                if match["name"][0].parent.type == "constructor_invocation":  # type: ignore[union-attr]
+                built = match["name"][0].parent.type == "constructor_invocation"  # type: ignore[union-attr]
+                first = not self._bases[deriving.qualified_name]
+                if built or (first and _SUPER_DELEGATION.search(self.src.raw(deriving.node))):
                     self._bases[deriving.qualified_name].append(target)
             elif self.language != "csharp":
                 self._bases[deriving.qualified_name].append(target)

@@ -108,7 +108,7 @@ class Resolution(BuiltReceivers):
             member_scope = self.language not in _NO_BARE_MEMBERS or current.kind == "function"
             if member_scope:
                 prefixes.append(current.qualified_name)
-                if current.receiver is not None and self.language == "cpp":
+                if current.receiver is not None and self.language in ("cpp", "kotlin"):
                     prefixes.append(current.receiver)  # ``Foo::Run``'s body sees Foo's members
             current = current.parent
         if self.file_scope:  # C#'s ``namespace ns;``
@@ -245,6 +245,14 @@ class Resolution(BuiltReceivers):
         if self.language == "kotlin" and (len(parts) == 1 or class_like(parts[0])):
             # Kotlin: a function, class or object no import names is the package's (its
             # other files need no import); the standard library's stay unresolved there.
+            # A bare call in a class or an extension function may be an extension of that
+            # type beside it (``transformAll {}`` in ``ProcessedArgument.default``): wanted
+            # as ``ProcessedArgument.transformAll``, and as plain ``transformAll`` too
+            # (``keys.reference_keys``).
+            owner = self._enclosing_class(around)
+            bare_call = len(parts) == 1 and not class_like(dotted) and not self._typing
+            if owner is not None and bare_call and not self._building:
+                return Reference(name=f"{owner.rsplit('.', 1)[-1]}.{dotted}", module=self.module)
             return Reference(name=dotted, module=self.module)
         if self.language == "go" and len(parts) == 1 and dotted not in _GO_PREDECLARED:
             # Go: a name no definition of this file or import binds is one of the package's
