@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 RUN_FILE ?= src/patchstream/parsing/extract.py
 
-.PHONY: install compile unit-pure bench-scale system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness bench-context clean
+.PHONY: install compile unit-pure bench-scale system-deps dashboards run parse test test-fast docs docs-check lint typecheck unit schemas bench bench-parse bench-sinks bench-pipeline bench-query bench-outbox bench-faults bench-restarts bench-chaos bench-correctness reference-compilers bench-context clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -135,8 +135,19 @@ bench-chaos: install
 bench-restarts: install
 	$(PY) bench/restarts.py --rounds 100 --update-results
 
-bench-correctness: install
+## bench-correctness: callers against each language's own compiler or checker
+bench-correctness: install reference-compilers
 	$(PY) bench/correctness.py --update-results
+
+# The references of C# and Kotlin: Debian's Mono compiler and disassembler, its POSIX
+# assembly (dbus-sharp), and Debian's Kotlin compiler. For the bench only.
+REFERENCE_PACKAGES := mono-mcs mono-utils libmono-posix4.0-cil kotlin
+reference-compilers:
+	@command -v mcs >/dev/null && command -v monodis >/dev/null && command -v kotlinc >/dev/null \
+	|| (export DEBIAN_FRONTEND=noninteractive; \
+	    $(SUDO) apt-get install -y -q $(REFERENCE_PACKAGES) >/dev/null \
+	    || ($(SUDO) apt-get update -q >/dev/null && \
+	        $(SUDO) apt-get install -y -q $(REFERENCE_PACKAGES) >/dev/null))
 
 ## bench-context: file recall of search and context on the localization sets (both embedders)
 bench-context: install
