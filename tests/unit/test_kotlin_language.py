@@ -66,6 +66,7 @@ def test_kotlin_calls_across_packages(builder: FileStateBuilder) -> None:
         ("Square.unit", "Square"),
         ("Shape.twice", "Shape.area"),  # bare in an extension: the receiver's
         ("Registry.total", "totalOf"),  # the package's function
+        ("totalOf", "Shape.area"),  # { it.area() }: an element of shapes: List<Shape>
         ("Logger.write", "format"),
         ("Logger.child", "Logger"),
     }

@@ -164,6 +164,10 @@ _KOTLIN_FACTS = f"""
 (function_declaration name: (identifier) @returns (function_value_parameters) . {_KT_TYPE} @type)
   @fact
 (for_statement (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
+(for_statement (variable_declaration (identifier) @name .)
+  [(identifier) (navigation_expression)] @iter) @loop
+(call_expression (navigation_expression . [(identifier) (navigation_expression)] @iter
+  (identifier) @method .) (annotated_lambda (lambda_literal) @callback)) @loop
 """
 
 _RUST_FACTS = """

@@ -40,6 +40,18 @@ _LITERALS = frozenset({"composite_literal", "struct_expression"})  # Go's ``T{}`
 _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
                     "findLast": 0, "some": 0, "every": 0, "flatMap": 0, "reduce": 1,
                     "reduceRight": 1, "sort": 0}  # fmt: skip
+# Kotlin's collection functions whose lambda's parameter (``it`` unless named) at this
+# position is an element of the collection.
+_KOTLIN_ELEMENT_LAMBDAS = {
+    **{name: 0 for name in ("forEach", "map", "mapNotNull", "flatMap", "filter", "filterNot",
+                            "any", "all", "none", "find", "first", "firstOrNull", "last",
+                            "lastOrNull", "single", "singleOrNull", "count", "sumBy",
+                            "sumByDouble", "sortedBy", "sortedByDescending", "groupBy",
+                            "associateBy", "associateWith", "partition", "takeWhile",
+                            "dropWhile", "maxBy", "minBy", "onEach", "distinctBy",
+                            "mapTo", "filterTo", "joinToString")},
+    "forEachIndexed": 1, "mapIndexed": 1, "filterIndexed": 1, "fold": 1, "reduce": 1,
+}  # fmt: skip
 
 
 _WRAPPERS = re.compile(r"^(?:typing\.)?(?:Optional|Annotated|Final|ClassVar|Type|type)\[(.*)\]$")
@@ -307,6 +319,24 @@ def _declares_this(function: ts.Node, src: Source) -> bool:
     )
 
 
+def _kotlin_element_lambda(
+    callback: ts.Node, method: str, container: tuple[str, ...], src: Source
+) -> list[TypeFact]:
+    position = _KOTLIN_ELEMENT_LAMBDAS.get(method)
+    if position is None:
+        return []
+    listed = next((c for c in callback.named_children if c.type == "lambda_parameters"), None)
+    if listed is None:  # ``{ it.area() }``: one parameter, ``it``
+        return [TypeFact(callback, "it", container, through="iter")] if position == 0 else []
+    declared = listed.named_children
+    if position >= len(declared) or declared[position].type != "variable_declaration":
+        return []
+    named = declared[position].named_children
+    if len(named) != 1 or named[0].type != "identifier":  # typed: its own fact
+        return []
+    return [TypeFact(callback, src.text(named[0]), container, through="iter")]
+
+
 def _parameter_nodes(function: ts.Node) -> list[ts.Node]:
     """A function expression's parameters: ``x => ...`` has one, bare; ``(a, b) => ...`` a list."""
     single = function.child_by_field_name("parameter")
@@ -363,8 +393,10 @@ def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
         if node.type == "for_in_statement" and not any(c.type == "of" for c in node.children):
             return []  # ``for (k in obj)``: keys, not elements
         return [TypeFact(node, src.text(match["name"][0]), container, through="iter")]
-    position = _ARRAY_CALLBACKS.get(src.text(match["method"][0]))
     callback = match["callback"][0]
+    if callback.type == "lambda_literal":  # Kotlin: ``items.forEach { it.m() }``
+        return _kotlin_element_lambda(callback, src.text(match["method"][0]), container, src)
+    position = _ARRAY_CALLBACKS.get(src.text(match["method"][0]))
     parameters = _parameter_nodes(callback)
     if position is None or position >= len(parameters):
         return []
