@@ -87,3 +87,26 @@ def test_kotlin_imports_bind_names(builder: FileStateBuilder) -> None:
                if e.type is EdgeType.IMPORTS and e.ref is not None}  # fmt: skip
     assert imports == {("Registry", "acme.shapes"), ("Square", "acme.shapes"),
                        ("twice", "acme.shapes"), ("Logger", "acme.util")}  # fmt: skip
+
+
+def test_chains_of_calls_and_collection_lambdas(builder: FileStateBuilder) -> None:
+    source = b"""package b
+
+class Builder {
+    fun add(x: Int): Builder = this
+
+    fun build(): Spec = Spec()
+}
+
+class Spec {
+    fun size(): Int = 1
+}
+
+fun make(specs: List<Spec>): Int {
+    Builder().add(1).add(2).build()
+    return specs.map { spec -> spec.size() }.size
+}
+"""
+    states = {"b.kt": build_state(builder, "b.kt", source)}
+    called = {callee for caller, callee in joined_callers(states, "kotlin") if caller == "make"}
+    assert called == {"Builder", "Builder.add", "Builder.build", "Spec.size"}

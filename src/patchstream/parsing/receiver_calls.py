@@ -101,6 +101,11 @@ class BuiltReceivers(ReceiverJoins):
         is resolved once (``_built``) and at most ``_CHAIN_DEPTH`` links back."""
         if call.type == "method_invocation":
             on, named = call.child_by_field_name("object"), call.child_by_field_name("name")
+        elif self.language == "kotlin":  # ``Builder().add(x).build()``: no field names
+            callee = call.named_children[0] if call.named_child_count else None
+            if callee is None or callee.type != "navigation_expression":
+                return None
+            on, named = callee.named_children[0], callee.named_children[-1]
         else:
             callee = call.child_by_field_name("function")
             fields = _MEMBER_FIELDS.get(callee.type) if callee is not None else None

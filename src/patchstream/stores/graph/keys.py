@@ -137,7 +137,7 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
             module = sep.join(parts[:cut])
             qualified = ".".join(parts[cut:])
             keys.append(f"{scope}|{module}|{qualified}")
-        if language == "kotlin" and len(name_parts) == 2:
+        if language == "kotlin" and len(name_parts) >= 2:
             # ``Receiver.f`` of an import: an extension function, or a plain one.
             keys.append(f"{scope}|{reference.module}|{name_parts[1]}")
     return list(dict.fromkeys(keys))
