@@ -139,11 +139,12 @@ bench-restarts: install
 bench-correctness: install reference-compilers
 	$(PY) bench/correctness.py --update-results
 
-# The references of C# and Kotlin: Debian's Mono compiler and disassembler, its POSIX
-# assembly (dbus-sharp), and Debian's Kotlin compiler. For the bench only.
-REFERENCE_PACKAGES := mono-mcs mono-utils libmono-posix4.0-cil kotlin
+# The references of C#, Kotlin and Scala: Debian's Mono compiler and disassembler, its POSIX
+# assembly (dbus-sharp), Debian's Kotlin and Scala compilers. For the bench only.
+REFERENCE_PACKAGES := mono-mcs mono-utils libmono-posix4.0-cil kotlin scala
 reference-compilers:
 	@command -v mcs >/dev/null && command -v monodis >/dev/null && command -v kotlinc >/dev/null \
+	&& command -v scalac >/dev/null \
 	|| (export DEBIAN_FRONTEND=noninteractive; \
 	    $(SUDO) apt-get install -y -q $(REFERENCE_PACKAGES) >/dev/null \
 	    || ($(SUDO) apt-get update -q >/dev/null && \

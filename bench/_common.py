@@ -47,7 +47,7 @@ SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", "
                    ".rs"}  # fmt: skip
 
 # Counted in a corpus's size; never copied out of a PyPI package.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt")
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".scala")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -126,9 +126,15 @@ def build_corpus(name: str, into: Path) -> Path:
         for corpus in ("clikt", "kotlinpoet"):
             shutil.copytree(kotlin_tree(KOTLIN_CORPORA[corpus]), into / corpus)
         return into
+    if name == "scala":  # scala-swing and parser-combinators (bench/_kotlin_reference.py)
+        from _kotlin_reference import SCALA_CORPORA, kotlin_tree
+
+        for corpus in ("scala-swing", "parser-combinators"):
+            shutil.copytree(kotlin_tree(SCALA_CORPORA[corpus]), into / corpus)
+        return into
     if name not in PYPI_CORPORA:
-        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp, csharp "
-                         "or kotlin")  # fmt: skip
+        raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp, csharp, "
+                         "kotlin or scala")  # fmt: skip
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -143,6 +149,8 @@ def corpus_label(name: str) -> str:
         return "csharp: dnlib 2.1+dbus-sharp 0.8.1 (C#, Debian's upstream tarballs, src/)"
     if name == "kotlin":
         return "kotlin: clikt+kotlinpoet (Kotlin, main sources at pinned 2019 commits)"
+    if name == "scala":
+        return "scala: scala-swing 2.0.3+scala-parser-combinators 1.0.7 (Scala, main sources)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 

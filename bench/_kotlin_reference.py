@@ -49,11 +49,31 @@ class KotlinCorpus:
     commit: str
     licence: str
     source_root: str  # the main sources inside the tree
+    beside: str = ""  # more sources the compiler needs (the JVM half of a cross-build)
 
     @property
     def label(self) -> str:
         return f"{self.name} at {self.commit[:10]} ({self.licence})"
 
+
+SCALA_CORPORA = {
+    "scala-swing": KotlinCorpus(
+        "scala-swing",
+        Path("/work/.mirror/scala+scala-swing/repo"),
+        "v2.0.3",
+        "BSD-3-Clause",
+        "src/main/scala",
+    ),
+    # Held out: measured once Scala's rules were settled on scala-swing.
+    "parser-combinators": KotlinCorpus(
+        "parser-combinators",
+        Path("/work/.mirror/scala+scala-parser-combinators/repo"),
+        "v1.0.7",
+        "BSD-3-Clause",
+        "shared/src/main/scala",
+        "jvm/src/main/scala",
+    ),
+}
 
 KOTLIN_CORPORA = {
     "clikt": KotlinCorpus("clikt", Path("/work/.mirror/ajalt+clikt/repo"), "2e157000",
@@ -128,6 +148,49 @@ def read_javap(text: str) -> JvmCalls:
     return found
 
 
+def scalac_calls(root: Path, beside: Path | None = None) -> JvmCalls:
+    """Compile every ``.scala`` under ``root`` (and ``beside``) with Debian's Scala 2.11 and
+    read the bytecode."""
+    if shutil.which("scalac") is None:
+        raise SystemExit("the Scala reference needs Debian's compiler: apt-get install scala")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "classes"
+        out.mkdir()
+        sources = sorted(str(p) for p in root.rglob("*.scala"))
+        sources += sorted(str(p) for p in beside.rglob("*.scala")) if beside else []
+        subprocess.run(["scalac", "-nowarn", "-d", str(out), *sources], check=True,
+                       capture_output=True, text=True)  # fmt: skip
+        classes = sorted(str(p) for p in out.rglob("*.class"))
+        text = subprocess.run(["javap", "-c", "-p", *classes], check=True, capture_output=True,
+                              text=True).stdout  # fmt: skip
+    return read_javap(text)
+
+
+def scala_names(owner: str, method: str) -> tuple[str, str] | None:
+    """Scala 2.11's class files as the written names: an object ``X$`` is ``X``, a trait's
+    implementation class ``X$class`` is ``X``, a closure ``Outer$$anonfun$m$1`` is ``m`` of
+    ``Outer``, an anonymous class ``Outer$$anon$1`` is ``Outer``'s; ``m$lzycompute`` is
+    ``m``. None for the compiler's own methods."""
+    if "$$anonfun$" in owner:
+        outer, _, rest = owner.partition("$$anonfun$")
+        named = rest.split("$")[0]
+        return (_scala_class(outer), named if named and not named.isdigit() else "<init>")
+    if "$$anon$" in owner:
+        return _scala_class(owner.partition("$$anon$")[0]), "<init>"
+    owner = _scala_class(owner)
+    method = method.removesuffix("$lzycompute")
+    if method == "$init$":
+        return owner, "<init>"
+    if "$" in method or method.endswith("_$eq") or method.startswith("__super__"):
+        return None  # operators (``$plus``), setters, the compiler's bridges
+    return owner, method
+
+
+def _scala_class(name: str) -> str:
+    """``a.Outer$inner$`` (an object nested in a class) -> ``a.Outer.inner``."""
+    return name.removesuffix("$class").removesuffix("$").replace("$", ".")
+
+
 def kotlinc_calls(root: Path) -> JvmCalls:
     """Compile every ``.kt`` under ``root`` and read every class file's bytecode."""
     if shutil.which("kotlinc") is None:
@@ -143,7 +206,7 @@ def kotlinc_calls(root: Path) -> JvmCalls:
 
 
 def compared_edges(
-    states: dict[str, FileState], ours: dict[Edge, int], calls: JvmCalls
+    states: dict[str, FileState], ours: dict[Edge, int], calls: JvmCalls, language: str = "kotlin"
 ) -> tuple[set[Edge], dict[Edge, int], dict[str, float]]:
     """Both sides as (caller, callee) full names, as the module's docstring says."""
     full: dict[str, str] = {}  # our symbol id -> package.qualified
@@ -151,7 +214,7 @@ def compared_edges(
     # (source file name, function) -> [(its receiver's type, full name)]
     top_level: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     inline: set[str] = set()
-    variables: set[str] = set()
+    variables: set[str] = set()  # and Scala's parameterless defs: read, never called
     aliases = _type_aliases(states)
     for path, state in states.items():
         package = next((s.qualified_name for s in state.symbols
@@ -162,7 +225,14 @@ def compared_edges(
             full[symbol.id] = name
             if symbol.kind in (SymbolKind.CLASS, SymbolKind.INTERFACE):
                 classes.add(name)
-            if symbol.kind is SymbolKind.VARIABLE:
+            parameterless = (
+                language == "scala"
+                and symbol.kind is SymbolKind.FUNCTION
+                and not (
+                    re.search(rf"\b{re.escape(symbol.name)}\s*(\[[^\]]*\]\s*)?\(", symbol.signature)
+                )
+            )  # ``def peer: JButton``: read as a value, never called with parentheses
+            if symbol.kind is SymbolKind.VARIABLE or parameterless:
                 variables.add(name)
             if symbol.kind is SymbolKind.FUNCTION:
                 if symbol.parent_id == module_id or _EXTENSION.search(symbol.signature):
@@ -176,7 +246,11 @@ def compared_edges(
 
     def as_class(name: str) -> str:
         owner, _, last = name.rpartition(".")
-        return owner if owner in classes and owner.rsplit(".", 1)[-1] == last else name
+        if owner in classes and (owner.rsplit(".", 1)[-1] == last or last == "this"):
+            return owner  # a constructor (Scala's auxiliary ones are ``def this``)
+        if language == "scala" and name in variables and owner in classes:
+            return owner  # a parameterless def's code, as the bytecode's accessor
+        return name
 
     def declaring(owner: str, method: str) -> str:
         """The class up ``owner``'s lineage that declares ``method``."""
@@ -192,6 +266,18 @@ def compared_edges(
         return owner
 
     def symbol(owner: str, method: str, caller: bool, first: str = "") -> str | None:
+        if language == "scala":
+            named = scala_names(owner, method)
+            if named is None:
+                return None
+            owner, method = named
+            if method == "apply" and owner in classes and f"{owner}.apply" not in known:
+                return None if caller else owner  # ``Square(2.0)``: a case class's apply
+            if method == "<init>":
+                return owner if caller or owner in classes else None
+            if f"{owner}.{method}" in variables:
+                return owner if caller else None  # a val's or a parameterless def's read
+            return f"{owner}.{method}" if owner in classes else None
         method = method.removesuffix(f"${_MODULE}")
         if caller and method.startswith("access$"):
             return None  # a bridge the compiler made: its caller is the call
@@ -228,6 +314,8 @@ def compared_edges(
     reference: set[Edge] = set()
     dropped: set[Edge] = set()  # from overloads a lambda's class cannot tell apart
     for owner, method, first, target_owner, target, target_first in calls.calls:
+        if language == "scala" and target_owner.endswith("$class") and target == method:
+            continue  # a mixin's forwarder, written by the compiler
         src = symbol(owner, method, True, first)
         if src is not None and src.startswith(_EITHER):
             dst = symbol(declaring(target_owner, target), target, False, target_first)
@@ -246,7 +334,7 @@ def compared_edges(
     named = {(full[s], full[d]): r for (s, d), r in ours.items() if s in full and d in full}
     through = _through_inline(named, inline)
     for (src, dst), rank in through.items():
-        if dst in inline:
+        if dst in inline or dst in variables:
             continue
         edge = (as_class(src), as_class(dst))
         if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):

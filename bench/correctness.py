@@ -37,10 +37,12 @@ from _csharp_reference import (
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _kotlin_reference import (
     KOTLIN_CORPORA,
+    SCALA_CORPORA,
     kotlin_tree,
     kotlinc_calls,
     kotlinc_version,
     remember_sources,
+    scalac_calls,
 )
 from _kotlin_reference import compared_edges as kotlin_compared
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
@@ -390,6 +392,16 @@ def measure_kotlin(name: str) -> dict[str, float]:
     return {**compare(states, reference, edges=ranked), **figures}
 
 
+def measure_scala(name: str) -> dict[str, float]:
+    """A Scala project against the calls its bytecode makes (``_kotlin_reference``)."""
+    corpus = SCALA_CORPORA[name]
+    root = kotlin_tree(corpus)
+    states = build_states(root, name, "*.scala")
+    calls = scalac_calls(root, c_tree(corpus) / corpus.beside if corpus.beside else None)
+    reference, ranked, figures = kotlin_compared(states, our_edges(states), calls, "scala")
+    return {**compare(states, reference, edges=ranked), **figures}
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -438,6 +450,7 @@ def main() -> None:
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
     parser.add_argument("--csharp", default=",".join(CSHARP_CORPORA), help="'' to leave C# out")
     parser.add_argument("--kotlin", default=",".join(KOTLIN_CORPORA), help="'' to leave Kotlin out")
+    parser.add_argument("--scala", default=",".join(SCALA_CORPORA), help="'' to leave Scala out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -534,7 +547,20 @@ def main() -> None:
         )
         kotlin_rows[name] = _row(measure_kotlin(name), "kotlinc")
         print(f"{name}: {kotlin_rows[name]}", flush=True)
-    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows, **kotlin_rows})
+    scala_rows = {}
+    for name in filter(None, args.scala.split(",")):
+        print(
+            f"corpus {SCALA_CORPORA[name].label} (Scala); reference scalac 2.11 (Debian): "
+            "the method each invoke of the compiled bytecode binds (javap)",
+            flush=True,
+        )
+        scala_rows[name] = _row(measure_scala(name), "scalac")
+        print(f"{name}: {scala_rows[name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows, **kotlin_rows,
+                **scala_rows})  # fmt: skip
+    if args.update_results and scala_rows:
+        update_results_row("correctness scala", f"python bench/correctness.py --scala {args.scala}",
+                          "; ".join(f"{k} {v}" for k, v in scala_rows.items()))  # fmt: skip
     if args.update_results and kotlin_rows:
         update_results_row("correctness kotlin",
                           f"python bench/correctness.py --kotlin {args.kotlin}",

@@ -182,7 +182,7 @@ def per_language(update: bool) -> None:
     from _common import package_tree
     from _cpp_reference import CPP_CORPORA, cpp_tree
     from _csharp_reference import CSHARP_CORPORA, csharp_tree
-    from _kotlin_reference import KOTLIN_CORPORA, kotlin_tree
+    from _kotlin_reference import KOTLIN_CORPORA, SCALA_CORPORA, kotlin_tree
 
     corpora: dict[str, list[Path]] = {
         "python (requests, click, attr)": [
@@ -205,6 +205,10 @@ def per_language(update: bool) -> None:
         "kotlin (clikt, kotlinpoet)": [
             f for name in ("clikt", "kotlinpoet")
             for f in sorted(kotlin_tree(KOTLIN_CORPORA[name]).rglob("*.kt"))
+        ],
+        "scala (scala-swing, parser-combinators)": [
+            f for name in ("scala-swing", "parser-combinators")
+            for f in sorted(kotlin_tree(SCALA_CORPORA[name]).rglob("*.scala"))
         ],
     }  # fmt: skip
     print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")

@@ -632,6 +632,12 @@ MIXED = {
     "        fun first(): Beacon = Beacon(1)\n    }\n}\n",
     "android/src/app/Panel.kt": "package app\n\nimport dock.Beacon\n\n"
     "fun light(): Int {\n    val beacon: Beacon = Beacon.first()\n    return beacon.blink()\n}\n",
+    # Scala: a class of another package through a selector import, built with ``new``.
+    "jobs/src/etl/Loader.scala": "package etl\n\nclass Loader(path: String) {\n"
+    "  def rows(): Int = path.length\n}\n",
+    "jobs/src/etl/job/Nightly.scala": "package etl.job\n\nimport etl.{Loader}\n\n"
+    'object Nightly {\n  def run(): Int = {\n    val loader: Loader = new Loader("x")\n'
+    "    loader.rows()\n  }\n}\n",
 }
 
 
@@ -699,6 +705,10 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
     blinked = httpx.get(f"{url}/v1/symbols/mixed::android/src/dock/Beacon.kt::Beacon.blink/callers",
                         headers=headers, timeout=60).json()["callers"]  # fmt: skip
     assert [c["qualified_name"] for c in blinked] == ["light"], blinked
+    # Scala end to end: a method of another package's class, through a declared type.
+    rows = httpx.get(f"{url}/v1/symbols/mixed::jobs/src/etl/Loader.scala::Loader.rows/callers",
+                     headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in rows] == ["Nightly.run"], rows
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness

@@ -140,7 +140,11 @@ class _Extractor(TypeEdges):
         package = None
         for match in captures:
             if "package" in match:
-                package = self.src.text(match["package"][0])
+                written = "".join(self.src.text(match["package"][0]).split())
+                # Scala's ``package scala`` then ``package swing``: one package, nested.
+                package = (
+                    f"{package}.{written}" if package and self.language == "scala" else written
+                )
         self.module = module_name(self.language, self.path, package)
         if self.language == "csharp":
             self.file_scope = ".".join(name_parts(package)) if package else ""
@@ -500,8 +504,8 @@ class _Extractor(TypeEdges):
             return EdgeType.INSTANTIATES if target.kind == "class" else EdgeType.CALLS
         # Python has no `new`: by convention a capitalized callee is a class.
         last = target.name.rsplit(".", 1)[-1]
-        if self.language in ("python", "kotlin") and class_like(last):
-            return EdgeType.INSTANTIATES  # Kotlin has no ``new`` either
+        if self.language in ("python", "kotlin", "scala") and class_like(last):
+            return EdgeType.INSTANTIATES  # Kotlin has no ``new``; Scala's ``Foo(x)`` applies
         return EdgeType.CALLS
 
     def _add(

@@ -170,6 +170,20 @@ _KOTLIN_FACTS = f"""
   (identifier) @method .) (annotated_lambda (lambda_literal) @callback)) @loop
 """
 
+_SCALA_TYPE = "[(type_identifier) (generic_type) (stable_type_identifier)]"
+_SCALA_FACTS = f"""
+(parameter name: (identifier) @name type: {_SCALA_TYPE} @type) @fact
+(class_parameter name: (identifier) @name type: {_SCALA_TYPE} @type) @fact
+(val_definition pattern: (identifier) @name type: {_SCALA_TYPE} @type) @fact
+(var_definition pattern: (identifier) @name type: {_SCALA_TYPE} @type) @fact
+(val_definition pattern: (identifier) @name
+  value: (instance_expression . [(type_identifier) (generic_type)] @type)) @fact
+(val_definition pattern: (identifier) @name
+  value: (call_expression function: [(identifier) (field_expression)] @call)) @fact
+(function_definition name: (identifier) @returns return_type: {_SCALA_TYPE} @type) @fact
+(function_declaration name: (identifier) @returns return_type: {_SCALA_TYPE} @type) @fact
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -207,7 +221,8 @@ _CPP_FACTS = f"""
 
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
-          "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS}  # fmt: skip
+          "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS,
+          "scala": _SCALA_FACTS}  # fmt: skip
 
 
 @cache

@@ -82,6 +82,8 @@ _SAMPLES = {
     "int F(C c) { var d = new D(); return c.G() + H(); }\n}\n}\n",
     "kotlin": "package p\n\nimport q.R\n\nclass A(val r: R) : B() {\n"
     "    fun f(c: C): Int = c.g() + h()\n}\n",
+    "scala": "package p\n\nimport q.R\n\nclass A(r: R) extends B(1) {\n"
+    "  def f(c: C): Int = c.g() + h() + new D().e()\n}\n",
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 

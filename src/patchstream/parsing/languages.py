@@ -20,6 +20,7 @@ import tree_sitter_javascript
 import tree_sitter_kotlin
 import tree_sitter_python
 import tree_sitter_rust
+import tree_sitter_scala
 import tree_sitter_typescript
 
 from patchstream.errors import UnsupportedLanguageError
@@ -64,6 +65,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         ),
         LanguageSpec("csharp", (".cs",), tree_sitter_c_sharp.language, "csharp"),
         LanguageSpec("kotlin", (".kt", ".kts"), tree_sitter_kotlin.language, "kotlin"),
+        LanguageSpec("scala", (".scala", ".sc"), tree_sitter_scala.language, "scala"),
     )
 }
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace

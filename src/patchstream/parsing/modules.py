@@ -41,7 +41,7 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return stem.removesuffix("/index") if stem.endswith("/index") else stem
     if language == "go":
         return posixpath.dirname(path) or "."
-    if language in ("java", "csharp", "kotlin"):  # a package; a file-scoped namespace
+    if language in ("java", "csharp", "kotlin", "scala"):  # a package; C#'s file namespace
         return package or ""
     if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
@@ -83,6 +83,8 @@ def import_bindings(
         return _csharp_usings(node, src)
     if language == "kotlin":
         return _kotlin_imports(node, src)
+    if language == "scala":
+        return _scala_imports(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
     if language in ("c", "cpp"):
@@ -235,6 +237,27 @@ def _kotlin_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
     alias = next((c for c in node.named_children if c.type == "identifier"), None)
     module, _, name = dotted.rpartition(".")
     return [ImportBinding(src.text(alias) if alias is not None else name, module, name)]
+
+
+def _scala_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
+    """``import a.b.C``, ``import a.b._`` (a wildcard), ``import a.b.{C, D => E}``."""
+    path = [src.text(c) for c in node.named_children if c.type == "identifier"]
+    selectors = next((c for c in node.named_children if c.type == "namespace_selectors"), None)
+    if any(c.type == "namespace_wildcard" for c in node.named_children):
+        return [ImportBinding(None, ".".join(path), "*")]
+    if selectors is None:
+        if not path:
+            return []
+        return [ImportBinding(path[-1], ".".join(path[:-1]), path[-1])]
+    module, out = ".".join(path), []
+    for selector in selectors.named_children:
+        if selector.type == "identifier":
+            out.append(ImportBinding(src.text(selector), module, src.text(selector)))
+        elif selector.type == "arrow_renamed_identifier":
+            name = src.text(selector.child_by_field_name("name"))
+            alias = src.text(selector.child_by_field_name("alias"))
+            out.append(ImportBinding(alias, module, name))
+    return out
 
 
 def _rust_absolute(segments: list[str], module: str) -> list[str]:

@@ -24,7 +24,10 @@ from patchstream.parsing.receivers import (
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
-SCOPED = frozenset({"cpp", "csharp"})  # ``cpp_language.SCOPED_LANGUAGES``
+SCOPED = frozenset({"cpp", "csharp"})
+_FIELDS_BARE = frozenset(
+    {"java", "cpp", "csharp", "kotlin", "scala"}
+)  # ``cpp_language.SCOPED_LANGUAGES``
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A container's methods that give one of its items: a mapping's, and an array's.
@@ -194,7 +197,7 @@ class ReceiverTypes(abc.ABC):
                 return typed
             scope = scope.parent
         found = self._var_types.get("", {}).get(name)
-        if found is None and self.language in ("java", "cpp", "csharp", "kotlin"):  # bare field
+        if found is None and self.language in _FIELDS_BARE:  # a field, without ``this.``
             owner = self._enclosing_class(around)
             found = self._attribute_typed(owner, name) if owner is not None else None
         return found
@@ -220,7 +223,7 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
-            base_field = self.language in ("java", "kotlin") or (
+            base_field = self.language in ("java", "kotlin", "scala") or (
                 self.language == "csharp" and not class_like(receiver[0])  # else: a type's
             )
             if typed is None and base_field:  # a field another file's base declares

@@ -203,7 +203,7 @@ class Resolution(BuiltReceivers):
             # C# names its methods like its classes: any bare name called may be an
             # inherited one (a bare name built is a type).
             java_member = (self.language == "csharp" and not self._a_type_wanted()) or (
-                self.language in ("java", "kotlin") and not class_like(dotted)
+                self.language in ("java", "kotlin", "scala") and not class_like(dotted)
             )
             if java_member and self._binding(dotted, around) is None:  # not a static import
                 inherited = self._inherited_method(dotted, around)
@@ -215,7 +215,7 @@ class Resolution(BuiltReceivers):
                 return local
             nested = (
                 self._nested(parts, around)
-                if self.language in ("java", "csharp", "kotlin")
+                if self.language in ("java", "csharp", "kotlin", "scala")
                 else None
             )
             if nested is not None:  # ``TagName.valueOf()`` for the nested ``Outer.TagName``
@@ -242,6 +242,8 @@ class Resolution(BuiltReceivers):
                 # key is ``RawArgument.convert``; the graph also tries plain ``convert``.
                 name = f"{owner.rsplit('.', 1)[-1]}.{name}"
             return Reference(name=name, module=binding.module)
+        if self.language == "scala" and (len(parts) == 1 or class_like(parts[0])):
+            return Reference(name=dotted, module=self.module)  # the package's, as Kotlin's
         if self.language == "kotlin" and (len(parts) == 1 or class_like(parts[0])):
             # Kotlin: a function, class or object no import names is the package's (its
             # other files need no import); the standard library's stay unresolved there.
@@ -264,7 +266,7 @@ class Resolution(BuiltReceivers):
             # Java: a class no import names is one of the package's (no import is written
             # for those), unless it is one of java.lang's.
             return Reference(name=dotted, module=self.module)
-        if self.language in ("java", "kotlin") and not class_like(parts[0]):
+        if self.language in ("java", "kotlin", "scala") and not class_like(parts[0]):
             # A fully qualified name (``org.jsoup.nodes.Document``): the package, then the
             # class and what follows.
             first = next((i for i, part in enumerate(parts) if class_like(part)), None)
