@@ -57,7 +57,10 @@ from patchstream.schemas.graph import (
 _SUPER_DELEGATION = re.compile(
     rb"\bconstructor[ \t]{0,40}\([^{}]{0,2000}?\)\s{0,40}:\s{0,40}super\s{0,40}\("
 )
-_OVERLOADING = frozenset({"java", "csharp"})  # overloads told apart by their arity
+_OVERLOADING = frozenset({"java", "csharp"})
+# Whose wildcard imports (``import acme.util.*``, ``import acme.util._``) a name the file does
+# not bind is looked for in, after its own package (``resolution``, ``keys.reference_keys``).
+_OPENING = frozenset({"kotlin", "scala"})  # overloads told apart by their arity
 # Every reference of a C# file carries the namespaces it opens (one candidate key each):
 # a file of thousands of ``using`` lines must not make every call thousands of keys.
 _MAX_OPENED = 24
@@ -294,6 +297,9 @@ class _Extractor(TypeEdges):
                 if self.language == "csharp":  # lookups, not bindings (``_use_namespace``)
                     self._use_namespace(binding, src)
                     continue
+                wildcard = binding.local is None and binding.name == "*"
+                if wildcard and self.language in _OPENING and len(self.opened) < _MAX_OPENED:
+                    self.opened = (*self.opened, binding.module)  # ``import acme.util._``
                 if binding.local is not None and local_to is not None:
                     self.scoped_bindings[(local_to, binding.local)] = binding
                 elif binding.local is not None:

@@ -61,6 +61,7 @@ class Resolution(BuiltReceivers):
     scoped_bindings: dict[tuple[str, str], ImportBinding]  # (function, name): its own imports
     def_by_name_node: dict[tuple[int, int], _Def]
     file_scope: str  # C#'s ``namespace ns;`` ("" elsewhere)
+    opened: tuple[str, ...]  # C#'s ``using``, Kotlin's and Scala's wildcard imports
 
     def _init_resolution(self) -> None:
         self._local_bases: dict[str, list[str]] = defaultdict(list)
@@ -242,8 +243,10 @@ class Resolution(BuiltReceivers):
                 # key is ``RawArgument.convert``; the graph also tries plain ``convert``.
                 name = f"{owner.rsplit('.', 1)[-1]}.{name}"
             return Reference(name=name, module=binding.module)
+        # Kotlin's and Scala's package, then what the file's wildcard imports bring.
+        package = self.module + "".join(f"+{opened}" for opened in self.opened)
         if self.language == "scala" and (len(parts) == 1 or class_like(parts[0])):
-            return Reference(name=dotted, module=self.module)  # the package's, as Kotlin's
+            return Reference(name=dotted, module=package)  # the package's, as Kotlin's
         if self.language == "kotlin" and (len(parts) == 1 or class_like(parts[0])):
             # Kotlin: a function, class or object no import names is the package's (its
             # other files need no import); the standard library's stay unresolved there.
@@ -254,8 +257,8 @@ class Resolution(BuiltReceivers):
             owner = self._enclosing_class(around)
             bare_call = len(parts) == 1 and not class_like(dotted) and not self._typing
             if owner is not None and bare_call and not self._building:
-                return Reference(name=f"{owner.rsplit('.', 1)[-1]}.{dotted}", module=self.module)
-            return Reference(name=dotted, module=self.module)
+                return Reference(name=f"{owner.rsplit('.', 1)[-1]}.{dotted}", module=package)
+            return Reference(name=dotted, module=package)
         if self.language == "go" and len(parts) == 1 and dotted not in _GO_PREDECLARED:
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.

@@ -119,6 +119,10 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
         return [f"{scope}|~{reference.as_dst()}"]
     if language in ("cpp", "csharp") and is_scoped_lookup(reference):
         return lookup_keys(scope, reference)
+    if language in ("kotlin", "scala") and "+" in reference.module:
+        # The file's package, then each package its wildcard imports open.
+        each = [Reference(name=reference.name, module=m) for m in reference.module.split("+") if m]
+        return list(dict.fromkeys(k for ref in each for k in reference_keys(scope, ref, language)))
     sep = _module_separator(language)
     module_parts = [p for p in reference.module.split(sep) if p][-_MAX_PARTS:]
     name_parts = [p for p in reference.name.split(".") if p][:_MAX_PARTS]
@@ -139,5 +143,5 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
             keys.append(f"{scope}|{module}|{qualified}")
         if language == "kotlin" and len(name_parts) >= 2:
             # ``Receiver.f`` of an import: an extension function, or a plain one.
-            keys.append(f"{scope}|{reference.module}|{name_parts[1]}")
+            keys.append(f"{scope}|{reference.module}|{name_parts[-1]}")
     return list(dict.fromkeys(keys))
