@@ -243,6 +243,21 @@ def compared_edges(
                 if "inline" in symbol.signature.split("fun", 1)[0].split():
                     inline.add(name)
     known = set(full.values())
+    # Scala: code in a method of an anonymous class (``new Listener { def changed() .. }``
+    # inside ``def peer``) is its enclosing class's in the bytecode (``Outer$$anon$1``).
+    anonymous: dict[str, str] = {}
+    if language == "scala":
+        by_id = {s.id: s for state in states.values() for s in state.symbols}
+        for symbol in by_id.values():
+            chain, parent = [], by_id.get(symbol.parent_id or "")
+            while parent is not None and parent.kind not in (
+                SymbolKind.CLASS,
+                SymbolKind.INTERFACE,
+            ):
+                chain.append(parent)
+                parent = by_id.get(parent.parent_id or "")
+            if chain and parent is not None and symbol.id in full and parent.id in full:
+                anonymous[full[symbol.id]] = full[parent.id]
 
     def as_class(name: str) -> str:
         owner, _, last = name.rpartition(".")
@@ -336,6 +351,7 @@ def compared_edges(
     for (src, dst), rank in through.items():
         if dst in inline or dst in variables:
             continue
+        src = anonymous.get(src, src)
         edge = (as_class(src), as_class(dst))
         if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):
             continue  # as on the reference's side

@@ -19,10 +19,10 @@
 (trait_definition name: (identifier) @type
   extend: (extends_clause type: [(type_identifier) (generic_type) (stable_type_identifier)] @name))
   @reference.inherit
-; A class's first parent is built with it (its constructor, or a trait's initializer).
-(class_definition extend: (extends_clause . type: [(type_identifier) (generic_type)
+; A class's parents are built with it (its base's constructor, each trait's initializer).
+(class_definition extend: (extends_clause type: [(type_identifier) (generic_type)
   (stable_type_identifier)] @name) @reference.instantiate)
-(object_definition extend: (extends_clause . type: [(type_identifier) (generic_type)
+(object_definition extend: (extends_clause type: [(type_identifier) (generic_type)
   (stable_type_identifier)] @name) @reference.instantiate)
 
 ; Calls: a name (``n()``, ``Square(2.0)``: an apply), a member (``a.area()``, ``this.n()``,
