@@ -531,44 +531,30 @@ def main() -> None:
                           f"{figures['ambiguous names']:.0f} names several definitions share "
                           f"left out; {figures['as C++']:.0f} files read as C++")  # fmt: skip
         print(f"{name}: {cpp_rows[name]}", flush=True)
-    csharp_rows = {}
-    for name in filter(None, args.csharp.split(",")):
-        print(f"corpus {CSHARP_CORPORA[name].label} from Debian's source archive (C#); "
-              f"reference {mcs_version()}: the method each call and new of the compiled IL "
-              "binds (monodis)", flush=True)  # fmt: skip
-        csharp_rows[name] = _row(measure_csharp(name), "mcs")
-        print(f"{name}: {csharp_rows[name]}", flush=True)
-    kotlin_rows = {}
-    for name in filter(None, args.kotlin.split(",")):
-        print(
-            f"corpus {KOTLIN_CORPORA[name].label} (Kotlin); reference {kotlinc_version()}: "
-            "the method each invoke of the compiled bytecode binds (javap)",
-            flush=True,
-        )
-        kotlin_rows[name] = _row(measure_kotlin(name), "kotlinc")
-        print(f"{name}: {kotlin_rows[name]}", flush=True)
-    scala_rows = {}
-    for name in filter(None, args.scala.split(",")):
-        print(
-            f"corpus {SCALA_CORPORA[name].label} (Scala); reference scalac 2.11 (Debian): "
-            "the method each invoke of the compiled bytecode binds (javap)",
-            flush=True,
-        )
-        scala_rows[name] = _row(measure_scala(name), "scalac")
-        print(f"{name}: {scala_rows[name]}", flush=True)
-    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows, **csharp_rows, **kotlin_rows,
-                **scala_rows})  # fmt: skip
-    if args.update_results and scala_rows:
-        update_results_row("correctness scala", f"python bench/correctness.py --scala {args.scala}",
-                          "; ".join(f"{k} {v}" for k, v in scala_rows.items()))  # fmt: skip
-    if args.update_results and kotlin_rows:
-        update_results_row("correctness kotlin",
-                          f"python bench/correctness.py --kotlin {args.kotlin}",
-                          "; ".join(f"{k} {v}" for k, v in kotlin_rows.items()))  # fmt: skip
-    if args.update_results and csharp_rows:
-        update_results_row("correctness csharp",
-                          f"python bench/correctness.py --csharp {args.csharp}",
-                          "; ".join(f"{k} {v}" for k, v in csharp_rows.items()))  # fmt: skip
+    bytecode = "the method each invoke of the compiled bytecode binds (javap)"
+    compiled = {  # (language, corpora, measure, short name, the reference's words when asked)
+        "csharp": ("C#", CSHARP_CORPORA, measure_csharp, "mcs", lambda: f"{mcs_version()}: "
+                   "the method each call and new of the compiled IL binds (monodis)"),
+        "kotlin": ("Kotlin", KOTLIN_CORPORA, measure_kotlin, "kotlinc",
+                   lambda: f"{kotlinc_version()}: {bytecode}"),
+        "scala": ("Scala", SCALA_CORPORA, measure_scala, "scalac",
+                  lambda: f"scalac 2.11 (Debian): {bytecode}"),
+    }  # fmt: skip
+    compiled_rows: dict[str, dict[str, str]] = {}
+    for key, (language, corpora, measure_one, short, reference) in compiled.items():
+        compiled_rows[key] = {}
+        for name in filter(None, getattr(args, key).split(",")):
+            print(f"corpus {corpora[name].label} ({language}); reference {reference()}",
+                  flush=True)  # fmt: skip
+            compiled_rows[key][name] = _row(measure_one(name), short)
+            print(f"{name}: {compiled_rows[key][name]}", flush=True)
+    print_rows({**rows, **typescript, **java, **c_rows, **cpp_rows,
+                **{k: v for each in compiled_rows.values() for k, v in each.items()}})  # fmt: skip
+    for key, each in compiled_rows.items():
+        if args.update_results and each:
+            update_results_row(f"correctness {key}",
+                              f"python bench/correctness.py --{key} {getattr(args, key)}",
+                              "; ".join(f"{k} {v}" for k, v in each.items()))  # fmt: skip
     if args.update_results and cpp_rows:
         update_results_row("correctness cpp", f"python bench/correctness.py --cpp {args.cpp}",
                           "; ".join(f"{k} {v}" for k, v in cpp_rows.items()))  # fmt: skip

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from patchstream.parsing.csharp_language import extension_keys
+from patchstream.parsing.csharp_language import member_keys
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
 from patchstream.schemas.graph import Reference
 
@@ -121,15 +121,7 @@ def lookup_keys(scope: str, reference: Reference) -> list[str]:
     ]
     keys += [f"{scope}|{marker}|{namespace}.{reference.name}" for namespace in opened]
     if marker == CS_GLOBAL:
-        # ``Listener.OnEvent()``: ``Listener`` is a type or a property of the class (or of
-        # its bases, the first opened names): the property's what its RETURNS edge names.
-        head, _, rest = reference.name.partition(".")
-        if rest and head[:1].isupper() and head.isidentifier():
-            keys += [f"{scope}|{marker}|{owner}.{head}().{rest}"
-                     for owner in [".".join(context), *opened[:2]] if owner]  # fmt: skip
-        # The extension methods a member call may run.
-        enclosing = [".".join(context[:cut]) for cut in range(len(context), -1, -1)]
-        keys += extension_keys(scope, reference, [*enclosing, *opened], arity)
+        keys += member_keys(scope, reference, context, opened, arity)
     return list(dict.fromkeys(keys))
 
 

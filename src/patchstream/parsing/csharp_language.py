@@ -78,5 +78,21 @@ def extension_keys(
             for namespace in namespaces]  # fmt: skip
 
 
+def member_keys(
+    scope: str, reference: Reference, context: list[str], opened: list[str], arity: int | None
+) -> list[str]:
+    """C#'s keys beyond its scopes (``cpp_language.lookup_keys``): ``Listener.OnEvent()``
+    where ``Listener`` is a property of the class (or of its bases, the first opened names),
+    joined through the property's RETURNS edge; then the extension methods a member call
+    may run."""
+    keys = []
+    head, _, rest = reference.name.partition(".")
+    if rest and head[:1].isupper() and head.isidentifier():
+        keys += [f"{scope}|{CS_GLOBAL}|{owner}.{head}().{rest}"
+                 for owner in [".".join(context), *opened[:2]] if owner]  # fmt: skip
+    enclosing = [".".join(context[:cut]) for cut in range(len(context), -1, -1)]
+    return keys + extension_keys(scope, reference, [*enclosing, *opened], arity)
+
+
 def _joined(*parts: str) -> str:
     return ".".join(part for part in parts if part)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from patchstream.parsing.cpp_language import SCOPED_LANGUAGES
 from patchstream.parsing.node_text import in_other_branches
 from patchstream.parsing.receivers import (
     TypeFact,
@@ -24,10 +25,8 @@ from patchstream.parsing.receivers import (
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
-SCOPED = frozenset({"cpp", "csharp"})
-_FIELDS_BARE = frozenset(
-    {"java", "cpp", "csharp", "kotlin", "scala"}
-)  # ``cpp_language.SCOPED_LANGUAGES``
+SCOPED = SCOPED_LANGUAGES  # names looked up from where they are written (C++, C#)
+_FIELDS_BARE = frozenset({"java", "cpp", "csharp", "kotlin", "scala"})  # a field, bare
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A container's methods that give one of its items: a mapping's, and an array's.
