@@ -34,6 +34,16 @@ from _csharp_reference import (
     mcs_calls,
     mcs_version,
 )
+from _dynamic_reference import (
+    PHP_CORPORA,
+    RUBY_CORPORA,
+    TracedCorpus,
+    remember_tree,
+    source_states,
+    traced,
+    traced_tree,
+)
+from _dynamic_reference import compared_edges as traced_compared
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _kotlin_reference import (
     KOTLIN_CORPORA,
@@ -402,6 +412,23 @@ def measure_scala(name: str) -> dict[str, float]:
     return {**compare(states, reference, edges=ranked), **figures}
 
 
+def measure_traced(corpus: TracedCorpus) -> dict[str, float]:
+    """A Ruby or PHP project against what its traced test run called
+    (``_dynamic_reference``): recall over all of patchstream's edges, precision over those
+    the run could have shown."""
+    tree = traced_tree(corpus)
+    remember_tree(tree)
+    states = source_states(corpus, tree)
+    trace = traced(corpus, tree, states)
+    reference, named, checkable = traced_compared(states, our_edges(states), trace,
+                                                  corpus.language)  # fmt: skip
+    figures = compare(states, reference, edges=named)
+    shown = compare(states, reference, edges=checkable)
+    figures.update({key: value for key, value in shown.items()
+                    if key.endswith((" precision", " edges"))})  # fmt: skip
+    return figures
+
+
 def compare(
     states: dict[str, FileState],
     reference: set[Edge],
@@ -451,6 +478,8 @@ def main() -> None:
     parser.add_argument("--csharp", default=",".join(CSHARP_CORPORA), help="'' to leave C# out")
     parser.add_argument("--kotlin", default=",".join(KOTLIN_CORPORA), help="'' to leave Kotlin out")
     parser.add_argument("--scala", default=",".join(SCALA_CORPORA), help="'' to leave Scala out")
+    parser.add_argument("--ruby", default=",".join(RUBY_CORPORA), help="'' to leave Ruby out")
+    parser.add_argument("--php", default=",".join(PHP_CORPORA), help="'' to leave PHP out")
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
         "--trace",
@@ -539,6 +568,12 @@ def main() -> None:
                    lambda: f"{kotlinc_version()}: {bytecode}"),
         "scala": ("Scala", SCALA_CORPORA, measure_scala, "scalac",
                   lambda: f"scalac 2.11 (Debian): {bytecode}"),
+        "ruby": ("Ruby", RUBY_CORPORA, lambda name: measure_traced(RUBY_CORPORA[name]),
+                 "traced", lambda: f"{_version(['ruby', '--version'])}: every call its test "
+                 "suite made (TracePoint), precision where a line that ran names the callee"),
+        "php": ("PHP", PHP_CORPORA, lambda name: measure_traced(PHP_CORPORA[name]), "traced",
+                lambda: f"{_version(['php', '--version'])} with Xdebug: every call its test "
+                "suite made (function trace), precision where a line that ran names the callee"),
     }  # fmt: skip
     compiled_rows: dict[str, dict[str, str]] = {}
     for key, (language, corpora, measure_one, short, reference) in compiled.items():
@@ -571,6 +606,14 @@ def main() -> None:
         if java:
             update_results_row("correctness java", "python bench/correctness.py",
                               "; ".join(f"{k} {v}" for k, v in java.items()))  # fmt: skip
+
+
+def _version(command: list[str]) -> str:
+    """A tool's version line (``ruby 3.1.2p20 ...``)."""
+    import subprocess
+
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return done.stdout.splitlines()[0] if done.stdout else " ".join(command)
 
 
 def _row(figures: dict[str, float], reference: str) -> str:

@@ -41,7 +41,7 @@ from patchstream.parsing.node_text import (
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
-from patchstream.parsing.source import Source
+from patchstream.parsing.source import PhpSource, Source
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import (
     CallResolution,
@@ -119,7 +119,7 @@ class _Extractor(TypeEdges):
         self.deadline = deadline
         self._steps = 0
         self.tree = tree
-        self.src = Source(source)
+        self.src = PhpSource(source) if language == "php" else Source(source)
         self.language = language
         self.repo = repo
         self.path = path
@@ -391,6 +391,8 @@ class _Extractor(TypeEdges):
                     parts = [*name_parts(receiver), *parts]
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
+                if self.language == "php" and parts in (["self"], ["static"], ["parent"]):
+                    parts = ["super" if parts == ["parent"] else "this"]  # ``new static(..)``
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
                 self._building = edge_type is EdgeType.INSTANTIATES

@@ -184,6 +184,27 @@ _SCALA_FACTS = f"""
 (function_declaration name: (identifier) @returns return_type: {_SCALA_TYPE} @type) @fact
 """
 
+_PHP_TYPE = "[(named_type) (optional_type)]"
+_PHP_BUILT = "(object_creation_expression [(name) (qualified_name)] @call)"
+_PHP_FACTS = f"""
+(simple_parameter type: {_PHP_TYPE} @type name: (variable_name) @name) @fact
+(property_promotion_parameter type: {_PHP_TYPE} @type name: (variable_name) @name) @field
+(property_declaration type: {_PHP_TYPE} @type (property_element (variable_name) @name)) @fact
+(assignment_expression left: (variable_name) @name right: {_PHP_BUILT}) @fact
+(assignment_expression
+  left: (member_access_expression object: (variable_name) @owner name: (name) @name)
+  right: {_PHP_BUILT}) @fact
+(method_declaration name: (name) @returns return_type: {_PHP_TYPE} @type) @fact
+(function_definition name: (name) @returns return_type: {_PHP_TYPE} @type) @fact
+(assignment_expression left: (variable_name) @name
+  right: [(member_call_expression object: (_) @object name: (name) @call)
+          (scoped_call_expression scope: (_) @object name: (name) @call)]) @fact
+(assignment_expression left: (variable_name) @name
+  right: (function_call_expression function: [(name) (qualified_name)] @call)) @fact
+((comment) @doc . [(method_declaration) (function_definition) (property_declaration)
+  (expression_statement)] @documented)
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -222,7 +243,7 @@ _CPP_FACTS = f"""
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
           "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS,
-          "scala": _SCALA_FACTS}  # fmt: skip
+          "scala": _SCALA_FACTS, "php": _PHP_FACTS}  # fmt: skip
 
 
 @cache

@@ -18,7 +18,9 @@ import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
 import tree_sitter_kotlin
+import tree_sitter_php
 import tree_sitter_python
+import tree_sitter_ruby
 import tree_sitter_rust
 import tree_sitter_scala
 import tree_sitter_typescript
@@ -66,6 +68,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
         LanguageSpec("csharp", (".cs",), tree_sitter_c_sharp.language, "csharp"),
         LanguageSpec("kotlin", (".kt", ".kts"), tree_sitter_kotlin.language, "kotlin"),
         LanguageSpec("scala", (".scala", ".sc"), tree_sitter_scala.language, "scala"),
+        LanguageSpec("php", (".php",), tree_sitter_php.language_php, "php"),
+        LanguageSpec("ruby", (".rb", ".rake"), tree_sitter_ruby.language, "ruby"),
     )
 }
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace

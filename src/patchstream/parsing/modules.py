@@ -41,7 +41,7 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return stem.removesuffix("/index") if stem.endswith("/index") else stem
     if language == "go":
         return posixpath.dirname(path) or "."
-    if language in ("java", "csharp", "kotlin", "scala"):  # a package; C#'s file namespace
+    if language in ("java", "csharp", "kotlin", "scala", "php"):  # a package; a namespace
         return package or ""
     if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
@@ -85,6 +85,8 @@ def import_bindings(
         return _kotlin_imports(node, src)
     if language == "scala":
         return _scala_imports(node, src)
+    if language == "php":
+        return _php_uses(node, src)
     if language == "rust":
         return _rust_imports(node, module, src)
     if language in ("c", "cpp"):
@@ -209,6 +211,30 @@ def _java_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
         return [ImportBinding(None, text[:-2], "*")]
     module, _, name = text.rpartition(".")
     return [ImportBinding(name, module, name)]
+
+
+def _php_uses(node: ts.Node, src: Source) -> list[ImportBinding]:
+    """``use A\\B\\C;``, ``use A\\B\\C as D;``, ``use function A\\f;`` and the grouped
+    ``use A\\B\\{C, D as E};``: each binds its last name (or alias) to the name in its
+    namespace (``PhpSource`` reads ``A\\B`` as ``A.B``)."""
+    prefix = next((c for c in node.named_children if c.type == "namespace_name"), None)
+    group = next((c for c in node.named_children if c.type == "namespace_use_group"), None)
+    head = f"{src.text(prefix)}." if prefix is not None and group is not None else ""
+    clauses = (group or node).named_children
+    bindings = []
+    for clause in clauses:
+        if clause.type != "namespace_use_clause":
+            continue
+        alias = clause.child_by_field_name("alias")
+        target = next((c for c in clause.named_children
+                       if c.type in ("name", "qualified_name") and c != alias), None)  # fmt: skip
+        if target is None:
+            continue
+        dotted = (head + src.text(target)).removeprefix("global.")
+        module, _, name = dotted.rpartition(".")
+        local = src.text(alias) if alias is not None else name
+        bindings.append(ImportBinding(local, module, name))
+    return bindings
 
 
 def _csharp_usings(node: ts.Node, src: Source) -> list[ImportBinding]:

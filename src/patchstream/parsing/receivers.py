@@ -31,6 +31,7 @@ import tree_sitter as ts
 from patchstream.parsing.declared_types import declared_type
 from patchstream.parsing.fact_queries import facts_query
 from patchstream.parsing.node_text import without_generics
+from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
 
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
@@ -185,6 +186,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "passed" in match:
             facts += _passed_callback(match, src)
             continue
+        if "doc" in match:  # PHP's docblock types
+            facts += _documented(match["doc"][0], match["documented"][0], src)
+            continue
         if "iter" in match:  # for x in items, items.map(x => ...): an element of items
             facts += _iteration(match, src)
             continue
@@ -284,6 +288,29 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         parts = None if containers else type_parts(written)
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
+    return facts
+
+
+def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact]:
+    """``@param T $x`` (in the function's body), ``@return T`` (the function's), ``@var T``
+    on a property (the class's attribute) or ``@var T $x`` before a statement."""
+    facts = []
+    body = documented.child_by_field_name("body")
+    for tag, variable, written in doc_tags(src.text(doc)):
+        parts = type_parts(written)
+        if parts is None:
+            continue
+        if tag == "param" and variable and body is not None:
+            facts.append(TypeFact(body, variable, parts))
+        elif tag == "return" and documented.type in ("method_declaration", "function_definition"):
+            facts.append(TypeFact(documented, src.text(documented.child_by_field_name("name")),
+                                  parts, returns=True))  # fmt: skip
+        elif tag == "var" and documented.type == "property_declaration":
+            for element in documented.named_children:
+                if element.type == "property_element" and element.named_child_count:
+                    facts.append(TypeFact(documented, src.text(element.named_children[0]), parts))
+        elif tag == "var" and variable:
+            facts.append(TypeFact(documented, variable, parts))
     return facts
 
 

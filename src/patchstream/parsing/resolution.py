@@ -243,6 +243,12 @@ class Resolution(BuiltReceivers):
                 # key is ``RawArgument.convert``; the graph also tries plain ``convert``.
                 name = f"{owner.rsplit('.', 1)[-1]}.{name}"
             return Reference(name=name, module=binding.module)
+        if self.language == "php":
+            # PHP: ``\ns\Foo`` from the root; any other name no ``use`` binds is the
+            # namespace's (a bare function's falls back to the root's: ``keys``).
+            if parts[0] == "global":
+                return Reference(name=".".join(parts[1:]), module="")
+            return Reference(name=dotted, module=self.module)
         # Kotlin's and Scala's package, then what the file's wildcard imports bring.
         package = self.module + "".join(f"+{opened}" for opened in self.opened)
         if self.language == "scala" and (len(parts) == 1 or class_like(parts[0])):

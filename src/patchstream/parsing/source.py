@@ -6,6 +6,8 @@ to the callback; slicing our own bytes is exact and much cheaper.
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter as ts
 
 
@@ -20,3 +22,51 @@ class Source:
 
     def text(self, node: ts.Node | None) -> str:
         return self.raw(node).decode("utf-8", "replace")
+
+
+# PHP's names as the rest of extraction reads names: ``$this->lexer`` is ``this.lexer``,
+# ``Lexer\Emulative`` is ``Lexer.Emulative``, a fully qualified ``\PhpParser\foo`` is
+# ``global.PhpParser.foo`` (``global`` is reserved in PHP: no namespace has that name),
+# ``self::``/``static::`` are ``this.`` and ``parent::`` is ``super.``.
+_PHP_NAMES = frozenset(
+    {
+        "name",
+        "qualified_name",
+        "namespace_name",
+        "variable_name",
+        "member_access_expression",
+        "nullsafe_member_access_expression",
+        "scoped_property_access_expression",
+        "class_constant_access_expression",
+        "relative_scope",
+        "named_type",
+        "optional_type",
+    }
+)
+_PHP_SCOPES = {"self": "this", "static": "this", "parent": "super"}
+_PHP_SEPARATORS = re.compile(r"\?->|->|::|\\")
+
+
+def php_name(text: str, relative_scope: bool = False) -> str:
+    """A PHP name or access chain in dotted notation (see ``_PHP_NAMES``);
+    ``relative_scope``: the text is ``self``, ``static`` or ``parent`` before ``::``, never
+    a method of that name (``$node->parent()``)."""
+    cleaned = "".join(text.split()).replace("$", "").lstrip("?")
+    rooted = cleaned.startswith("\\")
+    dotted = _PHP_SEPARATORS.sub(".", cleaned.lstrip("\\"))
+    if relative_scope:
+        dotted = _PHP_SCOPES.get(dotted, dotted)
+    return f"global.{dotted}" if rooted else dotted
+
+
+class PhpSource(Source):
+    """PHP's source: names and access chains read in dotted notation (``php_name``);
+    everything else (signatures, bodies) as written."""
+
+    __slots__ = ()
+
+    def text(self, node: ts.Node | None) -> str:
+        written = super().text(node)
+        if node is not None and node.type in _PHP_NAMES:
+            return php_name(written, node.type == "relative_scope")
+        return written

@@ -141,6 +141,9 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
             module = sep.join(parts[:cut])
             qualified = ".".join(parts[cut:])
             keys.append(f"{scope}|{module}|{qualified}")
+        if language == "php" and (not module_parts or len(name_parts) == 1):
+            # PHP: the root namespace's (``\\Foo``), and a bare function's fallback there.
+            keys.append(f"{scope}||{'.'.join(name_parts)}")
         if language == "kotlin" and len(name_parts) >= 2:
             # ``Receiver.f`` of an import: an extension function, or a plain one.
             keys.append(f"{scope}|{reference.module}|{name_parts[-1]}")

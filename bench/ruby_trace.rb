@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+# The Ruby reference's tracer (bench/_dynamic_reference.py), preloaded with ``ruby -r``: every
+# call of a method defined under PATCHSTREAM_TRACE_ROOT made from a line under it, as
+# (call site, the method's def), every ``new`` of a class defined there, and the lines that
+# ran. Written as JSON to PATCHSTREAM_TRACE_OUT when the process exits.
+require "coverage"
+require "json"
+
+root = File.expand_path(ENV.fetch("PATCHSTREAM_TRACE_ROOT")) + "/"
+out = ENV.fetch("PATCHSTREAM_TRACE_OUT")
+calls = {}
+Coverage.start(lines: true)
+
+trace = TracePoint.new(:call, :c_call) do |tp|
+  if tp.event == :call
+    next unless tp.path.start_with?(root)
+
+    site = caller_locations(2, 1)&.first # [0] is the method itself, [1] where it was called
+    next unless site&.path&.start_with?(root)
+
+    calls[[site.path, site.lineno, tp.path, tp.lineno]] = true
+  elsif tp.method_id == :new && tp.self.is_a?(Class) && tp.self.name
+    defined = Object.const_source_location(tp.self.name) rescue nil
+    next unless defined.is_a?(Array) && defined[0].is_a?(String) && defined[0].start_with?(root)
+
+    site = caller_locations(1, 1)&.first
+    next unless site&.path&.start_with?(root)
+
+    calls[[site.path, site.lineno, defined[0], defined[1]]] = true
+  end
+end
+trace.enable
+
+at_exit do # registered first, so it runs last: after minitest's and test-unit's own at_exit
+  trace.disable
+  lines = Coverage.result.select { |path, _| path.start_with?(root) }
+  ran = lines.transform_values do |cover|
+    (cover.is_a?(Hash) ? cover[:lines] : cover).each_with_index.filter_map { |n, i| i + 1 if n&.positive? }
+  end
+  File.write(out, JSON.generate({ "root" => root, "calls" => calls.keys, "lines" => ran }))
+end
