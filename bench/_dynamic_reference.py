@@ -160,7 +160,7 @@ def traced(corpus: TracedCorpus, tree: Path, states: dict[str, FileState]) -> Tr
             command = [corpus.run[0], "-r", str(HERE / "ruby_trace.rb"), *corpus.run[1:]]
             subprocess.run(command, cwd=tree, env=env, capture_output=True, timeout=1800)
             raw = json.loads(out.read_text())
-            calls, ran, roots = [tuple(c) for c in raw["calls"]], raw["lines"], {}
+            calls, ran, roots = [tuple(c) for c in raw["calls"]], raw["lines"], raw["roots"]
         else:
             calls, ran, roots = _php_trace(corpus, tree, env, out, _classes(states))
         cached.write_text(json.dumps({"calls": sorted(calls), "ran": ran, "roots": roots}))

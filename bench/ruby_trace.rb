@@ -10,7 +10,24 @@ require "json"
 root = File.expand_path(ENV.fetch("PATCHSTREAM_TRACE_ROOT")) + "/"
 out = ENV.fetch("PATCHSTREAM_TRACE_OUT")
 calls = {}
+roots = {} # "path:line" of a method -> [path, line] of the first method above it it overrides
+seen = {}
 Coverage.start(lines: true)
+
+# The topmost method of the corpus that ``owner#name`` overrides (``super_method`` to the end).
+root_of = lambda do |owner, name|
+  method = owner.instance_method(name)
+  top = method
+  16.times do
+    above = top.super_method
+    break unless above&.source_location && above.source_location[0].start_with?(root)
+
+    top = above
+  end
+  top == method ? nil : top.source_location
+rescue StandardError
+  nil
+end
 
 trace = TracePoint.new(:call, :c_call) do |tp|
   if tp.event == :call
@@ -20,6 +37,12 @@ trace = TracePoint.new(:call, :c_call) do |tp|
     next unless site&.path&.start_with?(root)
 
     calls[[site.path, site.lineno, tp.path, tp.lineno]] = true
+    key = "#{tp.path}:#{tp.lineno}"
+    unless seen.key?(key)
+      seen[key] = true
+      top = root_of.call(tp.defined_class, tp.method_id)
+      roots[key] = top if top
+    end
   elsif tp.method_id == :new && tp.self.is_a?(Class) && tp.self.name
     defined = Object.const_source_location(tp.self.name) rescue nil
     next unless defined.is_a?(Array) && defined[0].is_a?(String) && defined[0].start_with?(root)
@@ -38,5 +61,6 @@ at_exit do # registered first, so it runs last: after minitest's and test-unit's
   ran = lines.transform_values do |cover|
     (cover.is_a?(Hash) ? cover[:lines] : cover).each_with_index.filter_map { |n, i| i + 1 if n&.positive? }
   end
-  File.write(out, JSON.generate({ "root" => root, "calls" => calls.keys, "lines" => ran }))
+  File.write(out, JSON.generate({ "root" => root, "calls" => calls.keys, "lines" => ran,
+                                  "roots" => roots }))
 end

@@ -16,7 +16,7 @@ import re
 from typing import Protocol
 
 from patchstream.parsing.csharp_language import member_keys
-from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL
+from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL
 from patchstream.schemas.graph import Reference
 
 # ``class LEVELDB_EXPORT Status {``, ``struct YAML_CPP_API Mark :``: a macro the grammar
@@ -28,8 +28,9 @@ _EXPORT_MACRO = re.compile(
 )
 # Libraries, never the project's: C++'s, and .NET's (C#).
 _UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl", "System", "Microsoft"})
-_SELF = frozenset({"this", "(*this)"})
-SCOPED_LANGUAGES = frozenset({"cpp", "csharp"})  # names looked up from where they are written
+_SELF = frozenset({"this", "(*this)", "self"})
+# Names looked up from where they are written: C++'s, C#'s and Ruby's constants.
+SCOPED_LANGUAGES = frozenset({"cpp", "csharp", "ruby"})
 
 
 class _Scoped(Protocol):
@@ -130,5 +131,5 @@ def is_scoped_lookup(reference: Reference) -> bool:
     module = reference.module
     return module is not None and any(
         module == marker or module.startswith((f"{marker}.", f"{marker}+", f"{marker}#"))
-        for marker in (C_GLOBAL, CS_GLOBAL)
+        for marker in (C_GLOBAL, CS_GLOBAL, RB_GLOBAL)
     )

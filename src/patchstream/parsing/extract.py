@@ -41,7 +41,8 @@ from patchstream.parsing.node_text import (
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
-from patchstream.parsing.source import PhpSource, Source
+from patchstream.parsing.ruby_language import KERNEL_WORDS, local_names
+from patchstream.parsing.source import PhpSource, RubySource, Source
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import (
     CallResolution,
@@ -73,6 +74,7 @@ _SYMBOL_KINDS = {
     "variable": SymbolKind.VARIABLE,
 }
 MODULE_MARKER = "<module>"
+_SOURCES: dict[str, type[Source]] = {"php": PhpSource, "ruby": RubySource}
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ class _Extractor(TypeEdges):
         self.deadline = deadline
         self._steps = 0
         self.tree = tree
-        self.src = PhpSource(source) if language == "php" else Source(source)
+        self.src = _SOURCES.get(language, Source)(source)
+        self._locals: dict[str, set[str]] = defaultdict(set)  # Ruby: scope id -> its locals
         self.language = language
         self.repo = repo
         self.path = path
@@ -158,6 +161,9 @@ class _Extractor(TypeEdges):
         self._mark_alternatives()
         self._index_scopes()
         self._collect_imports(captures)
+        if self.language == "ruby":
+            for node, name in local_names(self.tree, self.src):
+                self._locals[self._enclosing(node)].add(name)
         self._collect_type_facts()
         self._collect_call_site_types(captures)
         self._collect_references(captures)
@@ -382,6 +388,12 @@ class _Extractor(TypeEdges):
                 if capture not in match:
                     continue
                 node = match[capture][0]
+                if (
+                    self.language == "ruby"
+                    and node.type == "identifier"
+                    and self.src.text(node) in self._locals[self._enclosing(node)]
+                ):
+                    continue  # a local variable, not a call of a method of its name
                 written = written_callee(match["name"][0], self.src)
                 parts = name_parts(written)
                 around = self._enclosing_def(node)
@@ -393,6 +405,13 @@ class _Extractor(TypeEdges):
                     continue  # the builtin itself; its method call resolves below
                 if self.language == "php" and parts in (["self"], ["static"], ["parent"]):
                     parts = ["super" if parts == ["parent"] else "this"]  # ``new static(..)``
+                if self.language == "ruby":
+                    if receiver is None and written in KERNEL_WORDS:
+                        continue
+                    if parts == ["super"] and around is not None:  # the base's of the name
+                        building = around.name == "initialize"
+                        edge_type = EdgeType.INSTANTIATES if building else edge_type
+                        parts = ["super"] if building else ["super", around.name]
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
                 self._building = edge_type is EdgeType.INSTANTIATES
@@ -433,6 +452,15 @@ class _Extractor(TypeEdges):
                     target = Reference(name=f"?.{parts[-1]}")
                 if self.language == "kotlin" and receiver is not None:
                     target = self._imported_extension(target, parts[-1], around)
+                if (
+                    self.language == "ruby"
+                    and receiver is not None
+                    and isinstance(target, Reference)
+                    and target.module is None
+                    and not class_like(parts[0])
+                    and parts[0] != "self"
+                ):  # a local's or a call's value of no known type: never guessed
+                    target = Reference(name=f"?.{parts[-1]}")
                 if self.language in SCOPED_LANGUAGES:
                     member = edge_type is EdgeType.CALLS and receiver is not None
                     arity = self._arity if member and self.language == "csharp" else None

@@ -205,6 +205,15 @@ _PHP_FACTS = f"""
   (expression_statement)] @documented)
 """
 
+_RUBY_BUILT = """(call receiver: [(constant) (scope_resolution)] @call method: (identifier) @new
+  (#eq? @new "new"))"""
+_RUBY_FACTS = f"""
+(assignment left: [(identifier) (instance_variable) (class_variable)] @name
+  right: {_RUBY_BUILT}) @fact
+(operator_assignment left: [(identifier) (instance_variable) (class_variable)] @name
+  right: {_RUBY_BUILT}) @fact
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -243,7 +252,7 @@ _CPP_FACTS = f"""
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
           "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS,
-          "scala": _SCALA_FACTS, "php": _PHP_FACTS}  # fmt: skip
+          "scala": _SCALA_FACTS, "php": _PHP_FACTS, "ruby": _RUBY_FACTS}  # fmt: skip
 
 
 @cache

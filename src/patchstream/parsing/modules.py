@@ -45,6 +45,8 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return package or ""
     if language in ("c", "cpp"):  # ``x.h`` and ``x.c`` (``x.cc``) beside it are one module
         return posixpath.splitext(path)[0]
+    if language == "ruby":  # what ``require_relative`` names: the path without ``.rb``
+        return path.removesuffix(".rb")
     if language == "rust":
         stem = path.removesuffix(".rs")
         if "src/" in stem or stem.startswith("src"):
@@ -91,13 +93,36 @@ def import_bindings(
         return _rust_imports(node, module, src)
     if language in ("c", "cpp"):
         return _c_includes(node, path, src)
+    if language == "ruby":
+        return _ruby_requires(node, path, src)
     return []
+
+
+def _ruby_requires(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
+    """``require_relative "tag"``: the file beside; ``require "liquid/tag"``: the file under
+    the repository's ``lib/`` (Ruby's load path by convention) or its root. A whole file,
+    no name bound: Ruby's names are the program's."""
+    arguments = node.child_by_field_name("arguments")
+    string = arguments.named_children[0] if arguments is not None else None
+    content = string.named_children[0] if string is not None and string.named_children else None
+    written = src.text(content).removesuffix(".rb") if content is not None else ""
+    if not written or written.startswith("/") or "\\" in written or len(written) > 400:
+        return []
+    method = src.text(node.child_by_field_name("method"))
+    if method == "require_relative":
+        found = [posixpath.normpath(posixpath.join(posixpath.dirname(path), written))]
+    else:
+        found = [f"lib/{written}", written]
+        top = path.split("/lib/", 1)[0] if "/lib/" in path else ""
+        found += [f"{top}/lib/{written}"] if top else []
+    return [ImportBinding(None, module, "") for module in found if not module.startswith("..")]
 
 
 # Functions and types of C live in one namespace, the program's (the linker's): a name no
 # file's own definition or macro binds is looked up there, whichever file defines it.
 C_GLOBAL = "<global>"
 CS_GLOBAL = "<cs>"  # C#'s program-wide namespace: every project type, by its full name
+RB_GLOBAL = "<rb>"  # Ruby's: every constant and method, by its full name
 
 
 def _c_includes(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:

@@ -15,7 +15,8 @@ from patchstream.parsing.source import Source
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _WRAPPERS = frozenset({"export_statement", "decorated_definition"})
 _MAX_SIGNATURE = 300
-_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+# A trailing ``?``, ``!`` or ``=``: Ruby's predicates, mutators and setters (``empty?``).
+_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*[?!=]?$")
 
 
 def name_parts(text: str) -> list[str]:

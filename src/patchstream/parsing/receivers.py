@@ -245,6 +245,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             continue
         owner = src.text(match["owner"][0]) if "owner" in match else None
         name = src.text(match["name"][0])
+        if owner is None and name.startswith("self."):  # Ruby's ``@x`` (``RubySource``)
+            owner, name = "self", name[5:]
         if "cast" in match:  # x = cast(T, value): the type checker's word, a declaration
             if "".join(src.text(match["cast"][0]).split()) in _CASTS:
                 parts = type_parts(src.text(match["type"][0]))

@@ -70,3 +70,16 @@ class PhpSource(Source):
         if node is not None and node.type in _PHP_NAMES:
             return php_name(written, node.type == "relative_scope")
         return written
+
+
+class RubySource(Source):
+    """Ruby's source: an instance or class variable (``@body``, ``@@count``) read as the
+    object's attribute (``self.body``); everything else as written."""
+
+    __slots__ = ()
+
+    def text(self, node: ts.Node | None) -> str:
+        written = super().text(node)
+        if node is not None and node.type in ("instance_variable", "class_variable"):
+            return "self." + written.lstrip("@")
+        return written

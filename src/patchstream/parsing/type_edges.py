@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from patchstream.parsing.call_site_types import CallSiteTypes
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES, scoped_lookup
-from patchstream.parsing.modules import CS_GLOBAL
+from patchstream.parsing.modules import CS_GLOBAL, RB_GLOBAL
+
+_MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.")
 from patchstream.parsing.receiver_types import _Def, class_like
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
@@ -25,6 +27,8 @@ class TypeEdges(CallSiteTypes):
             context = context or self.file_scope
             opened = (*self._bases_named(context), *self.opened)
             found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, opened, arity)
+        elif self.language == "ruby":  # a class's bases and mixins are looked in too
+            found = scoped_lookup(target, context, None, RB_GLOBAL, tuple(self._bases_named(context)))
         else:
             found = scoped_lookup(target, context, self.cpp_aliases)
         assert isinstance(found, (_Def, Reference))
@@ -40,10 +44,13 @@ class TypeEdges(CallSiteTypes):
         for base in self._bases.get(owner, ()):
             if isinstance(base, _Def):
                 names.append(base.qualified_name)
-            elif base.module is not None and base.module.startswith(f"{CS_GLOBAL}."):
+            elif base.module is not None and base.module.startswith(_MARKED):
                 written = base.module.split("+", 1)[0].split("#", 1)[0]
-                names.append(f"{written[len(CS_GLOBAL) + 1 :]}.{base.name}".lstrip("."))
-        return names[:2]
+                marker = written.split(".", 1)[0]
+                names.append(f"{written[len(marker) + 1 :]}.{base.name}".lstrip("."))
+            elif base.module is not None and base.module in (CS_GLOBAL, RB_GLOBAL):
+                names.append(base.name)
+        return names[: 8 if self.language == "ruby" else 2]
 
     def _collect_returns(self) -> None:
         """RETURNS edges from functions to the class their return annotation names, and from
