@@ -39,7 +39,8 @@ from patchstream.schemas.state import FileState
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 Edge = tuple[str, str]
-_CONSTRUCTORS = frozenset({"initialize", "__construct"})
+_CONSTRUCTOR = {"ruby": "initialize", "php": "__construct"}
+_CONSTRUCTORS = frozenset(_CONSTRUCTOR.values())
 _CALLABLE = (SymbolKind.FUNCTION, SymbolKind.CLASS)
 _SKIPPED_DIRS = frozenset({"test", "tests", "Tests", "spec", "vendor", "Resources"})
 
@@ -240,8 +241,13 @@ class Definitions:
 def definitions(states: dict[str, FileState]) -> Definitions:
     found = Definitions({}, {}, {}, defaultdict(list), {}, {})
     for path, state in states.items():
-        package = next((s.qualified_name for s in state.symbols
-                        if s.kind is SymbolKind.MODULE), "")  # fmt: skip
+        # PHP's names start with their namespace; Ruby's are whole (a class may be reopened
+        # in many files: one name).
+        package = (
+            ""
+            if state.language == "ruby"
+            else next((s.qualified_name for s in state.symbols if s.kind is SymbolKind.MODULE), "")
+        )
         for symbol in state.symbols:
             if symbol.kind is SymbolKind.MODULE:
                 found.modules[path] = symbol.id
@@ -318,7 +324,7 @@ def compared_edges(
     could have shown (precision's side), with their ranks; all as full names."""
     defs = definitions(states)
     reference, _ = reference_edges(defs, trace)
-    owners = _constructor_owners(states, defs) if language == "php" else {}
+    owners = _constructor_owners(states, defs, _CONSTRUCTOR[language])
     named: dict[Edge, int] = {}
     checkable: dict[Edge, int] = {}
     for (src, dst), rank in ours.items():
@@ -369,13 +375,25 @@ def remember_tree(tree: Path) -> None:
     _TEXTS.clear()
 
 
-def _constructor_owners(states: dict[str, FileState], defs: Definitions) -> dict[str, str | None]:
-    """PHP: each class -> the class whose ``__construct`` runs when it is built (its own,
-    else its nearest base's through ``extends`` of the measured files), or None."""
+def _written_names(module: str | None, name: str, namespace: str) -> list[str]:
+    """The full names a base's reference may mean: PHP's as written, or in the file's
+    namespace; Ruby's from where it is written outward (``<rb>.A.B`` + ``N``: A.B.N, A.N, N)."""
+    if module is not None and module.startswith("<rb>"):
+        context = module.split("+", 1)[0].removeprefix("<rb>").strip(".").split(".")
+        return [".".join([*context[:cut], name]).strip(".") for cut in range(len(context), -1, -1)]
+    return [f"{module or ''}.{name}".strip("."), f"{namespace}.{name}"]
+
+
+def _constructor_owners(
+    states: dict[str, FileState], defs: Definitions, constructor: str
+) -> dict[str, str | None]:
+    """Each class -> the class whose constructor runs when it is built (its own, else its
+    nearest base's of the measured files), or None: no constructor of the project runs, and
+    a trace shows nothing."""
     classes = {s.id for st in states.values() for s in st.symbols if s.kind is SymbolKind.CLASS}
     by_name = {defs.names[c]: c for c in classes}
     own = {defs.parents[sid] for sid, name in defs.names.items()
-           if name.rsplit(".", 1)[-1] == "__construct" and sid in defs.parents}  # fmt: skip
+           if name.rsplit(".", 1)[-1] == constructor and sid in defs.parents}  # fmt: skip
     extends: dict[str, str] = {}
     for state in states.values():
         namespace = next((s.qualified_name for s in state.symbols
@@ -386,8 +404,14 @@ def _constructor_owners(states: dict[str, FileState], defs: Definitions) -> dict
             if edge.ref is None:
                 target = edge.dst
             else:
-                written = f"{edge.ref.module}.{edge.ref.name}".strip(".")
-                target = by_name.get(written) or by_name.get(f"{namespace}.{edge.ref.name}", "")
+                target = next(
+                    (
+                        by_name[n]
+                        for n in _written_names(edge.ref.module, edge.ref.name, namespace)
+                        if n in by_name
+                    ),
+                    "",
+                )
             if target in classes and edge.src not in extends:
                 extends[edge.src] = target
     owners: dict[str, str | None] = {}

@@ -2,8 +2,8 @@
 
 # The Ruby reference's tracer (bench/_dynamic_reference.py), preloaded with ``ruby -r``: every
 # call of a method defined under PATCHSTREAM_TRACE_ROOT made from a line under it, as
-# (call site, the method's def), every ``new`` of a class defined there, and the lines that
-# ran. Written as JSON to PATCHSTREAM_TRACE_OUT when the process exits.
+# (call site, the method's def; ``initialize`` for a ``new``), the method each one overrides
+# at the top, and the lines that ran. Written as JSON to PATCHSTREAM_TRACE_OUT at exit.
 require "coverage"
 require "json"
 
@@ -29,28 +29,19 @@ rescue StandardError
   nil
 end
 
-trace = TracePoint.new(:call, :c_call) do |tp|
-  if tp.event == :call
-    next unless tp.path.start_with?(root)
+trace = TracePoint.new(:call) do |tp|
+  next unless tp.path.start_with?(root)
 
-    site = caller_locations(2, 1)&.first # [0] is the method itself, [1] where it was called
-    next unless site&.path&.start_with?(root)
+  # [0] is the method itself, [1] where it was called (``Foo.new``'s line for ``initialize``)
+  site = caller_locations(2, 1)&.first
+  next unless site&.path&.start_with?(root)
 
-    calls[[site.path, site.lineno, tp.path, tp.lineno]] = true
-    key = "#{tp.path}:#{tp.lineno}"
-    unless seen.key?(key)
-      seen[key] = true
-      top = root_of.call(tp.defined_class, tp.method_id)
-      roots[key] = top if top
-    end
-  elsif tp.method_id == :new && tp.self.is_a?(Class) && tp.self.name
-    defined = Object.const_source_location(tp.self.name) rescue nil
-    next unless defined.is_a?(Array) && defined[0].is_a?(String) && defined[0].start_with?(root)
-
-    site = caller_locations(1, 1)&.first
-    next unless site&.path&.start_with?(root)
-
-    calls[[site.path, site.lineno, defined[0], defined[1]]] = true
+  calls[[site.path, site.lineno, tp.path, tp.lineno]] = true
+  key = "#{tp.path}:#{tp.lineno}"
+  unless seen.key?(key)
+    seen[key] = true
+    top = root_of.call(tp.defined_class, tp.method_id)
+    roots[key] = top if top
   end
 end
 trace.enable

@@ -409,6 +409,8 @@ class _Extractor(TypeEdges):
                     if receiver is None and written in KERNEL_WORDS:
                         continue
                     if parts == ["super"] and around is not None:  # the base's of the name
+                        if not self._bases.get(self._enclosing_class(around) or ""):
+                            continue  # Object's, or a library's: never the project's
                         building = around.name == "initialize"
                         edge_type = EdgeType.INSTANTIATES if building else edge_type
                         parts = ["super"] if building else ["super", around.name]
@@ -458,9 +460,9 @@ class _Extractor(TypeEdges):
                     and isinstance(target, Reference)
                     and target.module is None
                     and not class_like(parts[0])
-                    and parts[0] != "self"
-                ):  # a local's or a call's value of no known type: never guessed
-                    target = Reference(name=f"?.{parts[-1]}")
+                    and (parts[0] != "self" or len(parts) > 2)
+                ):  # a local's, an attribute's or a call's value of no known type
+                    target = self._named_like_class(parts, around)
                 if self.language in SCOPED_LANGUAGES:
                     member = edge_type is EdgeType.CALLS and receiver is not None
                     arity = self._arity if member and self.language == "csharp" else None
@@ -474,6 +476,19 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _named_like_class(self, parts: list[str], around: _Def | None) -> Reference:
+        """Ruby: a receiver of no known type named as a class of the project is one of it
+        (``context.evaluate(x)``: ``Context#evaluate``; ``@parse_context.parse(x)``), a
+        guess; else a call of the method on something unknown."""
+        held = parts[1:-1] if parts[0] == "self" else parts[:-1]
+        if len(held) != 1 or "?" in held[0] or not held[0][:1].islower():
+            return Reference(name=f"?.{parts[-1]}")
+        self._guessed = True
+        named = "".join(word.capitalize() for word in held[0].split("_"))
+        found = self._scoped(Reference(name=f"{named}.{parts[-1]}"), call_context(around))
+        assert isinstance(found, Reference)
+        return found
 
     def _imported_extension(
         self, target: _Def | Reference, method: str, around: _Def | None

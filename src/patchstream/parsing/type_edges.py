@@ -6,10 +6,10 @@ from __future__ import annotations
 from patchstream.parsing.call_site_types import CallSiteTypes
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES, scoped_lookup
 from patchstream.parsing.modules import CS_GLOBAL, RB_GLOBAL
-
-_MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.")
 from patchstream.parsing.receiver_types import _Def, class_like
 from patchstream.schemas.graph import Edge, EdgeType, Reference
+
+_MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.")  # where a base's written scope starts
 
 
 class TypeEdges(CallSiteTypes):
@@ -28,7 +28,9 @@ class TypeEdges(CallSiteTypes):
             opened = (*self._bases_named(context), *self.opened)
             found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, opened, arity)
         elif self.language == "ruby":  # a class's bases and mixins are looked in too
-            found = scoped_lookup(target, context, None, RB_GLOBAL, tuple(self._bases_named(context)))
+            found = scoped_lookup(
+                target, context, None, RB_GLOBAL, tuple(self._bases_named(context))
+            )
         else:
             found = scoped_lookup(target, context, self.cpp_aliases)
         assert isinstance(found, (_Def, Reference))
