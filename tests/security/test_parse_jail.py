@@ -54,8 +54,9 @@ def _target(path: str, version: int = 1) -> FileRef:
 def test_a_jailed_state_equals_the_one_built_in_the_worker(jailed: JailedStateBuilder) -> None:
     in_process = FileStateBuilder(ParsingSettings())
     files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 50_000)
-    suffixes = {".py", ".ts", ".go", ".java", ".rs", ".js", ".c", ".cc", ".cs", ".kt", ".scala"}
-    assert len({p.suffix for p in files} & suffixes) == 11
+    suffixes = {".py", ".ts", ".go", ".java", ".rs", ".js", ".c", ".cc", ".cs", ".kt", ".scala",
+                ".php", ".rb"}  # fmt: skip
+    assert len({p.suffix for p in files} & suffixes) == 13
     for path in files:
         data = path.read_bytes()
         rel = path.relative_to(FIXTURES).as_posix()
@@ -288,6 +289,8 @@ def _fixture_per_language() -> dict[str, bytes]:
             ".cs",
             ".kt",
             ".scala",
+            ".php",
+            ".rb",
         } and (path.is_file()):
             chosen.setdefault(path.suffix, path.read_bytes()[:6000])
     return chosen

@@ -406,7 +406,9 @@ class _Extractor(TypeEdges):
                 if self.language == "php" and parts in (["self"], ["static"], ["parent"]):
                     parts = ["super" if parts == ["parent"] else "this"]  # ``new static(..)``
                 if self.language == "ruby":
-                    if receiver is None and written in KERNEL_WORDS:
+                    if receiver is None and written == "new" and around is not None:
+                        edge_type, parts = EdgeType.INSTANTIATES, ["this"]  # in ``def self.x``
+                    elif receiver is None and written in KERNEL_WORDS:
                         continue
                     if parts == ["super"] and around is not None:  # the base's of the name
                         if not self._bases.get(self._enclosing_class(around) or ""):
@@ -459,6 +461,7 @@ class _Extractor(TypeEdges):
                     and receiver is not None
                     and isinstance(target, Reference)
                     and target.module is None
+                    and target.name == ".".join(parts)  # as written: no type found
                     and not class_like(parts[0])
                     and (parts[0] != "self" or len(parts) > 2)
                 ):  # a local's, an attribute's or a call's value of no known type

@@ -18,8 +18,8 @@ from patchstream.parsing.languages import language_for_path
 _AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench|asv_bench|"
                             r"galleries|tutorials?)/")  # fmt: skip
 _AUXILIARY_NAME = re.compile(
-    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*(Tests?|Spec|Suite)\.(java|cs|kt|scala)|"
-    r".*\.(md|rst|txt))$"
+    r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*_spec\.rb|"
+    r".*(Tests?|Spec|Suite)\.(java|cs|kt|scala|php)|.*\.(md|rst|txt))$"
 )
 
 

@@ -84,6 +84,11 @@ _SAMPLES = {
     "    fun f(c: C): Int = c.g() + h()\n}\n",
     "scala": "package p\n\nimport q.R\n\nclass A(r: R) extends B(1) {\n"
     "  def f(c: C): Int = c.g() + h() + new D().e()\n}\n",
+    "php": "<?php\nnamespace P;\nuse Q\\R;\nclass A extends B {\n  private R $r;\n"
+    "  /** @param C $c */\n  public function f($c) { $d = new D(); return $c->g() + h()"
+    " + $this->r->m(); }\n}\n",
+    "ruby": "require_relative 'b'\nmodule P\n  class A < B\n    include M\n"
+    "    def f(c, d = 1)\n      @e = E.new\n      c.g + h + @e.m + super\n    end\n  end\nend\n",
 }
 _EXTENSION = {name: spec.extensions[0] for name, spec in LANGUAGES.items()}
 

@@ -42,7 +42,7 @@ def _name_parts(text: str) -> tuple[str, ...]:
 
 def _split_name(text: str) -> tuple[str, ...]:
     cleaned = without_generics("".join(text.split()))
-    cleaned = cleaned.replace("?.", ".").replace("!.", ".").replace("::", ".")
+    cleaned = cleaned.replace("?.", ".").replace("!!.", ".").replace("!.", ".").replace("::", ".")
     cleaned = cleaned.replace("->", ".").replace("&", "")
     cleaned = cleaned.replace("*", "")
     return tuple(part if _IDENT.match(part) else "?" for part in cleaned.split("."))

@@ -277,7 +277,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             # Go's ``T{}`` / ``&T{}`` and Rust's ``T { .. }`` name the type itself: a
             # declaration, not a call.
             literal = match["call"][0].parent
-            built = literal is not None and literal.type in _LITERALS
+            # Ruby's facts are all ``Foo.new``, PHP's ``new Foo``: what they build, too.
+            built = literal is not None and (
+                literal.type in _LITERALS
+                or language == "ruby"
+                or (language == "php" and literal.type == "object_creation_expression")
+            )
             if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
