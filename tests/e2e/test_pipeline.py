@@ -638,6 +638,17 @@ MIXED = {
     "jobs/src/etl/job/Nightly.scala": "package etl.job\n\nimport etl.{Loader}\n\n"
     'object Nightly {\n  def run(): Int = {\n    val loader: Loader = new Loader("x")\n'
     "    loader.rows()\n  }\n}\n",
+    # PHP: a class of another namespace through ``use``, typed by a docblock.
+    "web/src/Cart/Pricing.php": "<?php\nnamespace Shop\\Cart;\n\nclass Pricing\n{\n"
+    "    public function quote(int $qty): int { return $qty * 3; }\n}\n",
+    "web/src/Http/Checkout.php": "<?php\nnamespace Shop\\Http;\n\nuse Shop\\Cart\\Pricing;\n\n"
+    "class Checkout\n{\n    /** @param Pricing $pricing */\n"
+    "    public function total($pricing): int { return $pricing->quote(2); }\n}\n",
+    # Ruby: a constant looked up from where it is written, a local built with ``new``.
+    "lib/fleet/engine.rb": "module Fleet\n  class Engine\n    def spin(rate)\n"
+    "      rate * 2\n    end\n  end\nend\n",
+    "lib/fleet/dock.rb": 'require_relative "engine"\n\nmodule Fleet\n  class Dock\n'
+    "    def launch\n      engine = Engine.new\n      engine.spin(3)\n    end\n  end\nend\n",
 }
 
 
@@ -709,6 +720,15 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
     rows = httpx.get(f"{url}/v1/symbols/mixed::jobs/src/etl/Loader.scala::Loader.rows/callers",
                      headers=headers, timeout=60).json()["callers"]  # fmt: skip
     assert [c["qualified_name"] for c in rows] == ["Nightly.run"], rows
+    # PHP and Ruby end to end: a method of another file's class, through a docblock's type
+    # and through what ``new`` built.
+    quoted = httpx.get(
+        f"{url}/v1/symbols/mixed::web/src/Cart/Pricing.php::Pricing.quote/callers",
+        headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in quoted] == ["Checkout.total"], quoted
+    spun = httpx.get(f"{url}/v1/symbols/mixed::lib/fleet/engine.rb::Fleet.Engine.spin/callers",
+                     headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in spun] == ["Fleet.Dock.launch"], spun
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness

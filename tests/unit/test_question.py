@@ -103,6 +103,12 @@ def test_a_ruby_backtrace_and_a_dotnet_stack_trace_name_their_frames() -> None:
     assert named.frames == [("home/ci/Shop/Program.cs", "Main"), ("src/Shop/Cart.cs", "Total")]
     assert "Total" in named.names
     assert named_in("see lib/shop/cart.php and Cart.kt").paths == ["lib/shop/cart.php", "Cart.kt"]
+    php = ("PHP Fatal error:  Uncaught Error: Call to a member function total() on null\n"
+           "#0 /var/www/src/Cart.php(42): Shop\\Cart->total()\n"
+           "#1 /var/www/public/index.php(7): checkout()\n")  # fmt: skip
+    assert named_in(php).frames == [("var/www/public/index.php", "checkout"),
+                                    ("var/www/src/Cart.php", "total")]  # fmt: skip
+    assert named_in("#0 " + "a/" * 20_000 + "x.php(1): ").frames == []
     hostile = "at " + "a." * 5000 + "b(" + "x" * 400 + ") in c.cs:line 1"
     assert named_in(hostile).frames == []
     assert named_in("a/" * 20_000 + "x.rb:1 in").frames == []  # no ``:in `m'``: no frame

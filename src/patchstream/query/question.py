@@ -32,6 +32,9 @@ _RUBY_FRAME = re.compile(r"([\w./-]{1,300}?\.rb):\d++:in [`'](?:[\w:]{0,200}+[#.
 # .NET's stack trace: ``at Shop.Cart.Total(Decimal rate) in /src/Shop/Cart.cs:line 42``.
 _DOTNET_FRAME = re.compile(r"\bat (?:[\w`]{1,200}+\.){0,20}+(\w++)\([^)\n]{0,300}+\) in "
                            r"([\w:./\\-]{1,300}?\.cs):line \d++")  # fmt: skip
+# PHP's stack trace: ``#0 /var/www/src/Cart.php(42): Shop\Cart->total()``.
+_PHP_FRAME = re.compile(r"#\d{1,6}+ ([\w./-]{1,300}?\.php)\(\d++\): "
+                        r"(?:[\w\\]{1,200}+(?:->|::))?+(\w++)\(")  # fmt: skip
 _PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.-]++/)*+[\w.-]+\."
     r"(?:py|pyi|js|jsx|ts|tsx|go|java|rs|cpp|cc|cxx|hpp|hh|hxx|c|h|rb|cs|php|kt|swift|scala))\b"
@@ -74,10 +77,12 @@ def named_in(question: str) -> Named:
     # gdb prints the innermost frame first, Python last: stored in Python's order.
     for function, path in reversed(_GDB_FRAME.findall(question)):
         found.frames.append((path, function.rsplit("::", 1)[-1]))
-    # Ruby and .NET print the innermost frame first too.
+    # Ruby, .NET and PHP print the innermost frame first too.
     for path, function in reversed(_RUBY_FRAME.findall(question)):
         found.frames.append((path, function))
     for function, path in reversed(_DOTNET_FRAME.findall(question)):
+        found.frames.append((_repo_relative(path), function))
+    for path, function in reversed(_PHP_FRAME.findall(question)):
         found.frames.append((_repo_relative(path), function))
     framed = {p for p, _ in found.frames}
     found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
