@@ -47,7 +47,7 @@ SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", "
                    ".rs"}  # fmt: skip
 
 # Counted in a corpus's size; never copied out of a PyPI package.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".scala")
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".scala", ".php", ".rb")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -132,9 +132,19 @@ def build_corpus(name: str, into: Path) -> Path:
         for corpus in ("scala-swing", "parser-combinators"):
             shutil.copytree(kotlin_tree(SCALA_CORPORA[corpus]), into / corpus)
         return into
+    if name in ("php", "ruby"):  # the traced corpora's sources (bench/_dynamic_reference.py)
+        from _dynamic_reference import PHP_CORPORA, RUBY_CORPORA, source_files, traced_tree
+
+        for corpus in (PHP_CORPORA if name == "php" else RUBY_CORPORA).values():
+            tree = traced_tree(corpus)
+            for path in source_files(corpus, tree):
+                copied = into / corpus.name / path.relative_to(tree.resolve())
+                copied.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, copied)
+        return into
     if name not in PYPI_CORPORA:
         raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp, csharp, "
-                         "kotlin or scala")  # fmt: skip
+                         "kotlin, scala, php or ruby")  # fmt: skip
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -151,6 +161,10 @@ def corpus_label(name: str) -> str:
         return "kotlin: clikt+kotlinpoet (Kotlin, main sources at pinned 2019 commits)"
     if name == "scala":
         return "scala: scala-swing 2.0.3+scala-parser-combinators 1.0.7 (Scala, main sources)"
+    if name == "php":
+        return "php: PHP-Parser 4.19.4+symfony/yaml 7.0.3 (PHP, sources without tests)"
+    if name == "ruby":
+        return "ruby: liquid 5.4.0+rake 13.2.1 (Ruby, lib/)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 

@@ -125,19 +125,22 @@ if (!function_exists('trigger_deprecation')) {{
 """)
 
 
-def source_states(corpus: TracedCorpus, tree: Path) -> dict[str, FileState]:
-    """Every source file of the measured folder (tests and vendored code left out), keyed
-    by its path under the tree."""
+def source_files(corpus: TracedCorpus, tree: Path) -> list[Path]:
+    """Every source file of the measured folder (tests and vendored code left out)."""
     suffix = ".rb" if corpus.language == "ruby" else ".php"
     root = (tree / corpus.source_root).resolve()
+    return [path for path in sorted(root.rglob(f"*{suffix}"))
+            if not _SKIPPED_DIRS & set(path.relative_to(root).parts[:-1])]  # fmt: skip
+
+
+def source_states(corpus: TracedCorpus, tree: Path) -> dict[str, FileState]:
+    """:func:`source_files`' states, keyed by each one's path under the tree."""
     builder = FileStateBuilder()
     states = {}
-    for path in sorted(root.rglob(f"*{suffix}")):
-        rel = path.relative_to(tree)
-        if _SKIPPED_DIRS & set(rel.parts[:-1]):
-            continue
-        target = FileRef(tenant="t", repo=corpus.name, ref="main", path=str(rel), version=1)
-        states[str(rel)] = builder.build(target, path.read_bytes())
+    for path in source_files(corpus, tree):
+        rel = str(path.relative_to(tree.resolve()))
+        target = FileRef(tenant="t", repo=corpus.name, ref="main", path=rel, version=1)
+        states[rel] = builder.build(target, path.read_bytes())
     return states
 
 

@@ -21,7 +21,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -44,9 +46,9 @@ def main() -> None:
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument("--pathological", action="store_true",
                         help="time generated worst cases instead of a corpus")  # fmt: skip
-    parser.add_argument("--languages", action="store_true",
+    parser.add_argument("--languages", nargs="?", const="all", default=None,
                         help="extraction lines/s of each newer language against Python's, "
-                        "in one run")  # fmt: skip
+                        "in one run (or of those named: c,cpp,csharp,kotlin,scala,php,ruby)")  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
@@ -54,7 +56,7 @@ def main() -> None:
         pathological(args.update_results)
         return
     if args.languages:
-        per_language(args.update_results)
+        per_language(args.update_results, args.languages)
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = build_corpus(args.corpus, Path(tmp))
@@ -174,7 +176,7 @@ def pathological(update_results: bool) -> None:
                           "; ".join(summary))  # fmt: skip
 
 
-def per_language(update: bool) -> None:
+def per_language(update: bool, chosen: str = "all") -> None:
     """Full extraction (parse, queries, chunks) per line, each language's real corpus against
     Python's (requests, click and attrs, installed here) on the same core in the same run:
     the issue's bar is within 2x of Python's per line."""
@@ -182,35 +184,47 @@ def per_language(update: bool) -> None:
     from _common import package_tree
     from _cpp_reference import CPP_CORPORA, cpp_tree
     from _csharp_reference import CSHARP_CORPORA, csharp_tree
+    from _dynamic_reference import PHP_CORPORA, RUBY_CORPORA, source_files, traced_tree
     from _kotlin_reference import KOTLIN_CORPORA, SCALA_CORPORA, kotlin_tree
 
-    corpora: dict[str, list[Path]] = {
-        "python (requests, click, attr)": [
+    def traced_sources(corpora: dict[str, Any], names: tuple[str, ...]) -> list[Path]:
+        trees = [(traced_tree(corpora[name]), corpora[name]) for name in names]
+        return [path for tree, corpus in trees for path in source_files(corpus, tree)]
+
+    wanted = {"python", *chosen.split(",")} if chosen != "all" else None
+    makers: dict[str, Callable[[], list[Path]]] = {
+        "python (requests, click, attr)": lambda: [
             f for name in ("requests", "click", "attr")
             for f in sorted(package_tree(name).rglob("*.py"))
         ],
-        "c (lua, zlib)": [
+        "c (lua, zlib)": lambda: [
             f for name in ("lua", "zlib") for f in sorted(c_tree(C_CORPORA[name]).rglob("*"))
             if f.suffix in (".c", ".h")
         ],
-        "c++ (leveldb, yaml-cpp)": [
+        "c++ (leveldb, yaml-cpp)": lambda: [
             f for name in ("leveldb", "yaml-cpp")
             for f in sorted(cpp_tree(CPP_CORPORA[name]).rglob("*"))
             if f.suffix in (".cc", ".cpp", ".h", ".hpp")
         ],
-        "c# (dnlib, dbus-sharp)": [
+        "c# (dnlib, dbus-sharp)": lambda: [
             f for name in ("dnlib", "dbus-sharp")
             for f in sorted(csharp_tree(CSHARP_CORPORA[name]).rglob("*.cs"))
         ],
-        "kotlin (clikt, kotlinpoet)": [
+        "kotlin (clikt, kotlinpoet)": lambda: [
             f for name in ("clikt", "kotlinpoet")
             for f in sorted(kotlin_tree(KOTLIN_CORPORA[name]).rglob("*.kt"))
         ],
-        "scala (scala-swing, parser-combinators)": [
+        "scala (scala-swing, parser-combinators)": lambda: [
             f for name in ("scala-swing", "parser-combinators")
             for f in sorted(kotlin_tree(SCALA_CORPORA[name]).rglob("*.scala"))
         ],
+        "php (php-parser, symfony-yaml)": lambda: traced_sources(
+            PHP_CORPORA, ("php-parser", "symfony-yaml")),
+        "ruby (liquid, rake)": lambda: traced_sources(RUBY_CORPORA, ("liquid", "rake")),
     }  # fmt: skip
+    corpora = {label: make() for label, make in makers.items()
+               if wanted is None or label.split(" (")[0].replace("c++", "cpp")
+               .replace("c#", "csharp") in wanted}  # fmt: skip
     print(f"machine: {machine()}; 1 core; each corpus extracted twice, the second timed")
     rows, rates = {}, {}
     for label, files in corpora.items():
