@@ -48,7 +48,8 @@ def main() -> None:
                         help="time generated worst cases instead of a corpus")  # fmt: skip
     parser.add_argument("--languages", nargs="?", const="all", default=None,
                         help="extraction lines/s of each newer language against Python's, "
-                        "in one run (or of those named: c,cpp,csharp,kotlin,scala,php,ruby)")  # fmt: skip
+                        "in one run (or of those named: c,cpp,csharp,kotlin,scala,php,ruby)",
+                        )  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as stated
