@@ -244,7 +244,9 @@ def per_language(update: bool, chosen: str = "all") -> None:
         rows[label] += f" ({rate / base:.2f}x Python's)"
     print_rows(rows)
     if update:
-        update_results_row("parse per language", "python bench/parse.py --languages",
+        named = "" if chosen == "all" else f" {chosen}"
+        update_results_row(f"parse per language{named}",
+                           f"python bench/parse.py --languages{named}",
                            "; ".join(f"{k}: {v}" for k, v in rows.items()))  # fmt: skip
 
 
