@@ -16,7 +16,7 @@ import re
 from typing import Protocol
 
 from patchstream.parsing.csharp_language import member_keys
-from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL
+from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
 from patchstream.schemas.graph import Reference
 
 # ``class LEVELDB_EXPORT Status {``, ``struct YAML_CPP_API Mark :``: a macro the grammar
@@ -29,8 +29,8 @@ _EXPORT_MACRO = re.compile(
 # Libraries, never the project's: C++'s, and .NET's (C#).
 _UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl", "System", "Microsoft"})
 _SELF = frozenset({"this", "(*this)", "self"})
-# Names looked up from where they are written: C++'s, C#'s and Ruby's constants.
-SCOPED_LANGUAGES = frozenset({"cpp", "csharp", "ruby"})
+# Names looked up from where they are written: C++'s, C#'s, Ruby's constants and Swift's.
+SCOPED_LANGUAGES = frozenset({"cpp", "csharp", "ruby", "swift"})
 
 
 class _Scoped(Protocol):
@@ -131,5 +131,5 @@ def is_scoped_lookup(reference: Reference) -> bool:
     module = reference.module
     return module is not None and any(
         module == marker or module.startswith((f"{marker}.", f"{marker}+", f"{marker}#"))
-        for marker in (C_GLOBAL, CS_GLOBAL, RB_GLOBAL)
+        for marker in (C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL)
     )

@@ -457,7 +457,7 @@ class _Extractor(TypeEdges):
                 if self.language == "kotlin" and receiver is not None:
                     target = self._imported_extension(target, parts[-1], around)
                 if (
-                    self.language == "ruby"
+                    self.language in ("ruby", "swift")
                     and receiver is not None
                     and isinstance(target, Reference)
                     and target.module is None
@@ -465,7 +465,11 @@ class _Extractor(TypeEdges):
                     and not class_like(parts[0])
                     and (parts[0] != "self" or len(parts) > 2)
                 ):  # a local's, an attribute's or a call's value of no known type
-                    target = self._named_like_class(parts, around)
+                    target = (
+                        self._named_like_class(parts, around)
+                        if self.language == "ruby"
+                        else Reference(name=f"?.{parts[-1]}")
+                    )
                 if self.language in SCOPED_LANGUAGES:
                     member = edge_type is EdgeType.CALLS and receiver is not None
                     arity = self._arity if member and self.language == "csharp" else None
@@ -558,7 +562,7 @@ class _Extractor(TypeEdges):
             return EdgeType.INSTANTIATES if target.kind == "class" else EdgeType.CALLS
         # Python has no `new`: by convention a capitalized callee is a class.
         last = target.name.rsplit(".", 1)[-1]
-        if self.language in ("python", "kotlin", "scala") and class_like(last):
+        if self.language in ("python", "kotlin", "scala", "swift") and class_like(last):
             return EdgeType.INSTANTIATES  # Kotlin has no ``new``; Scala's ``Foo(x)`` applies
         return EdgeType.CALLS
 

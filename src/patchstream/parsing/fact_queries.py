@@ -214,6 +214,17 @@ _RUBY_FACTS = f"""
   right: {_RUBY_BUILT}) @fact
 """
 
+_SWIFT_TYPE = "[(user_type) (optional_type (user_type))]"
+_SWIFT_FACTS = f"""
+(parameter name: (simple_identifier) @name {_SWIFT_TYPE} @type) @fact
+(property_declaration name: (pattern (simple_identifier) @name)
+  (type_annotation {_SWIFT_TYPE} @type)) @fact
+(property_declaration name: (pattern (simple_identifier) @name)
+  value: (call_expression . (simple_identifier) @call)) @fact
+(function_declaration name: (simple_identifier) @returns {_SWIFT_TYPE} @type . (function_body))
+  @fact
+"""
+
 _RUST_FACTS = """
 (parameter pattern: (identifier) @name type: (_) @type) @fact
 (let_declaration pattern: (identifier) @name type: (_) @type) @fact
@@ -252,7 +263,8 @@ _CPP_FACTS = f"""
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
           "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS,
-          "scala": _SCALA_FACTS, "php": _PHP_FACTS, "ruby": _RUBY_FACTS}  # fmt: skip
+          "scala": _SCALA_FACTS, "php": _PHP_FACTS, "ruby": _RUBY_FACTS,
+          "swift": _SWIFT_FACTS}  # fmt: skip
 
 
 @cache

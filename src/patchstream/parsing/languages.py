@@ -23,6 +23,7 @@ import tree_sitter_python
 import tree_sitter_ruby
 import tree_sitter_rust
 import tree_sitter_scala
+import tree_sitter_swift
 import tree_sitter_typescript
 
 from patchstream.errors import UnsupportedLanguageError
@@ -70,6 +71,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         LanguageSpec("scala", (".scala", ".sc"), tree_sitter_scala.language, "scala"),
         LanguageSpec("php", (".php",), tree_sitter_php.language_php, "php"),
         LanguageSpec("ruby", (".rb", ".rake"), tree_sitter_ruby.language, "ruby"),
+        LanguageSpec("swift", (".swift",), tree_sitter_swift.language, "swift"),
     )
 }
 C_FAMILY = frozenset({"c", "cpp"})  # the preprocessor, headers, one program-wide namespace

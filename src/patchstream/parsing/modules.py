@@ -47,6 +47,8 @@ def module_name(language: str, path: str, package: str | None = None) -> str:
         return posixpath.splitext(path)[0]
     if language == "ruby":  # what ``require_relative`` names: the path without ``.rb``
         return path.removesuffix(".rb")
+    if language == "swift":  # a target (module) is a directory of files
+        return posixpath.dirname(path) or "."
     if language == "rust":
         stem = path.removesuffix(".rs")
         if "src/" in stem or stem.startswith("src"):
@@ -95,6 +97,10 @@ def import_bindings(
         return _c_includes(node, path, src)
     if language == "ruby":
         return _ruby_requires(node, path, src)
+    if language == "swift":  # ``import ArgumentParserToolInfo``: a module, no name bound
+        named = next((c for c in node.named_children if c.type == "identifier"), None)
+        module = "".join(src.text(named).split()) if named is not None else ""
+        return [ImportBinding(None, module, "")] if module else []
     return []
 
 
@@ -123,6 +129,7 @@ def _ruby_requires(node: ts.Node, path: str, src: Source) -> list[ImportBinding]
 C_GLOBAL = "<global>"
 CS_GLOBAL = "<cs>"  # C#'s program-wide namespace: every project type, by its full name
 RB_GLOBAL = "<rb>"  # Ruby's: every constant and method, by its full name
+SW_GLOBAL = "<sw>"  # Swift's: a module's types need no import within it
 
 
 def _c_includes(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from patchstream.parsing.call_site_types import CallSiteTypes
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES, scoped_lookup
-from patchstream.parsing.modules import CS_GLOBAL, RB_GLOBAL
+from patchstream.parsing.modules import CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
 from patchstream.parsing.receiver_types import _Def, class_like
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
-_MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.")  # where a base's written scope starts
+_MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.", f"{SW_GLOBAL}.")  # where a written scope starts
+_MARKERS = {"ruby": RB_GLOBAL, "swift": SW_GLOBAL}
 
 
 class TypeEdges(CallSiteTypes):
@@ -27,10 +28,9 @@ class TypeEdges(CallSiteTypes):
             context = context or self.file_scope
             opened = (*self._bases_named(context), *self.opened)
             found = scoped_lookup(target, context, self.cpp_aliases, CS_GLOBAL, opened, arity)
-        elif self.language == "ruby":  # a class's bases and mixins are looked in too
-            found = scoped_lookup(
-                target, context, None, RB_GLOBAL, tuple(self._bases_named(context))
-            )
+        elif self.language in _MARKERS:  # a class's bases and mixins are looked in too
+            opened = tuple(self._bases_named(context))
+            found = scoped_lookup(target, context, None, _MARKERS[self.language], opened)
         else:
             found = scoped_lookup(target, context, self.cpp_aliases)
         assert isinstance(found, (_Def, Reference))
@@ -50,9 +50,9 @@ class TypeEdges(CallSiteTypes):
                 written = base.module.split("+", 1)[0].split("#", 1)[0]
                 marker = written.split(".", 1)[0]
                 names.append(f"{written[len(marker) + 1 :]}.{base.name}".lstrip("."))
-            elif base.module is not None and base.module in (CS_GLOBAL, RB_GLOBAL):
+            elif base.module is not None and base.module in (CS_GLOBAL, RB_GLOBAL, SW_GLOBAL):
                 names.append(base.name)
-        return names[: 8 if self.language == "ruby" else 2]
+        return names[: 8 if self.language in _MARKERS else 2]
 
     def _collect_returns(self) -> None:
         """RETURNS edges from functions to the class their return annotation names, and from

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from patchstream.parsing.cpp_language import is_scoped_lookup, lookup_keys
 from patchstream.parsing.csharp_language import extended_type, extension_key
-from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL
+from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
@@ -40,6 +40,8 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
         return f"{scope}|{CS_GLOBAL}|{symbol.qualified_name}"
     if symbol.language == "ruby":  # a constant's full name; a method's, its owner's and own
         return f"{scope}|{RB_GLOBAL}|{symbol.qualified_name}"
+    if symbol.language == "swift":  # a type's (nested ones too) and its members'
+        return f"{scope}|{SW_GLOBAL}|{symbol.qualified_name}"
     return f"{scope}|{module}|{symbol.qualified_name}"
 
 
@@ -119,7 +121,7 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
     """
     if reference.module is None or reference.name in ("*", "default"):
         return [f"{scope}|~{reference.as_dst()}"]
-    if language in ("cpp", "csharp", "ruby") and is_scoped_lookup(reference):
+    if language in ("cpp", "csharp", "ruby", "swift") and is_scoped_lookup(reference):
         return lookup_keys(scope, reference)
     if language in ("kotlin", "scala") and "+" in reference.module:
         # The file's package, then each package its wildcard imports open.
