@@ -138,8 +138,8 @@ def sampled_edges(
 ) -> dict[str, float]:
     """Recall and precision over the kept sample, for patchstream's edges of ``rank`` and
     stronger (``CallResolution.rank``). A caller's edges to definitions of the called name
-    are the site's targets (edges carry no line: two sites of one caller calling one name
-    share them)."""
+    are the site's targets. Edges carry no line, so the sampled sites of one caller calling
+    one name are judged together: their targets against the callees of them all."""
     sample = json.loads(SAMPLE.read_text())["sites"]
     names = {s.id: s.qualified_name for state in states.values() for s in state.symbols}
     out: dict[str, set[str]] = {}
@@ -147,17 +147,21 @@ def sampled_edges(
         if held <= rank:
             out.setdefault(src, set()).add(names.get(dst, dst))
     called = found = targets = right = 0
+    groups: dict[tuple[str, str], set[str]] = {}
     for site in sample:
         caller = caller_at(states[site["path"]], "swift", site["line"])
         name = site["called"]
-        # Our targets of this site: the caller's edges to a definition of the called name
-        # (a type for an initializer).
+        callees = groups.setdefault((caller, name), set())
+        if site["callee"] is not None:
+            callees.add(site["callee"])
+            called += 1
+            # Our targets: the caller's edges to a definition of the called name (a type
+            # for an initializer).
+            found += site["callee"] in out.get(caller, ())
+    for (caller, name), callees in groups.items():
         mine = {t for t in out.get(caller, ()) if t.rsplit(".", 1)[-1] == name}
         targets += len(mine)
-        if site["callee"] is not None:
-            called += 1
-            found += site["callee"] in mine
-        right += len(mine & {site["callee"]})
+        right += len(mine & callees)
     return {"sites": len(sample), "reference edges": called, "found": found,
             "edges": targets, "recall": found / called if called else 1.0,
             "precision": right / targets if targets else 1.0}  # fmt: skip

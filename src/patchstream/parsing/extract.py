@@ -100,6 +100,12 @@ def _interface_named(target: _Def | Reference) -> bool:
     return len(last) > 1 and last[0] == "I" and last[1].isupper()
 
 
+def _subscript(call: ts.Node, src: Source) -> bool:
+    """Swift's ``a[i]``, which the grammar parses as a call whose arguments are bracketed."""
+    suffix = call.named_children[-1] if call.named_child_count else None
+    return suffix is not None and suffix.type == "call_suffix" and src.raw(suffix)[:1] == b"["
+
+
 def file_id(repo: str, path: str) -> str:
     return f"{repo}::{path}"
 
@@ -394,6 +400,8 @@ class _Extractor(TypeEdges):
                     and self.src.text(node) in self._locals[self._enclosing(node)]
                 ):
                     continue  # a local variable, not a call of a method of its name
+                if self.language == "swift" and _subscript(node, self.src):
+                    continue  # ``items[0]``: tree-sitter-swift reads it as a call
                 written = written_callee(match["name"][0], self.src)
                 parts = name_parts(written)
                 around = self._enclosing_def(node)

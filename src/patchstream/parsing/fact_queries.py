@@ -223,6 +223,20 @@ _SWIFT_FACTS = f"""
   value: (call_expression . (simple_identifier) @call)) @fact
 (function_declaration name: (simple_identifier) @returns {_SWIFT_TYPE} @type . (function_body))
   @fact
+(property_declaration name: (pattern (simple_identifier) @name)
+  value: (try_expression expr: (call_expression . (simple_identifier) @call))) @fact
+(property_declaration name: (pattern (simple_identifier) @name)
+  value: [(call_expression . (navigation_expression target: (_) @object
+            suffix: (navigation_suffix suffix: (simple_identifier) @call)))
+          (try_expression expr: (call_expression . (navigation_expression target: (_) @object
+            suffix: (navigation_suffix suffix: (simple_identifier) @call))))]) @fact
+(if_statement bound_identifier: (simple_identifier) @name
+  (as_expression {_SWIFT_TYPE} @type)) @fact
+(guard_statement bound_identifier: (simple_identifier) @name
+  (as_expression {_SWIFT_TYPE} @type)) @fact
+(property_declaration name: (pattern (simple_identifier) @name)
+  value: (as_expression {_SWIFT_TYPE} @type)) @fact
+(type_parameter (type_identifier) @name {_SWIFT_TYPE} @type) @fact
 """
 
 _RUST_FACTS = """

@@ -9,7 +9,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
-from patchstream.parsing.receiver_types import SCOPED, _Def
+from patchstream.parsing.receiver_types import SCOPED, _Def, class_like
 from patchstream.parsing.receivers import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 
@@ -28,6 +28,7 @@ _BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
                    "object_creation_expression": "type"}  # fmt: skip
 _NAMED_HEADS = frozenset({"identifier", "field_identifier", "this", "field_expression",
                           "qualified_identifier", "member_access_expression"})  # fmt: skip
+_NAMELESS = frozenset({"kotlin", "swift"})  # call expressions without field names
 _CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones stay unknown
 
 
@@ -78,11 +79,13 @@ class BuiltReceivers(ReceiverJoins):
         built = receiver.child_by_field_name(_BUILDER_FIELDS.get(receiver.type, "function"))
         if built is None and receiver.type == "new_expression":  # C++'s ``(new T(..))->m()``
             built = receiver.child_by_field_name("type")
-        if built is None and self.language == "kotlin" and receiver.type == "call_expression":
+        if built is None and self.language in _NAMELESS and receiver.type == "call_expression":
             built = receiver.named_children[0] if receiver.named_child_count else None
         if built is None:
             return None
         text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
+        if self.language == "swift" and built.type == "simple_identifier" and class_like(text):
+            return self._member_of_type((text,), method, around, called=False)  # ``T(..).m()``
         if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
             text = f"{''.join(self.src.text(on).split())}.{text}"  # Java's ``a.b().m()``
         if not DOTTED.match(text) or (
@@ -101,11 +104,13 @@ class BuiltReceivers(ReceiverJoins):
         is resolved once (``_built``) and at most ``_CHAIN_DEPTH`` links back."""
         if call.type == "method_invocation":
             on, named = call.child_by_field_name("object"), call.child_by_field_name("name")
-        elif self.language == "kotlin":  # ``Builder().add(x).build()``: no field names
+        elif self.language in _NAMELESS:  # ``Builder().add(x).build()``: no field names
             callee = call.named_children[0] if call.named_child_count else None
             if callee is None or callee.type != "navigation_expression":
                 return None
             on, named = callee.named_children[0], callee.named_children[-1]
+            if named.type == "navigation_suffix":  # Swift's ``.add``: its name inside
+                named = named.child_by_field_name("suffix") or named
         else:
             callee = call.child_by_field_name("function")
             fields = _MEMBER_FIELDS.get(callee.type) if callee is not None else None

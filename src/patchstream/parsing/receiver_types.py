@@ -26,7 +26,7 @@ from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference
 
 SCOPED = SCOPED_LANGUAGES  # names looked up from where they are written (C++, C#)
-_FIELDS_BARE = frozenset({"java", "cpp", "csharp", "kotlin", "scala"})  # a field, bare
+_FIELDS_BARE = frozenset({"java", "cpp", "csharp", "kotlin", "scala", "swift"})  # a field, bare
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A container's methods that give one of its items: a mapping's, and an array's.
@@ -222,7 +222,7 @@ class ReceiverTypes(abc.ABC):
                 return self._field_reference(receiver, method, around)
         elif len(receiver) == 1:
             typed = self._variable_type(receiver[0], around)
-            base_field = self.language in ("java", "kotlin", "scala") or (
+            base_field = self.language in ("java", "kotlin", "scala", "swift") or (
                 self.language == "csharp" and not class_like(receiver[0])  # else: a type's
             )
             if typed is None and base_field:  # a field another file's base declares

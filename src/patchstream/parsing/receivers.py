@@ -325,7 +325,10 @@ def _written_type(node: ts.Node, language: str, src: Source) -> str:
     """A declared type's text; Java's and Rust's rewritten in the notation read here."""
     if language == "cpp":  # ``leveldb::Options`` -> ``leveldb.Options``
         return src.text(node).replace("::", ".")
-    if language in ("java", "rust", "csharp", "kotlin", "scala", "swift"):
+    if language == "swift":  # ``Foo?``, ``Foo!``, and a metatype ``Foo.Type``: a Foo's
+        written = declared_type(node, src).rstrip("?!")
+        return written.removesuffix(".Type").removesuffix(".Protocol")
+    if language in ("java", "rust", "csharp", "kotlin", "scala"):
         return declared_type(node, src)
     return src.text(node)
 
