@@ -55,8 +55,8 @@ def test_a_jailed_state_equals_the_one_built_in_the_worker(jailed: JailedStateBu
     in_process = FileStateBuilder(ParsingSettings())
     files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 50_000)
     suffixes = {".py", ".ts", ".go", ".java", ".rs", ".js", ".c", ".cc", ".cs", ".kt", ".scala",
-                ".php", ".rb"}  # fmt: skip
-    assert len({p.suffix for p in files} & suffixes) == 13
+                ".php", ".rb", ".swift"}  # fmt: skip
+    assert len({p.suffix for p in files} & suffixes) == 14
     for path in files:
         data = path.read_bytes()
         rel = path.relative_to(FIXTURES).as_posix()
@@ -291,6 +291,7 @@ def _fixture_per_language() -> dict[str, bytes]:
             ".scala",
             ".php",
             ".rb",
+            ".swift",
         } and (path.is_file()):
             chosen.setdefault(path.suffix, path.read_bytes()[:6000])
     return chosen

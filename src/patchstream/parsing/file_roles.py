@@ -19,7 +19,7 @@ _AUXILIARY_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|b
                             r"galleries|tutorials?)/")  # fmt: skip
 _AUXILIARY_NAME = re.compile(
     r"(^test_.*|.*_tests?\.\w+|conftest\.py|.*\.(spec|test)\.[jt]sx?|.*_spec\.rb|"
-    r".*(Tests?|Spec|Suite)\.(java|cs|kt|scala|php)|.*\.(md|rst|txt))$"
+    r".*(Tests?|Spec|Suite)\.(java|cs|kt|scala|php|swift)|.*\.(md|rst|txt))$"
 )
 
 

@@ -282,7 +282,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 literal.type in _LITERALS
                 or language == "ruby"
                 or (language == "php" and literal.type == "object_creation_expression")
-            )
+                or (language == "swift" and "object" not in match and _type_named(parts[-1]))
+            )  # Swift's ``Logger(prefix: p)``: an initializer, so a Logger
             if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
@@ -296,6 +297,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts
+
+
+def _type_named(name: str) -> bool:
+    """By convention a type (``receiver_types.class_like``): ``Logger``, not ``MAX``."""
+    bare = name.lstrip("_")
+    return bare[:1].isupper() and not bare.isupper()
 
 
 def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact]:

@@ -22,3 +22,9 @@
   suffix: (navigation_suffix suffix: (simple_identifier) @name))) @reference.call
 
 (import_declaration) @reference.import
+
+; ``a + g()``, ``x ?? T.make()``: the grammar reads the call as applied to the whole binary
+; expression (``(a + g)()``); the callee written is its right operand.
+(call_expression . (_ rhs: (simple_identifier) @name)) @reference.call
+(call_expression . (_ rhs: (navigation_expression target: (_) @receiver
+  suffix: (navigation_suffix suffix: (simple_identifier) @name)))) @reference.call
