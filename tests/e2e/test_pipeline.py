@@ -649,6 +649,11 @@ MIXED = {
     "      rate * 2\n    end\n  end\nend\n",
     "lib/fleet/dock.rb": 'require_relative "engine"\n\nmodule Fleet\n  class Dock\n'
     "    def launch\n      engine = Engine.new\n      engine.spin(3)\n    end\n  end\nend\n",
+    # Swift: a type of another file of the module (no import), through an initializer.
+    "ios/Sources/Radar/Sweep.swift": "struct Sweep {\n    func ping(_ range: Int) -> Int {\n"
+    "        range * 2\n    }\n}\n",
+    "ios/Sources/Radar/Console.swift": "final class Console {\n    func scan() -> Int {\n"
+    "        let sweep = Sweep()\n        return sweep.ping(3)\n    }\n}\n",
 }
 
 
@@ -729,6 +734,9 @@ def test_every_file_of_a_mixed_repository_is_parsed_or_said(
     spun = httpx.get(f"{url}/v1/symbols/mixed::lib/fleet/engine.rb::Fleet.Engine.spin/callers",
                      headers=headers, timeout=60).json()["callers"]  # fmt: skip
     assert [c["qualified_name"] for c in spun] == ["Fleet.Dock.launch"], spun
+    pinged = httpx.get(f"{url}/v1/symbols/mixed::ios/Sources/Radar/Sweep.swift::Sweep.ping/callers",
+                       headers=headers, timeout=60).json()["callers"]  # fmt: skip
+    assert [c["qualified_name"] for c in pinged] == ["Console.scan"], pinged
     listed = "no grammar (text searchable, no symbols): .gitignore 1, .json 1, .lua 1, .zig 1"
     freshness = cli("query", "freshness", "mixed").splitlines()
     assert freshness[-2:] == ["flagged none", f"unparsed: {listed}, Makefile 1"], freshness

@@ -88,7 +88,8 @@ _SAMPLES = {
     "  /** @param C $c */\n  public function f($c) { $d = new D(); return $c->g() + h()"
     " + $this->r->m(); }\n}\n",
     "swift": "import Q\n\nprotocol S { func g() -> Int }\nstruct A: S {\n  let r: R\n"
-    "  func g() -> Int { h() + r.m() + D().e() }\n}\nextension A { func f<T: S>(c: T) { c.g() } }\n",
+    "  func g() -> Int { h() + r.m() + D().e() }\n}\n"
+    "extension A { func f<T: S>(c: T) { c.g() } }\n",
     "ruby": "require_relative 'b'\nmodule P\n  class A < B\n    include M\n"
     "    def f(c, d = 1)\n      @e = E.new\n      c.g + h + @e.m + super\n    end\n  end\nend\n",
 }

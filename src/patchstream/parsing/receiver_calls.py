@@ -28,7 +28,8 @@ _BUILDER_FIELDS = {"new_expression": "constructor", "method_invocation": "name",
                    "object_creation_expression": "type"}  # fmt: skip
 _NAMED_HEADS = frozenset({"identifier", "field_identifier", "this", "field_expression",
                           "qualified_identifier", "member_access_expression",
-                          "simple_identifier", "navigation_expression", "self_expression"})  # fmt: skip
+                          "simple_identifier", "navigation_expression",
+                          "self_expression"})  # fmt: skip
 _NAMELESS = frozenset({"kotlin", "swift"})  # call expressions without field names
 _CHAIN_DEPTH = 32  # calls of a chain followed back from its last; further ones stay unknown
 
