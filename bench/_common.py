@@ -47,7 +47,7 @@ SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".ts", ".tsx", ".js", ".mjs", "
                    ".rs"}  # fmt: skip
 
 # Counted in a corpus's size; never copied out of a PyPI package.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".scala", ".php", ".rb")
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".kt", ".scala", ".php", ".rb", ".swift")
 
 # Named corpora: real code nobody here wrote, available without the internet.
 PYPI_CORPORA = {
@@ -142,9 +142,14 @@ def build_corpus(name: str, into: Path) -> Path:
                 copied.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, copied)
         return into
+    if name == "swift":  # swift-argument-parser's Sources/ (bench/_swift_reference.py)
+        from _swift_reference import swift_tree
+
+        shutil.copytree(swift_tree(), into / "swift-argument-parser")
+        return into
     if name not in PYPI_CORPORA:
         raise SystemExit(f"unknown corpus {name!r}: small, medium, large, npm, c, cpp, csharp, "
-                         "kotlin, scala, php or ruby")  # fmt: skip
+                         "kotlin, scala, php, ruby or swift")  # fmt: skip
     return copy_corpus(PYPI_CORPORA[name], into)
 
 
@@ -165,6 +170,8 @@ def corpus_label(name: str) -> str:
         return "php: PHP-Parser 4.19.4+symfony/yaml 7.0.3 (PHP, sources without tests)"
     if name == "ruby":
         return "ruby: liquid 5.4.0+rake 13.2.1 (Ruby, lib/)"
+    if name == "swift":
+        return "swift: swift-argument-parser 1.5.0 (Swift, Sources/)"
     return f"{name}: " + "+".join(PYPI_CORPORA[name])
 
 

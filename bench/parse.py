@@ -187,6 +187,7 @@ def per_language(update: bool, chosen: str = "all") -> None:
     from _csharp_reference import CSHARP_CORPORA, csharp_tree
     from _dynamic_reference import PHP_CORPORA, RUBY_CORPORA, source_files, traced_tree
     from _kotlin_reference import KOTLIN_CORPORA, SCALA_CORPORA, kotlin_tree
+    from _swift_reference import swift_tree
 
     def traced_sources(corpora: dict[str, Any], names: tuple[str, ...]) -> list[Path]:
         trees = [(traced_tree(corpora[name]), corpora[name]) for name in names]
@@ -222,6 +223,7 @@ def per_language(update: bool, chosen: str = "all") -> None:
         "php (php-parser, symfony-yaml)": lambda: traced_sources(
             PHP_CORPORA, ("php-parser", "symfony-yaml")),
         "ruby (liquid, rake)": lambda: traced_sources(RUBY_CORPORA, ("liquid", "rake")),
+        "swift (swift-argument-parser)": lambda: sorted(swift_tree().rglob("*.swift")),
     }  # fmt: skip
     corpora = {label: make() for label, make in makers.items()
                if wanted is None or label.split(" (")[0].replace("c++", "cpp")

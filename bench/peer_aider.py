@@ -20,7 +20,7 @@ from pathlib import Path
 def main() -> None:
     root = Path(sys.argv[1]).resolve()
     suffixes = {".py", ".ts", ".tsx", ".js", ".go", ".java", ".rs", ".c", ".h", ".cc", ".cpp",
-                ".hpp", ".cs", ".kt", ".scala", ".php", ".rb"}  # fmt: skip
+                ".hpp", ".cs", ".kt", ".scala", ".php", ".rb", ".swift"}  # fmt: skip
     files = sorted(str(p) for p in root.rglob("*") if p.suffix in suffixes and p.is_file())
     from aider.io import InputOutput
     from aider.repomap import RepoMap

@@ -101,7 +101,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", default="small",
                         choices=["small", "medium", "large", "npm", "c", "cpp",
-                                 "csharp", "kotlin", "scala", "php", "ruby"])  # fmt: skip
+                                 "csharp", "kotlin", "scala", "php", "ruby",
+                                 "swift"])  # fmt: skip
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--update-results", action="store_true")
