@@ -1,9 +1,9 @@
 """Callers of Swift measured against a hand-checked sample: no Swift compiler installs here
 (Debian 12 has none; its ``swift`` package is OpenStack's).
 
-The sample (``bench/samples/swift-argument-parser.json``) is drawn at random, seed fixed,
-from the call sites of swift-argument-parser 1.5.0's ``Sources/`` whose called name is the
-name of some definition of the project (a function, or a type whose initializer runs): the
+Each sample (``bench/samples/<corpus>.json``) is drawn at random, seed fixed, from the call
+sites of a project's sources (swift-argument-parser 1.5.0's ``Sources/``; Alamofire 5.9.1's
+``Source/``, held out) whose called name is the name of some definition of the project (a function, or a type whose initializer runs): the
 sites that may call project code, found from the text alone, before any resolution. Each
 site was then read by hand, its callee named (a full name such as ``ParsedValues.set``, a
 type for an initializer) or marked ``null`` when it calls the standard library's or
@@ -14,7 +14,7 @@ Foundation's (``Array.append`` where the project also defines an ``append``), wi
 - **Precision**: of patchstream's targets at the sampled sites (the edges it derives from
   those calls), the share that are the site's callee.
 
-    python bench/_swift_reference.py --draw 200   # a new sample to check by hand (JSON)
+    python bench/_swift_reference.py --draw 200 [--corpus alamofire]   # to check by hand
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from patchstream.schemas.state import FileState
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
-SAMPLE = HERE / "samples" / "swift-argument-parser.json"
+SAMPLES = HERE / "samples"
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,15 @@ class SwiftCorpus:
         return f"{self.name} {self.commit} ({self.license})"
 
 
-SWIFT_CORPUS = SwiftCorpus("swift-argument-parser",
-                           Path("/work/.mirror/apple+swift-argument-parser/repo"), "1.5.0",
-                           "Apache-2.0", "Sources")  # fmt: skip
+SWIFT_CORPORA = {
+    "swift-argument-parser": SwiftCorpus(
+        "swift-argument-parser", Path("/work/.mirror/apple+swift-argument-parser/repo"),
+        "1.5.0", "Apache-2.0", "Sources"),
+    # Held out: sampled and checked once Swift's rules were settled on swift-argument-parser.
+    "alamofire": SwiftCorpus("alamofire", Path("/work/.mirror/Alamofire+Alamofire/repo"),
+                             "5.9.1", "MIT", "Source"),
+}  # fmt: skip
+SWIFT_CORPUS = SWIFT_CORPORA["swift-argument-parser"]
 
 
 def swift_tree(corpus: SwiftCorpus = SWIFT_CORPUS) -> Path:
@@ -119,9 +125,9 @@ def _definition_names(states: dict[str, FileState]) -> set[str]:
             if s.kind in (SymbolKind.FUNCTION, SymbolKind.CLASS) and s.name != "init"}  # fmt: skip
 
 
-def draw(count: int, seed: int = 56) -> list[dict[str, object]]:
+def draw(corpus: SwiftCorpus, count: int, seed: int = 56) -> list[dict[str, object]]:
     """A new sample: ``count`` sites at random, each with its line, to be checked by hand."""
-    tree = swift_tree()
+    tree = swift_tree(corpus)
     sites = call_sites(tree, _definition_names(swift_states(tree)))
     chosen = sorted(random.Random(seed).sample(sites, min(count, len(sites))))
     lines = {path: (tree / path).read_text().splitlines() for path, _, _ in chosen}
@@ -131,6 +137,7 @@ def draw(count: int, seed: int = 56) -> list[dict[str, object]]:
 
 
 def sampled_edges(
+    corpus: SwiftCorpus,
     states: dict[str, FileState],
     ours: dict[tuple[str, str], int],
     caller_at: Callable[[FileState, str, int], str],
@@ -140,7 +147,7 @@ def sampled_edges(
     stronger (``CallResolution.rank``). A caller's edges to definitions of the called name
     are the site's targets. Edges carry no line, so the sampled sites of one caller calling
     one name are judged together: their targets against the callees of them all."""
-    sample = json.loads(SAMPLE.read_text())["sites"]
+    sample = json.loads((SAMPLES / f"{corpus.name}.json").read_text())["sites"]
     names = {s.id: s.qualified_name for state in states.values() for s in state.symbols}
     out: dict[str, set[str]] = {}
     for (src, dst), held in ours.items():
@@ -170,9 +177,10 @@ def sampled_edges(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--draw", type=int, help="print a new sample of this many sites")
+    parser.add_argument("--corpus", default="swift-argument-parser", choices=SWIFT_CORPORA)
     args = parser.parse_args()
     if args.draw:
-        print(json.dumps(draw(args.draw), indent=1))
+        print(json.dumps(draw(SWIFT_CORPORA[args.corpus], args.draw), indent=1))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from _kotlin_reference import (
     scalac_calls,
 )
 from _kotlin_reference import compared_edges as kotlin_compared
-from _swift_reference import SWIFT_CORPUS, sampled_edges, swift_states, swift_tree
+from _swift_reference import SWIFT_CORPORA, sampled_edges, swift_states, swift_tree
 from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
 from patchstream.parsing.c_language import is_macro
 from patchstream.parsing.delta import diff_states
@@ -430,13 +430,14 @@ def measure_traced(corpus: TracedCorpus) -> dict[str, float]:
     return figures
 
 
-def measure_swift() -> dict[str, float]:
-    """swift-argument-parser against the hand-checked sample (``_swift_reference``)."""
-    states = swift_states(swift_tree())
+def measure_swift(name: str) -> dict[str, float]:
+    """A Swift project against its hand-checked sample (``_swift_reference``)."""
+    corpus = SWIFT_CORPORA[name]
+    states = swift_states(swift_tree(corpus))
     edges = our_edges(states)
     figures: dict[str, float] = {"files": len(states)}
     for level in CallResolution:
-        for key, value in sampled_edges(states, edges, _caller, level.rank).items():
+        for key, value in sampled_edges(corpus, states, edges, _caller, level.rank).items():
             figures[f"{level} {key}"] = value
     figures["reference edges"] = figures[f"{CallResolution.EXACT} reference edges"]
     return figures
@@ -493,7 +494,7 @@ def main() -> None:
     parser.add_argument("--scala", default=",".join(SCALA_CORPORA), help="'' to leave Scala out")
     parser.add_argument("--ruby", default=",".join(RUBY_CORPORA), help="'' to leave Ruby out")
     parser.add_argument("--php", default=",".join(PHP_CORPORA), help="'' to leave PHP out")
-    parser.add_argument("--swift", default="swift-argument-parser",
+    parser.add_argument("--swift", default=",".join(SWIFT_CORPORA),
                         help="'' to leave Swift out")  # fmt: skip
     parser.add_argument("--update-results", action="store_true")
     parser.add_argument(
@@ -586,10 +587,8 @@ def main() -> None:
         "ruby": ("Ruby", RUBY_CORPORA, lambda name: measure_traced(RUBY_CORPORA[name]),
                  "traced", lambda: f"{_version(['ruby', '--version'])}: every call its test "
                  "suite made (TracePoint), precision where a line that ran names the callee"),
-        "swift": ("Swift", {"swift-argument-parser": SWIFT_CORPUS},
-                  lambda name: measure_swift(), "hand-checked",
-                  lambda: "a hand-checked sample of 200 call sites (157 calling project code), "
-                  "bench/samples/swift-argument-parser.json"),
+        "swift": ("Swift", SWIFT_CORPORA, measure_swift, "hand-checked",
+                  lambda: "hand-checked samples of call sites, bench/samples/*.json"),
         "php": ("PHP", PHP_CORPORA, lambda name: measure_traced(PHP_CORPORA[name]), "traced",
                 lambda: f"{_version(['php', '--version'])} with Xdebug: every call its test "
                 "suite made (function trace), precision where a line that ran names the callee"),
