@@ -3,8 +3,9 @@
 
 Each sample (``bench/samples/<corpus>.json``) is drawn at random, seed fixed, from the call
 sites of a project's sources (swift-argument-parser 1.5.0's ``Sources/``; Alamofire 5.9.1's
-``Source/``, held out) whose called name is the name of some definition of the project (a function, or a type whose initializer runs): the
-sites that may call project code, found from the text alone, before any resolution. Each
+``Source/``, held out) whose called name is the name of some definition of the project (a
+function, or a type whose initializer runs): the sites that may call project code, found
+from the text alone, before any resolution. Each
 site was then read by hand, its callee named (a full name such as ``ParsedValues.set``, a
 type for an initializer) or marked ``null`` when it calls the standard library's or
 Foundation's (``Array.append`` where the project also defines an ``append``), with a note.
