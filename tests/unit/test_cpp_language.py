@@ -5,6 +5,7 @@ file's class, headers told apart from C's, and broken code keeping its last good
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from patchstream.parsing.cpp_language import without_export_macros
@@ -92,6 +93,36 @@ def test_export_macros_are_blanked_for_the_parser_only(builder: FileStateBuilder
     assert not state.flags.has_errors
     hostile = b"class " + b"A" * 5000 + b" " * 5000 + b"x" * 5000
     assert without_export_macros(hostile) == hostile
+
+
+def test_thread_safety_annotations_keep_their_fields_and_methods(
+    builder: FileStateBuilder,
+) -> None:
+    """``VersionSet* const versions_ GUARDED_BY(mutex_);`` read the macro as the declarator:
+    the field's type (and a method with ``EXCLUSIVE_LOCKS_REQUIRED``) was lost."""
+    header = (b"namespace n {\nclass VersionSet {\n public:\n  int NewFileNumber();\n};\n"
+              b"class DB {\n public:\n  void Compact() EXCLUSIVE_LOCKS_REQUIRED(mutex_);\n"
+              b" private:\n  Mutex mutex_;\n  VersionSet* const versions_ GUARDED_BY(mutex_);\n"
+              b"  int pending_ GUARDED_BY(mutex_) = 0;\n};\n}\n")  # fmt: skip
+    source = (
+        b'#include "db.h"\nnamespace n {\nint VersionSet::NewFileNumber() { return 1; }\n'
+        b"void DB::Compact() { versions_->NewFileNumber(); }\n}\n"
+    )
+    states = {"db.h": build_state(builder, "db.h", header),
+              "db.cc": build_state(builder, "db.cc", source)}  # fmt: skip
+    assert not states["db.h"].flags.has_errors
+    names = {s.qualified_name for s in states["db.h"].symbols}
+    assert {"n.DB.versions_", "n.DB.pending_"} <= names  # the fields the macros hid
+    assert ("n.DB.Compact", "n.VersionSet.NewFileNumber") in joined_callers(states, "cpp")
+    # An expression is never an annotation: ``return MAX_OF(a, b);`` stays, and a macro
+    # defined on a preprocessor line too.
+    kept = b"int f() { return MAX_OF(a, b); }\n#define G(x) H MAX_OF(x)\n"
+    assert without_export_macros(kept) == kept
+    # Hostile: 20,000 near-annotations, each bounded to its line.
+    hostile = (b"int a" + b" " * 300 + b"A_B(c)") * 20_000
+    started = time.perf_counter()
+    without_export_macros(hostile)
+    assert time.perf_counter() - started < 5
 
 
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:

@@ -26,6 +26,22 @@ _EXPORT_MACRO = re.compile(
     rb"\b(?:class|struct)[ \t]{1,40}([A-Z][A-Z0-9_]{2,100})[ \t]{1,40}"
     rb"(?=[A-Za-z_]\w{0,200}[ \t]{0,40}(?:final[ \t]{0,40})?[:{])"
 )
+# Clang's thread-safety annotations and their kind (``GUARDED_BY(mu_)``,
+# ``EXCLUSIVE_LOCKS_REQUIRED(mu_)``, ``ABSL_LOCKS_EXCLUDED(mu_)``): a macro the grammar cannot
+# expand after a field's or a function's declarator, where it read the macro as the
+# declarator and lost the field (``VersionSet* const versions_ GUARDED_BY(mutex_);``) or the
+# method. An upper-case name with an underscore and one bounded argument list, after a name
+# or a ``)`` and before what ends a declaration. Every part is bounded to its line.
+_ANNOTATION_MACRO = re.compile(
+    rb"([A-Za-z_]\w{0,200}|\))[ \t]{1,400}([A-Z][A-Z0-9]{0,60}_[A-Z0-9_]{1,60}"
+    rb"\([^()\n;{}]{0,200}\))(?=[ \t]{0,40}(?:[;={,]|[A-Z][A-Z0-9]{0,60}_[A-Z0-9_]{1,60}\(|"
+    rb"const\b|override\b|final\b|noexcept\b))"
+)
+# Words after which a macro call is an expression, never an annotation.
+_NOT_DECLARATORS = frozenset(
+    {b"return", b"throw", b"case", b"else", b"do", b"new", b"delete", b"co_return",
+     b"co_yield", b"goto", b"sizeof", b"typedef", b"using", b"operator", b"define"}
+)  # fmt: skip
 # Libraries, never the project's: C++'s, and .NET's (C#).
 _UNRESOLVED_SCOPES = frozenset({"std", "boost", "absl", "System", "Microsoft"})
 _SELF = frozenset({"this", "(*this)", "self"})
@@ -39,14 +55,29 @@ class _Scoped(Protocol):
 
 
 def without_export_macros(source: bytes) -> bytes:
-    """``source`` with each export macro after ``class``/``struct`` blanked to spaces of
-    its length: what the parser reads. Offsets are unchanged, so every node's text is
-    still read from the file as written."""
-    if b"class" not in source and b"struct" not in source:
+    """``source`` with each export macro after ``class``/``struct``, and each annotation
+    macro after a declarator (``GUARDED_BY(mu_)``), blanked to spaces of its length: what
+    the parser reads. Offsets are unchanged, so every node's text is still read from the
+    file as written."""
+    blanked = source
+    if b"class" in source or b"struct" in source:
+        blanked = _blanked(blanked, [m.span(1) for m in _EXPORT_MACRO.finditer(blanked)])
+    for _ in range(3):  # ``Run() LOCKS_EXCLUDED(a) ABSL_ACQUIRED_AFTER(b);``: one a pass
+        if b"_" not in blanked:
+            break
+        spans = [found.span(2) for found in _ANNOTATION_MACRO.finditer(blanked)
+                 if found.group(1) not in _NOT_DECLARATORS]  # fmt: skip
+        if not spans:
+            break
+        blanked = _blanked(blanked, spans)
+    return blanked
+
+
+def _blanked(source: bytes, spans: list[tuple[int, int]]) -> bytes:
+    if not spans:
         return source
     blanked = bytearray(source)
-    for found in _EXPORT_MACRO.finditer(source):
-        start, end = found.span(1)
+    for start, end in spans:
         blanked[start:end] = b" " * (end - start)
     return bytes(blanked)
 
