@@ -125,6 +125,17 @@ def test_thread_safety_annotations_keep_their_fields_and_methods(
     assert time.perf_counter() - started < 5
 
 
+def test_an_element_of_an_array_field_has_the_element_type(builder: FileStateBuilder) -> None:
+    """``LRUCache shard_[kNumShards];`` then ``shard_[Shard(h)].Insert(..)``: an
+    ``LRUCache``'s method (an element of a pointer or a vector stays unknown)."""
+    source = (b"namespace n {\nclass LRUCache {\n public:\n  int Insert(int k) { return k; }\n};\n"
+              b"class Sharded {\n  LRUCache shard_[16];\n  int Shard(int h) { return h; }\n"
+              b" public:\n  int Insert(int h) { return shard_[Shard(h)].Insert(h) + "
+              b"shard_[0].Insert(h); }\n};\n}\n")  # fmt: skip
+    states = {"cache.cc": build_state(builder, "cache.cc", source)}
+    assert ("n.Sharded.Insert", "n.LRUCache.Insert") in joined_callers(states, "cpp")
+
+
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:
     builder = FileStateBuilder()
     target = FileRef("t", "r", "main", "a.cc", 1)

@@ -440,7 +440,8 @@ class _Extractor(TypeEdges):
                     # ``Foo(x).m()``, ``items[0].m()``: a written receiver with a call (or an
                     # index) in it.
                     found = self._member_of_call(match["name"][0], around)
-                elif receiver is not None and ")" in receiver:  # Java's ``make().m()``
+                elif receiver is not None and (")" in receiver or "]" in receiver):
+                    # Java's ``make().m()``, C++'s ``shard_[i].Insert()``
                     found = self._member_of_built(match["receiver"][0], parts[-1], around)
                 elif edge_type is EdgeType.INSTANTIATES and parts in (
                     ["this"],
@@ -452,6 +453,7 @@ class _Extractor(TypeEdges):
                 if (
                     self.language in SCOPED_LANGUAGES
                     and receiver is not None
+                    and found is None
                     and (
                         "[" in receiver
                         or (

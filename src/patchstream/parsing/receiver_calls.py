@@ -61,6 +61,7 @@ class BuiltReceivers(ReceiverJoins):
             receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
         if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
             held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
+            held = held or receiver.child_by_field_name("argument")  # C++'s ``shard_[i]``
             text = "".join(self.src.text(held).split()) if held is not None else ""
             item = self._element_type(tuple(text.split(".")), "item", around)
             return self._member_of_type(item, method, around) if item else None

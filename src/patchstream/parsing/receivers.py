@@ -290,6 +290,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         written = _written_type(match["type"][0], language, src)
         if written == "var":  # Java's inferred local: the value's type (a ``@call`` fact)
             continue
+        if "array" in match:  # C++'s ``LRUCache shard_[kNumShards];``: its elements are
+            held = type_parts(written)
+            facts += [TypeFact(node, name, held, owner, container=kind)
+                      for kind in ("iter", "item") if held is not None]  # fmt: skip
+            continue
         containers = container_parts(written)  # before type_parts: Array<T> is not an Array
         for kind, element in containers.items():
             facts.append(TypeFact(node, name, element, owner, container=kind))
