@@ -136,6 +136,17 @@ def test_an_element_of_an_array_field_has_the_element_type(builder: FileStateBui
     assert ("n.Sharded.Insert", "n.LRUCache.Insert") in joined_callers(states, "cpp")
 
 
+def test_a_constructor_builds_its_bases_written_or_not(builder: FileStateBuilder) -> None:
+    source = (b"namespace n {\nclass Iterator {\n public:\n  Iterator() {}\n};\n"
+              b"class Empty : public Iterator {\n public:\n  Empty() {}\n};\n"
+              b"class Merging : public Iterator {\n public:\n  Merging(int k) : Iterator() {}\n"
+              b"  int Size() { return 0; }\n};\n}\n")  # fmt: skip
+    callers = joined_callers({"it.cc": build_state(builder, "it.cc", source)}, "cpp")
+    assert ("n.Empty.Empty", "n.Iterator") in callers  # not written: C++ runs it anyway
+    assert ("n.Merging.Merging", "n.Iterator") in callers
+    assert not any(src == "n.Merging.Size" for src, _ in callers)  # a method builds nothing
+
+
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:
     builder = FileStateBuilder()
     target = FileRef("t", "r", "main", "a.cc", 1)

@@ -176,6 +176,8 @@ class _Extractor(TypeEdges):
         self._collect_value_flow(captures)
         self._collect_overrides()
         self._collect_returns()
+        if self.language == "cpp":
+            self._collect_base_constructors()
         if self.language in C_FAMILY:
             self._collect_macro_calls()
         for owner, target in self._callback_parameter_targets():

@@ -102,3 +102,21 @@ class TypeEdges(CallSiteTypes):
                         )
                     )
                     break
+
+    def _collect_base_constructors(self) -> None:
+        """C++: a constructor runs its class's bases' constructors, written in its
+        initializer list or not (``EmptyIterator() {}`` runs ``Iterator()``)."""
+        for definition in self.defs:
+            if definition.kind != "function":
+                continue
+            owner = definition.receiver
+            if (
+                owner is None
+                and definition.parent is not None
+                and definition.parent.kind == "class"
+            ):
+                owner = definition.parent.qualified_name
+            if owner is None or owner.rsplit(".", 1)[-1] != definition.name:
+                continue  # not a constructor
+            for base in self._bases.get(owner, ()):
+                self._add(EdgeType.INSTANTIATES, definition.symbol_id, base)
