@@ -147,6 +147,22 @@ def test_a_constructor_builds_its_bases_written_or_not(builder: FileStateBuilder
     assert not any(src == "n.Merging.Size" for src, _ in callers)  # a method builds nothing
 
 
+def test_a_nested_struct_defined_out_of_its_class(builder: FileStateBuilder) -> None:
+    """``struct TableBuilder::Rep { BlockBuilder data_block; };`` in the .cc: a class named
+    by its outer class, whose fields type ``r->data_block.Add()``."""
+    source = (b"namespace n {\nclass BlockBuilder {\n public:\n  void Add(int k) {}\n};\n"
+              b"struct TableBuilder::Rep {\n  BlockBuilder data_block;\n  int n;\n};\n"
+              b"void TableBuilder::Add(int k) {\n  Rep* r = rep_;\n"
+              b"  r->data_block.Add(k);\n}\n}\n")  # fmt: skip
+    state = build_state(builder, "table_builder.cc", source)
+    kinds = {s.qualified_name: s.kind for s in state.symbols}
+    assert kinds["n.TableBuilder.Rep"] is SymbolKind.CLASS
+    assert "n.TableBuilder.Rep.data_block" in kinds and "n.data_block" not in kinds
+    assert ("n.TableBuilder.Add", "n.BlockBuilder.Add") in joined_callers(
+        {"table_builder.cc": state}, "cpp"
+    )
+
+
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:
     builder = FileStateBuilder()
     target = FileRef("t", "r", "main", "a.cc", 1)

@@ -16,6 +16,12 @@
 
 (class_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
 (struct_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
+; A nested class defined out of its class (``struct TableBuilder::Rep { .. };``): the outer
+; class names it, as ``Foo::Run``'s names a method.
+(class_specifier name: (qualified_identifier scope: (namespace_identifier) @receiver
+  name: (type_identifier) @name) body: (field_declaration_list)) @definition.class
+(struct_specifier name: (qualified_identifier scope: (namespace_identifier) @receiver
+  name: (type_identifier) @name) body: (field_declaration_list)) @definition.class
 (union_specifier name: (type_identifier) @name body: (field_declaration_list)) @definition.class
 (enum_specifier name: (type_identifier) @name body: (enumerator_list)) @definition.class
 (type_definition type: [(struct_specifier !name body: (field_declaration_list))
