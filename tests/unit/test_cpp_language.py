@@ -163,6 +163,19 @@ def test_a_nested_struct_defined_out_of_its_class(builder: FileStateBuilder) -> 
     )
 
 
+def test_a_call_of_a_constructor_builds_the_class(builder: FileStateBuilder) -> None:
+    source = (b"namespace n {\nclass Status {\n public:\n"
+              b"  Status(int code) : code_(code) {}\n"
+              b"  static Status NotFound() { return Status(1); }\n"
+              b" private:\n  int code_;\n};\n}\n")  # fmt: skip
+    state = build_state(builder, "status.h", source)
+    built = {(e.src.rsplit("::", 1)[-1], e.dst.rsplit("::", 1)[-1]) for e in state.edges
+             if e.type is EdgeType.INSTANTIATES}  # fmt: skip
+    assert ("n.Status.NotFound", "n.Status") in built  # the class, never its constructor
+    assert not any(e.dst.endswith("::n.Status.Status") for e in state.edges
+                   if e.type is EdgeType.CALLS)  # fmt: skip
+
+
 def test_cpp_broken_code_keeps_its_last_good_state() -> None:
     builder = FileStateBuilder()
     target = FileRef("t", "r", "main", "a.cc", 1)

@@ -488,6 +488,9 @@ class _Extractor(TypeEdges):
                     target = self._scoped(target, call_context(around), arity)
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
+                elif self.language == "cpp" and constructed(target) is not target:
+                    # ``return Status(kNotFound, msg);``: a call of a constructor builds one
+                    edge_type, target = EdgeType.INSTANTIATES, constructed(target)
                 src = around.symbol_id if around is not None else self.module_id
                 certainty = self._certainty()
                 if isinstance(target, _Def) and target.alternative:
