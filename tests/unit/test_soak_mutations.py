@@ -21,3 +21,24 @@ def test_mutations_keep_the_corpus_size(tmp_path: Path) -> None:
         soak.mutate()
         soak.mutate()
     assert modules() == before
+
+
+def test_a_kill_of_an_up_already_replaced_restarts_nothing(tmp_path: Path) -> None:
+    """The chaos soak killed ``up`` while an earlier kill's restart was still retrying; the
+    retry started the ``up`` now running, and the second restart then waited 30 s on that
+    healthy one and failed the run. A kill is of one pid: once it is replaced, nothing to do."""
+    import subprocess
+    import time
+
+    synthetic_corpus(tmp_path / "corpus", 5, seed=1)
+    soak = FaultSoak(tmp_path / "soak", tmp_path / "corpus", seed=1)
+    running = subprocess.Popen(["sleep", "60"])  # the `up` now running
+    try:
+        soak.up = running
+        started = time.monotonic()
+        soak.restart_up(set(), killed=running.pid + 100_000)  # an earlier `up`'s pid
+        assert time.monotonic() - started < 5
+        assert running.poll() is None and soak.up is running  # left as it was
+    finally:
+        running.kill()
+        running.wait()

@@ -99,7 +99,8 @@ class ChaosRun:
         self.hold = threading.Event()  # set: writers wait (a checkpoint converges)
         self.lock = threading.Lock()
         self.deleted_at: dict[str, float] = {}
-        self.up_killed: queue.Queue[set[int]] = queue.Queue()  # children of a killed `up`
+        # A killed ``up``: its pid and its children.
+        self.up_killed: queue.Queue[tuple[int, set[int]]] = queue.Queue()
         self.written = 0
         keys = {KEY: FAULT_TENANT}
         soak.settings = soak.settings.model_copy(update={
@@ -135,9 +136,10 @@ class ChaosRun:
             if victim == "up" and self.soak.up is not None:
                 # Started again by the main thread: a process started from this thread would
                 # get its parent-death signal when this thread ends.
-                self.up_killed.put(set(self.soak.children()))
+                killed = self.soak.up.pid
+                self.up_killed.put((killed, set(self.soak.children())))
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.soak.up.pid, signal.SIGKILL)
+                    os.kill(killed, signal.SIGKILL)
             elif (pid := self.pid_of(victim)) is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -320,8 +322,9 @@ class ChaosRun:
     def tend_up(self, wait_s: float = 0.0) -> None:
         """Start ``up`` again if the faults killed it (waiting up to ``wait_s`` for that)."""
         with contextlib.suppress(queue.Empty):
-            self.soak.restart_up(self.up_killed.get(timeout=wait_s) if wait_s
-                                 else self.up_killed.get_nowait())  # fmt: skip
+            killed, children = (self.up_killed.get(timeout=wait_s) if wait_s
+                                else self.up_killed.get_nowait())  # fmt: skip
+            self.soak.restart_up(children, killed)
 
     def wait_converged(self, timeout_s: float) -> float:
         started = time.monotonic()

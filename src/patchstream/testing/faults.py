@@ -185,11 +185,16 @@ class FaultSoak:
             self.restart_up(children)
         # any other: the supervisor restarts it
 
-    def restart_up(self, children: set[int]) -> None:
+    def restart_up(self, children: set[int], killed: int | None = None) -> None:
         """After ``up`` was killed: wait for it and its ``children`` to be gone, and start it
         again on the same data. Call it from the thread that started the harness: ``up``
-        gets its parent-death signal when the *thread* that started it ends."""
+        gets its parent-death signal when the *thread* that started it ends. ``killed``: the
+        pid that was killed, when another thread did it; nothing to do when that ``up`` was
+        already replaced (a kill that landed while an earlier one was being restarted: the
+        restart's own retry started the ``up`` now running)."""
         assert self.up is not None
+        if killed is not None and self.up.pid != killed:
+            return
         self.up.wait(30)
         deadline = time.monotonic() + 60
         while any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in children):
