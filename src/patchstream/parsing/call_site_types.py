@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import name_parts, python_parameters
-from patchstream.parsing.receiver_types import SELF_WORDS, _Def, _scope_key, _Typed, class_like
+from patchstream.parsing.node_text import class_like, name_parts, python_parameters
+from patchstream.parsing.receiver_types import SELF_WORDS, _Def, _scope_key, _Typed
 from patchstream.parsing.value_flow import ValueFlow
 
 Match = dict[str, list[ts.Node]]

@@ -33,6 +33,7 @@ from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
     body_boundaries,
+    class_like,
     first_doc_line,
     in_other_branches,
     name_parts,
@@ -40,7 +41,7 @@ from patchstream.parsing.node_text import (
     without_generics,
     written_callee,
 )
-from patchstream.parsing.receiver_types import _Def, branch_variants, class_like, constructed
+from patchstream.parsing.receiver_types import _Def, branch_variants, constructed
 from patchstream.parsing.ruby_language import KERNEL_WORDS, local_names
 from patchstream.parsing.source import PhpSource, RubySource, Source
 from patchstream.parsing.type_edges import TypeEdges

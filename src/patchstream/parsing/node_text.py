@@ -48,6 +48,12 @@ def _split_name(text: str) -> tuple[str, ...]:
     return tuple(part if _IDENT.match(part) else "?" for part in cleaned.split("."))
 
 
+def class_like(name: str) -> bool:
+    """By convention a class: ``Foo``, ``_OptionParser`` (private), not ``CONSTANT``."""
+    bare = name.lstrip("_")
+    return bare[:1].isupper() and not bare.isupper()
+
+
 def without_generics(text: str) -> str:
     """``text`` without balanced ``<...>`` groups, nested ones included, in one pass (an
     unmatched ``<`` or ``>`` stays, as repeated removal of innermost groups would leave it)."""

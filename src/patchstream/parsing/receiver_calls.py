@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from patchstream.parsing.node_text import name_parts, without_generics
+from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
-from patchstream.parsing.receiver_types import SCOPED, _Def, class_like
+from patchstream.parsing.receiver_types import SCOPED, _Def
 from patchstream.parsing.receivers import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 

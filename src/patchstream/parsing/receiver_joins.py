@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from patchstream.parsing.node_text import class_like
 from patchstream.parsing.receiver_types import (
     SCOPED,
     SELF_WORDS,
     ReceiverTypes,
     _Def,
-    class_like,
     joined,
 )
 from patchstream.parsing.receivers import callback_parameter_types

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES
-from patchstream.parsing.node_text import in_other_branches
+from patchstream.parsing.node_text import class_like, in_other_branches
 from patchstream.parsing.receivers import (
     TypeFact,
     type_facts,
@@ -412,12 +412,6 @@ def _scope_key(scope: _Def | None) -> str:
     if scope is None:
         return ""
     return scope.symbol_id or scope.qualified_name
-
-
-def class_like(name: str) -> bool:
-    """By convention a class: ``Foo``, ``_OptionParser`` (private), not ``CONSTANT``."""
-    bare = name.lstrip("_")
-    return bare[:1].isupper() and not bare.isupper()
 
 
 def _bind(names: dict[str, _Typed], name: str, fact: TypeFact) -> None:

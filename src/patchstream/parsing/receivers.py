@@ -30,7 +30,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.declared_types import declared_type
 from patchstream.parsing.fact_queries import facts_query
-from patchstream.parsing.node_text import without_generics
+from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
 
@@ -282,7 +282,7 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 literal.type in _LITERALS
                 or language == "ruby"
                 or (language == "php" and literal.type == "object_creation_expression")
-                or (language == "swift" and "object" not in match and _type_named(parts[-1]))
+                or (language == "swift" and "object" not in match and class_like(parts[-1]))
             )  # Swift's ``Logger(prefix: p)``: an initializer, so a Logger
             if DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
@@ -302,12 +302,6 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts
-
-
-def _type_named(name: str) -> bool:
-    """By convention a type (``receiver_types.class_like``): ``Logger``, not ``MAX``."""
-    bare = name.lstrip("_")
-    return bare[:1].isupper() and not bare.isupper()
 
 
 def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact]:

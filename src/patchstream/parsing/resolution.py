@@ -13,13 +13,12 @@ import tree_sitter as ts
 
 from patchstream.parsing.c_language import c_parameters
 from patchstream.parsing.modules import C_GLOBAL, ImportBinding
-from patchstream.parsing.node_text import python_parameters
+from patchstream.parsing.node_text import class_like, python_parameters
 from patchstream.parsing.receiver_calls import BuiltReceivers
 from patchstream.parsing.receiver_types import (
     SELF_WORDS,
     _Def,
     _Typed,
-    class_like,
 )
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference

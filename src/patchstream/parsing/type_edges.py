@@ -6,7 +6,8 @@ from __future__ import annotations
 from patchstream.parsing.call_site_types import CallSiteTypes
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES, scoped_lookup
 from patchstream.parsing.modules import CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
-from patchstream.parsing.receiver_types import _Def, class_like
+from patchstream.parsing.node_text import class_like
+from patchstream.parsing.receiver_types import _Def
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
 _MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.", f"{SW_GLOBAL}.")  # where a written scope starts
