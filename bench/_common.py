@@ -221,6 +221,19 @@ def _status_mib(pid: int, field: str) -> float:
     return 0.0
 
 
+def _pss_mib(pid: int) -> float:
+    """Proportional set size (``/proc/PID/smaps_rollup``) in MiB, 0 once gone: each shared
+    page counted once over the processes sharing it. A fork that shares its parent's pages
+    (FalkorDB rewriting its log) reads twice its parent in RSS, once in PSS."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def peak_rss_mib(stack: Any) -> dict[str, float]:
     """Peak resident memory (VmHWM) of each process of a running stack, in MiB; a process's
     children (Milvus Lite's server, say) are added to it, an upper bound of their joint peak."""
@@ -235,13 +248,16 @@ class StackMemory:
     """The stack's resident memory summed over its processes, sampled every ``interval_s``
     between ``start()`` and ``stop()``: ``peak_mib`` is the most it held at one time, what the
     machine had to give it. The sum of each process's own peak
-    (``peak_rss_mib``) is an upper bound of it: the processes peak at different moments."""
+    (``peak_rss_mib``) is an upper bound of it: the processes peak at different moments.
+    ``peak_pss_mib`` is the same in proportional set size: pages two processes share (a
+    fork's copy-on-write pages) counted once, what the machine held."""
 
     def __init__(self, stack: Any, interval_s: float = 0.5) -> None:
         import threading
 
         self.stack, self.interval_s = stack, interval_s
         self.peak_mib = 0.0
+        self.peak_pss_mib = 0.0
         # Each process's most, children included: VmHWM forgets a child that is gone (a parse
         # jail replaced after a burst takes its peak with it).
         self.by_process: dict[str, float] = {}
@@ -252,6 +268,8 @@ class StackMemory:
         while not self._stop.wait(self.interval_s):
             now = _per_process(self.stack, lambda pid: _status_mib(pid, "VmRSS"))
             self.peak_mib = max(self.peak_mib, sum(now.values()))
+            pss = _per_process(self.stack, _pss_mib)
+            self.peak_pss_mib = max(self.peak_pss_mib, sum(pss.values()))
             for name, mib in now.items():
                 self.by_process[name] = max(self.by_process.get(name, 0.0), mib)
 

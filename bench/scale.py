@@ -195,6 +195,7 @@ def run_step(step: str, edits: int, requests: int) -> dict[str, Any]:
         "search copy loaded s after the index": round(copy_s, 1),
         "settled": settled,
         "stack peak MiB (at one time)": round(at_once),
+        "stack peak PSS MiB (at one time)": round(memory.peak_pss_mib),
         "stack peak MiB during the cold index": round(cold_peak),
         "stack steady MiB": round(sum(steady.values())),
         "peak MiB": {k: round(v) for k, v in peaks.items()},
@@ -228,6 +229,8 @@ def series(results: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]
     for result in results:
         add("stack peak MiB", result["stack peak MiB (at one time)"])
         add("stack steady MiB", result["stack steady MiB"])
+        if "stack peak PSS MiB (at one time)" in result:
+            add("stack peak PSS MiB", result["stack peak PSS MiB (at one time)"])
         for when in ("peak", "steady"):
             for name, mib in result[f"{when} MiB"].items():
                 add(f"{when} MiB {name}", mib)
@@ -273,7 +276,8 @@ def main() -> None:
             f"{result['files']}, {result['lines']}, {result['symbols']}, {result['chunks']}"
         )
         rows[f"{result['step']}: stack MiB peak / steady; stores on disk MiB"] = (
-            f"{result['stack peak MiB (at one time)']} / {result['stack steady MiB']}; "
+            f"{result['stack peak MiB (at one time)']} / {result['stack steady MiB']}"
+            f" (peak PSS {result.get('stack peak PSS MiB (at one time)', '-')}); "
             + ", ".join(f"{k} {v:.0f}" for k, v in result["disk MiB"].items())
         )
         rows[f"{result['step']}: peak MiB by process"] = ", ".join(

@@ -43,6 +43,7 @@ from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
+    MAX_DF_SHARE,
     NAMED_WEIGHT,
     ROWS_PER_FILE,
     IndexedRow,
@@ -87,12 +88,13 @@ def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
     auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
     named_explicit: int | None = None, rows_per_file: int = ROWS_PER_FILE,
+    max_df_share: float = MAX_DF_SHARE,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
                          named_weight=weight, auxiliary_weight=auxiliary_weight,
                          file_weight=file_weight, named_explicit=named_explicit,
-                         rows_per_file=rows_per_file)  # fmt: skip
+                         rows_per_file=rows_per_file, max_df_share=max_df_share)  # fmt: skip
     for pk, _ in found:
         path = _hit(index, pk).path
         if path not in files:

@@ -57,6 +57,7 @@ from patchstream.query.question import named_files, named_in
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
+    MAX_DF_SHARE,
     NAMED_WEIGHT,
     ROWS_PER_FILE,
     TenantIndex,
@@ -321,7 +322,8 @@ def snapshots(repo: str, group: list[Instance], args: argparse.Namespace) -> Ite
         yield inst.base_commit[:12], [inst], git_snapshot(git_dir, inst.base_commit)
 
 
-Config = tuple[float, float, float]  # (named weight, auxiliary weight, file weight)
+# (named weight, auxiliary weight, file weight, the share of rows past which a word is left out)
+Config = tuple[float, float, float, float]
 
 
 def run_repo(
@@ -353,21 +355,23 @@ def run_repo(
             asked_ms = (time.perf_counter() - began) * 1000
             theirs = baseline.rank(inst.question)
             code_ranked = code_only.rank(inst.question)
-            for (named_weight, auxiliary_weight, file_weight), tally in tallies.items():
+            for config, tally in tallies.items():
+                named_weight, auxiliary_weight, file_weight, df_share = config
                 began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
                                     auxiliary_weight, file_weight, explicit,
-                                    args.rows_per_file)  # fmt: skip
+                                    args.rows_per_file, df_share)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 if args.dump is not None:
                     with args.dump.open("a", encoding="utf-8") as dump:
                         dump.write(json.dumps({"id": inst.id, "config": [named_weight,
                             auxiliary_weight, file_weight], "files": sorted(inst.files),
+                            "df_share": df_share,
                             "ours": ours[:10], "bm25_code": code_ranked[:10],
                             "named": named[:10]}) + "\n")  # fmt: skip
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
-                if (named_weight, auxiliary_weight, file_weight) == configs[0]:
+                if config == configs[0]:
                     for budget in BUDGETS:
                         held, used = context_code(live.index, vector, inst.question, named,
                                                   explicit,
@@ -382,6 +386,28 @@ def run_repo(
         print(f"  {repo} {label}: {len(live.sources)} files, {changed} parsed, "
               f"{time.monotonic() - started:.1f}s", flush=True)  # fmt: skip
     return tallies
+
+
+def print_held_out(by_repo: dict[str, dict[Config, Tally]]) -> None:
+    """Leave one repository out: for each, the setting with the best pooled @5 + @10 on the
+    others (ties: the first listed), and its figures on the one left out."""
+    pooled = Tally()
+    for held in by_repo:
+        scores: dict[Config, float] = {}
+        for config in next(iter(by_repo.values())):
+            rest = Tally()
+            for repo, tallies in by_repo.items():
+                if repo != held:
+                    rest.add(tallies[config])
+            scores[config] = (rest.ours[5] + rest.ours[10]) / max(1, rest.n)
+        chosen = max(scores, key=lambda c: scores[c])  # the first of equals
+        tally = by_repo[held][chosen]
+        pooled.add(tally)
+        n = max(1, tally.n)
+        print(f"held out {held}: chose {list(chosen)}; " + " ".join(
+            f"@{k} {tally.ours[k] / n:.3f}" for k in tally.ours))  # fmt: skip
+    n = max(1, pooled.n)
+    print("held out, pooled: " + " ".join(f"@{k} {pooled.ours[k] / n:.3f}" for k in pooled.ours))
 
 
 def main() -> None:
@@ -399,6 +425,8 @@ def main() -> None:
     parser.add_argument("--auxiliary-weights", type=float, nargs="+",
                         default=[AUXILIARY_WEIGHT])  # fmt: skip
     parser.add_argument("--file-weights", type=float, nargs="+", default=[FILE_WEIGHT])
+    parser.add_argument("--max-df-shares", type=float, nargs="+", default=[MAX_DF_SHARE],
+                        help="words in more than this share of the rows are left out")  # fmt: skip
     parser.add_argument(
         "--exempt-all-named",
         action="store_true",
@@ -412,27 +440,32 @@ def main() -> None:
     if args.make_set:
         make_set(args.make_set)
         return
-    configs = [(n, a, f) for n in args.named_weights for a in args.auxiliary_weights
-               for f in args.file_weights]  # fmt: skip
+    configs = [(n, a, f, d) for n in args.named_weights for a in args.auxiliary_weights
+               for f in args.file_weights for d in args.max_df_shares]  # fmt: skip
     print(f"SWE-bench Lite ({', '.join(args.repos)}); embedder {args.embedder}; (named "
-          f"weight, auxiliary weight, file weight) {configs}; machine {machine()}",
-          flush=True)  # fmt: skip
+          f"weight, auxiliary weight, file weight, max df share) {configs}; machine "
+          f"{machine()}", flush=True)  # fmt: skip
     instances = load_instances()
     totals = {config: Tally() for config in configs}
     lines: dict[Config, list[str]] = {config: [] for config in configs}
+    by_repo: dict[str, dict[Config, Tally]] = {}
     for short in args.repos:
         repo = next(r for r in ALLOWED if r.split("/")[1].startswith(short))
         group = [i for i in instances if i.repo == repo]
         if args.limit:
             group = sorted(group, key=lambda i: i.created_at)[: args.limit]
-        for config, tally in run_repo(repo, group, args, configs).items():
+        by_repo[repo] = run_repo(repo, group, args, configs)
+        for config, tally in by_repo[repo].items():
             lines[config].append(tally.line(repo))
             totals[config].add(tally)
             print(f"  {list(config)} {lines[config][-1]}", flush=True)
     for config in configs:
-        print(f"named weight {config[0]}, auxiliary weight {config[1]}, file weight {config[2]}:")
+        print(f"named weight {config[0]}, auxiliary weight {config[1]}, file weight "
+              f"{config[2]}, max df share {config[3]}:")  # fmt: skip
         for line in [*lines[config], totals[config].line("all")]:
             print("  " + line)
+    if len(by_repo) > 1 and len(configs) > 1:
+        print_held_out(by_repo)
     if args.update_results:
         first = configs[0]
         figures = "; ".join(

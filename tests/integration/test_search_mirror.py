@@ -181,7 +181,7 @@ def test_a_loaded_copy_is_frozen_out_of_full_collections_and_still_freed(
         _ready(copy, tenant)
         _until(lambda: gc.get_freeze_count() > frozen)
         index = copy._mirrors[tenant].index
-        (billing,) = [row for pk in index.rows if (row := index.payload(pk)).path == "billing.py"]
+        (billing,) = [index.payloads[row] for row in index.rows_of_path("billing.py")]
         held = sys.getrefcount(billing)
         assert copy._mirrors[tenant].frozen_rows == index.live
         edited = BILLING.replace("compute_invoice_total", "compute_credit_note")

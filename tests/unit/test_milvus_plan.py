@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.vector.milvus_plan import (
     chunk_pk,
@@ -9,7 +11,14 @@ from patchstream.stores.vector.milvus_plan import (
     file_record,
     plan_rows,
 )
-from patchstream.stores.vector.milvus_rows import FileRows, file_uid, row_fp
+from patchstream.stores.vector.milvus_rows import (
+    FileRows,
+    SearchHit,
+    file_uid,
+    pack_hit,
+    row_fp,
+    unpack_hit,
+)
 from tests.integration.deltas import delete, upsert
 
 TWO = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
@@ -70,3 +79,12 @@ def test_a_hash_embedded_once_is_credited_to_the_first_file_that_needed_it() -> 
     record = file_record(b, "t", 1.0, credit[file_uid(b)], plan.final_rows[file_uid(b)])
     assert record["chunks_reused"] == len(hashes) and record["path"] == "b.py"
     assert len(record["chunk_rows"]) == len(b.chunks)
+
+
+def test_a_packed_hit_unpacks_to_the_same_hit_with_the_score_given() -> None:
+    text = "def f():\n" + "    total += 'ünï'  # a line\n" * 40
+    hit = SearchHit(0.0, "m.py::f", "r::m.py::f", "r", "main", "m.py", "function", "code",
+                    3, 9, "ab" * 32, 7, text)  # fmt: skip
+    packed = pack_hit(hit)
+    assert isinstance(packed, bytes) and len(packed) < len(text) // 4  # compressed
+    assert unpack_hit(packed, 0.5) == replace(hit, score=0.5)

@@ -44,6 +44,10 @@ NAME_WEIGHT = 0.5  # the file-name list's
 NAMED_WEIGHT = 1.0  # the list of files defining what the question names (from the graph)
 AUXILIARY_WEIGHT = 0.25  # an auxiliary row's fused score is scaled by this (file_roles; chosen LOO)
 ROWS_PER_FILE = 1  # rows of one file before the next files' (the rest follow, in order)
+# A question's words held by more than this share of the rows are left out of its lexical
+# scores (BM25 over rows and over files): an issue's "the", "self", "return" were 76% of the
+# postings one read at 5k files, for IDFs under log(10). 1.0 leaves nothing out.
+MAX_DF_SHARE = 1.0
 _CELLS = 1 << 21  # (token, file) term counts file BM25 holds at once: 16 MiB of float64
 
 
@@ -261,16 +265,21 @@ class TenantIndex:
         keep = alive if keep is None else keep[: self.size] & alive
         return self._row_bm25(self._matches(query, keep), keep)
 
-    def _matches(self, query: str, keep: npt.NDArray[np.bool_]) -> Matches:
+    def _matches(
+        self, query: str, keep: npt.NDArray[np.bool_], max_df_share: float = 1.0
+    ) -> Matches:
         """The kept rows each of ``query``'s tokens occurs in, gathered once for all tokens:
         an issue-length question has hundreds, and numpy calls per token were most of its
-        search time (django, 114 issues: p99 175 -> 64 ms)."""
+        search time (django, 114 issues: p99 175 -> 64 ms). A token in more than
+        ``max_df_share`` of the live rows is left out (its posting's length against the
+        live rows: no pass over the posting to know it)."""
         weights: list[float] = []
         rows: list[npt.NDArray[np.int32]] = []
         tfs: list[npt.NDArray[np.float32]] = []
+        most = max_df_share * self.live if max_df_share < 1.0 else math.inf
         for token, weight in Counter(code_tokens(query)).items():
             posting = self.postings.get(token)
-            if posting is not None and len(posting[0]):
+            if posting is not None and 0 < len(posting[0]) <= most:
                 weights.append(float(weight))
                 rows.append(np.frombuffer(posting[0], np.int32))
                 tfs.append(np.frombuffer(posting[1], np.float32))
@@ -367,6 +376,7 @@ class TenantIndex:
         auxiliary_weight: float = AUXILIARY_WEIGHT,
         named_explicit: int | None = None,
         rows_per_file: int = ROWS_PER_FILE,
+        max_df_share: float = MAX_DF_SHARE,
     ) -> list[tuple[str, float]]:
         """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
@@ -378,10 +388,11 @@ class TenantIndex:
         a traceback frame or a path names; a test that merely defines a name the question
         uses is still demoted. A file's rows past its first ``rows_per_file`` (0: no cap)
         come after every other file's, in order: one long file's many matching chunks do not
-        fill the answer alone (a 3,000-line test file took all 60 rows of one question)."""
+        fill the answer alone (a 3,000-line test file took all 60 rows of one question).
+        Words in more than ``max_df_share`` of the rows do not count lexically."""
         fused: dict[int, float] = {}
         keep = keep[: self.size] & self.alive[: self.size]
-        found = self._matches(query, keep)  # one gather for BM25 over rows and over files
+        found = self._matches(query, keep, max_df_share)  # one gather: rows' and files' BM25
         lexical = self._row_bm25(found, keep)  # kept: the named files' best rows read it
         for ranked in (self.dense_top(vector, keep, 3 * limit), positive_top(lexical, 3 * limit)):
             for rank, row in enumerate(ranked, start=1):

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,14 @@ from patchstream.pacing import FetchPacer
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
-from patchstream.stores.vector.milvus_rows import SearchHit, file_key, hit_from_row, search_fields
+from patchstream.stores.vector.milvus_rows import (
+    SearchHit,
+    file_key,
+    hit_from_row,
+    pack_hit,
+    search_fields,
+    unpack_hit,
+)
 from patchstream.stores.vector.search_index import IndexedRow, TenantIndex
 
 log = logging.getLogger(__name__)
@@ -245,9 +252,11 @@ class SearchMirror:
             index = mirror.index
             for path in paths:
                 for row in index.rows_of_path(path):
-                    held = index.payloads[row]
-                    if (isinstance(held, SearchHit) and held.symbol_id in wanted
-                            and (not ref or held.ref == ref)):  # fmt: skip
+                    packed = index.payloads[row]
+                    if not isinstance(packed, bytes):
+                        continue
+                    held = unpack_hit(packed, 0.0)
+                    if held.symbol_id in wanted and (not ref or held.ref == ref):
                         found.append(held)
         return sorted(found, key=lambda h: (h.path, h.start_line, h.chunk_id))
 
@@ -297,9 +306,9 @@ class SearchMirror:
         them by key was the largest stage of a search, and waited on Milvus's CPU bursts)."""
         found = []
         for pk, score in ranked:
-            held = index.payload(pk)
-            if isinstance(held, SearchHit):
-                found.append(replace(held, score=score))
+            packed = index.payload(pk)
+            if isinstance(packed, bytes):
+                found.append(unpack_hit(packed, score))
         return found
 
     # -- following Milvus ----------------------------------------------------------------
@@ -397,7 +406,7 @@ class SearchMirror:
             batch = [
                 IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
                            str(row["text"]), np.asarray(row["dense"], np.float32),
-                           payload=hit_from_row(row, 0.0))
+                           payload=pack_hit(hit_from_row(row, 0.0)))
                 for row in self.store.client.get(
                     self.store.chunks, ids=fetch[start : start + _GET_BATCH],
                     output_fields=_ROW_FIELDS,
