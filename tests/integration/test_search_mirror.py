@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -268,3 +269,52 @@ def test_chunks_of_named_symbols_come_from_the_copy_as_milvus_has_them(
     mirror.sync(tenant)
     held = mirror.chunks_for_symbols(tenant, wanted)
     assert held is not None and {h.symbol_id for h in held} == set(wanted[:2])
+
+
+def test_a_search_during_a_waits_sync_waits_for_it_and_sees_the_write(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    """A search that found ``/v1/wait``'s sync in flight went to Milvus, whose first hybrid
+    search builds the BM25 index of every segment (and keeps it): it now waits for that sync
+    and answers from the copy, with the write the wait reported."""
+    vectors.apply([upsert(tenant, "billing.py", BILLING, 1)])
+    _ready(mirror, tenant)
+    state = mirror._mirrors[tenant]
+    edited = BILLING.replace("compute_invoice_total", "compute_credit_note")
+    vectors.apply([upsert(tenant, "billing.py", edited, 2)])
+    found: list[list[milvus.SearchHit] | None] = []
+    with state.sync_lock:  # as ``sync`` does: the fence is set, its sync not done yet
+        state.fence = time.monotonic()
+        searcher = threading.Thread(
+            target=lambda: found.append(mirror.search(tenant, "compute_credit_note", limit=1))
+        )
+        searcher.start()
+        searcher.join(0.3)
+        assert searcher.is_alive() and not found  # it waits on the sync, not on Milvus
+        mirror._sync(tenant, state)
+    searcher.join(10)
+    assert _symbols(found[0]) == ["app::billing.py::compute_credit_note"]
+
+
+def test_a_search_behind_a_fence_no_sync_clears_goes_to_milvus_after_its_wait(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """The wait is bounded: a sync that never finishes (Milvus failing) leaves the search
+    to Milvus after ``fence_wait_s``, as before."""
+    bounded = SearchMirror(vectors, lag_s=0.2, fence_wait_s=0.2)
+    try:
+        vectors.apply([upsert(tenant, "billing.py", BILLING, 1)])
+        _ready(bounded, tenant)
+        state = bounded._mirrors[tenant]
+        with state.sync_lock:
+            state.fence = time.monotonic()
+            started = time.monotonic()
+            answered = []
+            searcher = threading.Thread(
+                target=lambda: answered.append(bounded.search(tenant, "compute_invoice_total"))
+            )
+            searcher.start()
+            searcher.join(10)
+            assert answered == [None] and time.monotonic() - started >= 0.2
+    finally:
+        bounded.close()

@@ -69,7 +69,7 @@ class _Mirror:
     load_rows: tuple[int, int] = (0, 0)  # the first load's rows: read so far, to read
     disabled: str | None = None  # why this tenant is served by Milvus
     search_lock: threading.Lock = field(default_factory=threading.Lock)
-    sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    sync_lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 def _freeze_heap(tenant: str) -> None:
@@ -98,8 +98,14 @@ class SearchMirror:
         freeze_loaded: bool = False,
         freeze_min_rows: int = 1000,
         ready_wait_s: float = 0.0,
+        fence_wait_s: float = 2.0,
     ) -> None:
         self.store = store
+        # A search that finds a sync in flight since a ``/v1/wait`` waits this long for it
+        # rather than go to Milvus: a Milvus hybrid search builds the BM25 index of every
+        # segment of the partition on its first call and keeps it (scipy's 43k rows: +178 MiB,
+        # ~4 KiB a row), and ranks differently.
+        self.fence_wait_s = fence_wait_s
         self.ready_wait_s = ready_wait_s
         self.freeze_loaded = freeze_loaded
         self.freeze_min_rows = freeze_min_rows
@@ -204,12 +210,17 @@ class SearchMirror:
     def sync(self, tenant: str) -> None:
         """Catch up with Milvus now (``/v1/wait`` calls this before it says "applied"): the
         copy answers again only after a sync that started now, so a reader that waited sees
-        its write (while a load is still running, Milvus answers meanwhile)."""
+        its write (while a load is still running, Milvus answers meanwhile). The fence is set
+        under the sync lock, so a search that finds it ahead waits on that lock for this sync
+        and no other."""
         mirror = self._mirrors.get(tenant)
         if mirror is None:
             return
-        mirror.fence = time.monotonic()
-        if mirror.ready and not mirror.disabled:
+        if not mirror.ready or mirror.disabled:
+            mirror.fence = time.monotonic()
+            return
+        with mirror.sync_lock:
+            mirror.fence = time.monotonic()
             try:
                 self._sync(tenant, mirror)
             except Exception as exc:  # the fence holds: Milvus answers meanwhile
@@ -238,12 +249,7 @@ class SearchMirror:
         mirror = self._mirrors.get(tenant)
         if not tenant or not symbol_ids:
             return []
-        if (
-            mirror is None
-            or not mirror.ready
-            or mirror.disabled
-            or (mirror.synced_at < mirror.fence)
-        ):
+        if mirror is None or not self._answers(mirror):
             return None
         wanted = set(symbol_ids)
         paths = {parts[1] for sid in wanted if len(parts := sid.split("::", 2)) == 3}
@@ -284,7 +290,7 @@ class SearchMirror:
             # Right after a start: wait (bounded) for the copy rather than answer from Milvus,
             # which ranks differently; the caller says so when it still had to.
             mirror.loaded.wait(self.ready_wait_s)
-        if not mirror.ready or mirror.disabled or mirror.synced_at < mirror.fence:
+        if not self._answers(mirror):
             return None
         vector = self.store.embedder.embed([query])[0]
         with mirror.search_lock:
@@ -299,6 +305,15 @@ class SearchMirror:
             ranked = index.search(query, vector, keep, limit, named_files=named,
                                   named_explicit=explicit)  # fmt: skip
             return self._hits(index, ranked)
+
+    def _answers(self, mirror: _Mirror) -> bool:
+        """Whether the copy may answer now: loaded, on, and synced since the last fence; a
+        sync in flight past the fence is waited for (at most ``fence_wait_s``)."""
+        if not mirror.ready or mirror.disabled:
+            return False
+        if mirror.synced_at < mirror.fence and mirror.sync_lock.acquire(timeout=self.fence_wait_s):
+            mirror.sync_lock.release()  # the sync that held it has set ``synced_at``
+        return mirror.ready and not mirror.disabled and mirror.synced_at >= mirror.fence
 
     @staticmethod
     def _hits(index: TenantIndex, ranked: list[tuple[str, float]]) -> list[SearchHit]:
@@ -315,7 +330,7 @@ class SearchMirror:
 
     def _sync(self, tenant: str, mirror: _Mirror, everything: bool = False) -> bool:
         """Whether it found anything new."""
-        with mirror.sync_lock:
+        with mirror.sync_lock:  # reentrant: ``sync`` holds it already
             now = time.monotonic()
             everything = everything or now - mirror.reconciled_at >= self.reconcile_s
             since = 0.0 if everything else mirror.newest_applied - _CLOCK_MARGIN_S
