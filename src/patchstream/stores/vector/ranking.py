@@ -45,11 +45,17 @@ def idf(df: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.float64]:
     return np.log((n - df + 0.5) / (df + 0.5) + 1.0)
 
 
+def length_norms(lengths: npt.NDArray[np.float64], average: float) -> npt.NDArray[np.float64]:
+    """BM25's length part of each document: computed once per document, then read by each of
+    its term counts (an issue's million matched postings gathered a length each)."""
+    return K1 * (1.0 - B + B * lengths / average)
+
+
 def saturated(
-    tfs: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64], average: float
+    tfs: npt.NDArray[np.float64], norms: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
-    """BM25's term-frequency part for documents with term counts ``tfs`` and ``lengths``."""
-    return tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * lengths / average))
+    """BM25's term-frequency part for term counts ``tfs`` in documents of ``norms``."""
+    return tfs * (K1 + 1.0) / (tfs + norms)
 
 
 def positive_top(scores: npt.NDArray[np.float32], k: int) -> list[int]:

@@ -35,7 +35,15 @@ import numpy.typing as npt
 
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.stores.vector.dense_codes import cosine_scores, quantize
-from patchstream.stores.vector.ranking import Matches, idf, positive_top, saturated, spread, top
+from patchstream.stores.vector.ranking import (
+    Matches,
+    idf,
+    length_norms,
+    positive_top,
+    saturated,
+    spread,
+    top,
+)
 from patchstream.stores.vector.search_text import code_tokens
 
 RRF_K = 60
@@ -288,6 +296,8 @@ class TenantIndex:
                             np.zeros(0, np.int64), np.zeros(0, np.float64))  # fmt: skip
         row = np.concatenate(rows).astype(np.int64)
         ordinal = np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows])
+        if self.live == self.size and keep[: self.size].all():  # every row kept: no filter
+            return Matches(row, np.concatenate(tfs), ordinal, np.asarray(weights, np.float64))
         kept = keep[row]
         return Matches(row[kept], np.concatenate(tfs)[kept], ordinal[kept],
                         np.asarray(weights, np.float64))  # fmt: skip
@@ -301,8 +311,8 @@ class TenantIndex:
         average = total / count if total > 0 else 1.0
         df = np.bincount(found.token, minlength=len(found.weights))
         term = (found.weights * idf(df, count))[found.token]
-        lengths = self.length[found.rows].astype(np.float64)
-        scored = term * saturated(found.tfs.astype(np.float64), lengths, average)
+        norms = length_norms(self.length[:n].astype(np.float64), average)[found.rows]
+        scored = term * saturated(found.tfs.astype(np.float64), norms)
         return np.bincount(found.rows, weights=scored, minlength=n).astype(np.float32)
 
     def bm25_top(self, query: str, keep: npt.NDArray[np.bool_], k: int) -> list[int]:
@@ -322,26 +332,35 @@ class TenantIndex:
         paths = self.path[:n]
         files = len(self.paths.names)
         lengths = np.bincount(paths[keep[:n]], weights=self.length[:n][keep[:n]],
-                              minlength=files)  # fmt: skip
+                              minlength=files).astype(np.float64, copy=False)  # fmt: skip
         scores = np.zeros(files, np.float64)
         count = int(np.count_nonzero(lengths))
         if count == 0 or not len(found.rows):
             return scores.astype(np.float32)
         average = float(lengths.sum()) / count
+        norms = length_norms(lengths, average)
         of_row = paths[found.rows].astype(np.int64)
         # Term counts per (token, file) as a dense matrix, a slice of tokens at a time so it
         # stays a few MiB however many files the view has.
         step = max(1, _CELLS // files)
         for first in range(0, len(found.weights), step):
             tokens = min(step, len(found.weights) - first)
-            at = (found.token >= first) & (found.token < first + tokens)
-            cells = (found.token[at] - first) * files + of_row[at]
-            summed = np.bincount(cells, weights=found.tfs[at], minlength=tokens * files)
-            which, file = np.divmod(np.flatnonzero(summed), files)
-            tfs: npt.NDArray[np.float64] = summed[which * files + file]
+            if tokens == len(found.weights):  # one slice: every match, no mask to apply
+                cells = found.token * files + of_row
+                counts = found.tfs
+            else:
+                at = (found.token >= first) & (found.token < first + tokens)
+                cells = (found.token[at] - first) * files + of_row[at]
+                counts = found.tfs[at]
+            summed = np.bincount(cells, weights=counts, minlength=tokens * files).astype(
+                np.float64, copy=False
+            )
+            held = np.flatnonzero(summed)
+            tfs: npt.NDArray[np.float64] = summed[held]
+            which, file = np.divmod(held, files)
             df = np.bincount(which, minlength=tokens)
             term = (found.weights[first : first + tokens] * idf(df, count))[which]
-            scored = term * saturated(tfs, lengths[file].astype(np.float64), average)
+            scored = term * saturated(tfs, norms[file])
             scores += np.bincount(file, weights=scored, minlength=files)
         return scores.astype(np.float32)
 
