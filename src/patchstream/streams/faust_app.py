@@ -19,6 +19,7 @@ from typing import Any
 import aiokafka
 import faust
 
+from patchstream.bus.producer import compression_type
 from patchstream.bus.topics import Topics
 from patchstream.config.settings import KafkaSettings, Settings
 from patchstream.errors import ContractError, StoreUnavailable
@@ -78,6 +79,7 @@ def create_app(settings: Settings, metrics: Metrics | None = None) -> faust.App:
         topic_replication_factor=kafka.replication,
         producer_acks=-1 if kafka.acks == "all" else int(kafka.acks),
         producer_max_request_size=kafka.max_message_bytes,
+        producer_compression_type=compression_type(kafka),
         consumer_max_fetch_size=kafka.max_message_bytes,
         consumer_auto_offset_reset="earliest",
         web_enabled=False,
