@@ -284,3 +284,49 @@ def test_a_collection_indexed_with_8_bit_codes_searches_as_the_float32_one(
             store.drop()
             store.close()
     assert found["HNSW_SQ"] == found["HNSW"] and found["HNSW"][0].endswith("parse_config")
+
+
+def test_a_reused_vector_is_read_from_a_row_holding_that_content_and_none_other(
+    vectors: MilvusVectorStore, embedder: CountingEmbedder, tenant: str
+) -> None:
+    """Reuse goes through a ref to the chunk row that holds a hash's embedding: a ref whose
+    row now holds other content (edited) or is gone (deleted) is a miss, never a wrong
+    vector; the hash is embedded again and its ref moves to the new row."""
+    one = "def settle(ledger):\n    return ledger.balance()\n"
+    vectors.apply([upsert(tenant, "a.py", one, 1)])
+    (row,) = [r for r in vectors.client.query(vectors.chunks, filter=f'tenant == "{tenant}"',
+                                              output_fields=["content_hash", "dense"])]  # fmt: skip
+    expected = [float(v) for v in row["dense"]]
+    # a.py's row is edited in place (same chunk id, other content): the ref now names it
+    edited = one.replace("balance", "total")
+    vectors.apply([upsert(tenant, "a.py", edited, 2)])
+    before = embedder.texts_embedded
+    stats = vectors.apply([upsert(tenant, "b.py", one, 1)])
+    assert stats.chunks_embedded == 1 and embedder.texts_embedded == before + 1
+    copy = vectors.client.query(vectors.chunks, filter=f'tenant == "{tenant}" and path == "b.py"',
+                                output_fields=["dense"])  # fmt: skip
+    assert [float(v) for v in copy[0]["dense"]] == pytest.approx(expected)
+    # the ref now names b.py's row: c.py reuses it; once b.py is deleted, c2.py embeds again
+    assert vectors.apply([upsert(tenant, "c.py", one, 1)]).chunks_reused == 1
+    vectors.apply([delete(tenant, "b.py", 2), delete(tenant, "c.py", 2)])
+    assert vectors.apply([upsert(tenant, "c2.py", one, 1)]).chunks_embedded == 1
+
+
+def test_the_old_vector_collection_is_dropped(
+    milvus_service: Service, embedder: CountingEmbedder
+) -> None:
+    """Stores from before the refs kept every embedding twice: the old copy goes at start."""
+    prefix = f"test_{uuid.uuid4().hex[:8]}_"
+    store = MilvusVectorStore(f"http://127.0.0.1:{milvus_service.port}", embedder,
+                              collection_prefix=prefix)  # fmt: skip
+    try:
+        from patchstream.stores.vector.milvus_schema import create_files
+
+        create_files(store.client, store.old_vectors)  # any collection under the old name
+        assert store.client.has_collection(store.old_vectors)
+        store.ensure_schema()
+        assert not store.client.has_collection(store.old_vectors)
+        assert store.client.has_collection(store.vector_refs)
+    finally:
+        store.drop()
+        store.close()

@@ -1,5 +1,5 @@
 """Milvus vector store, per embedder: chunks (searched), files (fences and each file's rows)
-and vectors (the embedding of each content hash, per tenant).
+and vector refs (per tenant, the chunk row holding each content hash's embedding).
 
 - Rows are keyed by ``xxh3(scope|chunk id)``; ``tenant`` is the partition key and every
   search and query filters on it server-side (an empty tenant matches nothing).
@@ -61,7 +61,7 @@ from patchstream.stores.vector.milvus_schema import (
     DenseIndex,
     create_chunks,
     create_files,
-    create_vectors,
+    create_vector_refs,
 )
 from patchstream.stores.vector.milvus_search import search_filter, visible
 
@@ -88,7 +88,9 @@ class MilvusVectorStore(FileRecordReads):
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
         self.chunks = f"{collection_prefix}chunks_{LAYOUT}_{slug}"
         self.files = f"{collection_prefix}files_{LAYOUT}_{slug}"
-        self.vectors = f"{collection_prefix}vectors_{LAYOUT}_{slug}"
+        self.vector_refs = f"{collection_prefix}vector_refs_{LAYOUT}_{slug}"
+        # Where embeddings were kept by content hash before the refs: dropped once seen.
+        self.old_vectors = f"{collection_prefix}vectors_{LAYOUT}_{slug}"
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -101,11 +103,13 @@ class MilvusVectorStore(FileRecordReads):
                     lambda: create_chunks(self.client, self.chunks, dim, self.dense_index),
                 ),
                 (self.files, lambda: create_files(self.client, self.files)),
-                (self.vectors, lambda: create_vectors(self.client, self.vectors, dim)),
+                (self.vector_refs, lambda: create_vector_refs(self.client, self.vector_refs)),
             ):
                 self._create_once(name, create)
-            for name in (self.chunks, self.files, self.vectors):
+            for name in (self.chunks, self.files, self.vector_refs):
                 self.client.load(name)
+            if self.client.has_collection(self.old_vectors):  # a cache: re-embedding refills
+                self.client.drop_collection(self.old_vectors)
         except (MilvusException, grpc.RpcError) as exc:
             raise milvus_error("could not prepare collections", exc) from exc
 
@@ -174,12 +178,16 @@ class MilvusVectorStore(FileRecordReads):
         vectors, embedded_hashes = self._vectors(tenant, plan.texts_by_hash(), stats)
         per_file = credit_embeddings(fresh, plan.writes, embedded_hashes)
         rows: dict[str, dict[str, Any]] = {}
+        refs: dict[str, str] = {}  # an embedded hash -> the first row written with it
         for w in plan.writes:
             rows[w.pk] = chunk_row(w.delta, w.chunk, w.pk, w.fp, vectors[w.chunk.content_hash])
+            if w.chunk.content_hash in embedded_hashes:
+                refs.setdefault(w.chunk.content_hash, w.pk)
         for batch in batches(plan.deletes):
             self.client.delete(self.chunks, filter=f"pk in {lit_list(batch)}")
         if rows:
             self.client.upsert(self.chunks, list(rows.values()))
+        self._write_vector_refs(tenant, refs)
         now = time.time()
         self.client.upsert(
             self.files,
@@ -229,15 +237,24 @@ class MilvusVectorStore(FileRecordReads):
         self, tenant: str, texts_by_hash: dict[str, str], stats: VectorApplyStats
     ) -> tuple[dict[str, list[float]], set[str]]:
         """Vectors for content hashes, reused from the tenant's rows or embedded (the second
-        item: the hashes that had to be embedded)."""
+        item: the hashes that had to be embedded). Two reads by key: each hash's ref, then
+        the chunk rows they name; a ref whose row is gone or now holds other content (its
+        chunk was edited, its ref deleted) is a miss, and the hash is embedded again."""
         vectors: dict[str, list[float]] = {}
         hashes = sorted(texts_by_hash)
-        keys = {vector_key(tenant, h): h for h in hashes}
-        for batch in batches(sorted(keys)):
-            fields = ["tenant", "content_hash", "dense"]
-            for row in self.client.get(self.vectors, ids=batch, output_fields=fields):
+        rows_of: dict[str, str] = {}  # chunk pk -> the content hash it should hold
+        keys = [vector_key(tenant, h) for h in hashes]
+        for batch in batches(keys):
+            fields = ["tenant", "content_hash", "chunk_pk"]
+            for row in self.client.get(self.vector_refs, ids=batch, output_fields=fields):
                 if row["tenant"] == tenant:
-                    vectors[row["content_hash"]] = [float(v) for v in row["dense"]]
+                    rows_of[str(row["chunk_pk"])] = str(row["content_hash"])
+        for batch in batches(sorted(rows_of)):
+            fields = ["pk", "tenant", "content_hash", "dense"]
+            for row in self.client.get(self.chunks, ids=batch, output_fields=fields):
+                wanted = rows_of.get(str(row["pk"]))
+                if wanted is not None and (row["tenant"], row["content_hash"]) == (tenant, wanted):
+                    vectors[wanted] = [float(v) for v in row["dense"]]
         missing = [h for h in hashes if h not in vectors]
         stats.chunks_reused += len(hashes) - len(missing)
         if missing:
@@ -246,12 +263,17 @@ class MilvusVectorStore(FileRecordReads):
             stats.embed_seconds += time.perf_counter() - started
             stats.chunks_embedded += len(missing)
             vectors.update(zip(missing, embedded, strict=True))
-            self.client.upsert(
-                self.vectors,
-                [{"pk": vector_key(tenant, h), "tenant": tenant, "content_hash": h,
-                  "dense": vectors[h]} for h in missing],
-            )  # fmt: skip
         return vectors, set(missing)
+
+    def _write_vector_refs(self, tenant: str, refs: dict[str, str]) -> None:
+        """Content hash -> the chunk row just written with its embedding (after the rows:
+        a ref never names a row that is not there yet)."""
+        if refs:
+            self.client.upsert(
+                self.vector_refs,
+                [{"pk": vector_key(tenant, h), "tenant": tenant, "content_hash": h,
+                  "chunk_pk": pk, "unused": [0.0, 0.0]} for h, pk in sorted(refs.items())],
+            )  # fmt: skip
 
     def fence_dropped_ref(self, tenant: str, repo: str, ref: str, version: int) -> None:
         """See ``milvus_plan.tombstone_record``; sealed before it returns."""
@@ -363,7 +385,7 @@ class MilvusVectorStore(FileRecordReads):
         }
 
     def drop(self) -> None:
-        for name in (self.chunks, self.files, self.vectors):
+        for name in (self.chunks, self.files, self.vector_refs, self.old_vectors):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
 

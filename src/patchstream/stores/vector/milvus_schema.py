@@ -92,13 +92,17 @@ def create_files(client: DeadlinedClient, name: str) -> None:
     client.create_collection(name, schema=schema, index_params=index)
 
 
-def create_vectors(client: DeadlinedClient, name: str, dim: int) -> None:
-    """Embeddings by ``xxh3(tenant|content hash)``: read by key, never searched."""
+def create_vector_refs(client: DeadlinedClient, name: str) -> None:
+    """For each ``xxh3(tenant|content hash)``, the chunk row that holds its embedding: read
+    by key, never searched. It used to hold the embedding itself, a second float32 copy of
+    every vector the chunks collection holds (1.6 KB a row of Milvus Lite's memory)."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
     schema.add_field("tenant", DataType.VARCHAR, max_length=128)
     schema.add_field("content_hash", DataType.VARCHAR, max_length=64)
-    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field("chunk_pk", DataType.VARCHAR, max_length=64)
+    # Milvus needs a vector field in every collection; this one is never searched.
+    schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
     index = client.prepare_index_params()
-    index.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
+    index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
     client.create_collection(name, schema=schema, index_params=index)
