@@ -381,3 +381,22 @@ def test_one_long_file_does_not_fill_the_answer_alone() -> None:
     assert {pk[:3] for pk in flat} == {"big"}
     # The files' order of first appearance is the same either way.
     assert spread[:3] == flat[:3]
+
+
+def test_words_in_most_rows_of_a_large_index_are_left_out_of_lexical_scores() -> None:
+    """An issue's common words ("return", "self") were most of the postings a search read;
+    past MAX_DF_SHARE of the rows (and MIN_PRUNED_DF rows) a word does not count lexically.
+    A small index leaves nothing out."""
+    rows = search_index.MIN_PRUNED_DF * 2
+    index = _index(*[_row(f"r{i}", f"return value{i}" + (" ledger" if i % 500 == 0 else ""),
+                          [1.0, 0.0, 0.0], path=f"m{i}.py") for i in range(rows)])  # fmt: skip
+    keep = index.mask()
+    pruned = index._matches("return ledger", keep, max_df_share=0.1)
+    assert pruned.weights.tolist() == [1.0] and len(pruned.rows) == rows // 500  # ledger only
+    whole = index._matches("return ledger", keep, max_df_share=1.0)
+    assert len(whole.rows) == rows + rows // 500
+    # Search ranks the ledger rows first either way: the common word never told them apart.
+    found = index.search("return ledger", [0.0, 1.0, 0.0], keep, 4)
+    assert {pk for pk, _ in found} == {f"r{i}" for i in range(0, rows, 500)}
+    small = _index(*[_row(f"s{i}", "return x", [1.0, 0.0, 0.0]) for i in range(50)])
+    assert len(small._matches("return", small.mask(), max_df_share=0.1).rows) == 50
