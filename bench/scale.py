@@ -247,7 +247,8 @@ def series(results: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", nargs="+", default=["1k", "5k", "20k"], choices=list(STEPS))
+    parser.add_argument("--steps", nargs="*", default=["1k", "5k", "20k"], choices=list(STEPS),
+                        help="none: only summarize the steps --include names")  # fmt: skip
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--update-results", action="store_true")
