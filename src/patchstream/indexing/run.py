@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from aiokafka.errors import KafkaError
 
 from patchstream.config.settings import Settings
-from patchstream.errors import StoreUnavailable
+from patchstream.errors import StoreError, StoreUnavailable
 from patchstream.indexing.capacity import check_capacity
 from patchstream.indexing.plan import IndexPlan, plan_index
 from patchstream.parsing.prose import unparsed_by_extension
@@ -74,6 +74,9 @@ class IndexSummary:
     references: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    # Why the counts above are missing, when the stores could not count in time (the index
+    # itself is done: they are a report, never a reason to fail it).
+    counts_unavailable: str | None = None
     seconds: float = 0.0
     graph_seconds: float | None = None  # from the start until the graph tier had every file
     vector_seconds: float | None = None  # the same for the vector tier
@@ -224,10 +227,17 @@ async def index_directory(
             bars.close()
             if outbox is not None:
                 outbox.close()
-        summary.symbols, summary.edges, summary.references = graph.scope_counts(tenant, repo, ref)
-        summary.chunks_embedded, summary.chunks_reused = vectors.embed_counts(
-            tenant, repo, ref, version
-        )
+        try:
+            summary.symbols, summary.edges, summary.references = graph.scope_counts(
+                tenant, repo, ref
+            )
+            summary.chunks_embedded, summary.chunks_reused = vectors.embed_counts(
+                tenant, repo, ref, version
+            )
+        except StoreError as exc:  # at 20k files a count over every symbol timed out
+            summary.counts_unavailable = f"{type(exc).__name__}: {exc}"[:300]
+            log.warning("event=index_counts_unavailable repo=%s ref=%s error=%s", repo, ref,
+                        summary.counts_unavailable)  # fmt: skip
     finally:
         graph.close()
         vectors.close()
