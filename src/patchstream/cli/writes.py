@@ -82,6 +82,8 @@ def index(
     else:
         # A server's stores are not this client's to count: say where the counts are.
         counts = (" (symbols and chunks: `patchstream query freshness REPO`)" if settings.remote
+                  else f" (counts unavailable: {summary.counts_unavailable})"
+                  if summary.counts_unavailable
                   else f" symbols={summary.symbols} edges={summary.edges} "
                   f"references={summary.references} chunks_embedded={summary.chunks_embedded} "
                   f"chunks_reused={summary.chunks_reused}")  # fmt: skip
