@@ -82,15 +82,15 @@ def rows_listable(rows: dict[str, str]) -> bool:
     return len(rows) <= MAX_FILE_ROWS
 
 
+_PACKED = [f.name for f in fields(SearchHit)][1:]  # every field but the score
+
+
 def pack_hit(hit: SearchHit) -> bytes:
     """``hit`` as one compressed bytes object, for the search copy to hold: a row's hit as
     thirteen Python objects was ~1.35 KB (the text ~0.45 KB of it, mostly the objects'
     headers), packed ~0.4 KB; unpacking one takes a few microseconds, and a search unpacks
     only its winners."""
     return zlib.compress(marshal.dumps(tuple(getattr(hit, name) for name in _PACKED)), 1)
-
-
-_PACKED = [f.name for f in fields(SearchHit)][1:]  # every field but the score
 
 
 def unpack_hit(packed: bytes, score: float) -> SearchHit:
