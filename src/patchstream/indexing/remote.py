@@ -98,7 +98,8 @@ def index_remote(
             deadline = time.monotonic() + timeout_s
             while True:
                 state = query.call("GET", "/v1/index/progress",
-                                   params={"repo": repo, "ref": ref, "since": since})  # fmt: skip
+                                   params={"repo": repo, "ref": ref, "since": since,
+                                           "expect": summary.published})  # fmt: skip
                 summary.tenant = state["tenant"]
                 summary.graph_applied = state["graph_applied"]
                 summary.vectors_applied = state["vectors_applied"]

@@ -454,7 +454,15 @@ def create_api(
     app.include_router(overlay_router(state_tenant, overlays, admin))
     app.include_router(trace_router(state_tenant, lambda: service().graph))
     app.include_router(history_router(state_tenant, service))
-    app.include_router(index_router(state_tenant, lambda: (service().graph, service().vectors)))
+
+    def settle(tenant: str) -> None:
+        copy = service().mirror
+        if copy is not None:
+            copy.sync(tenant)
+
+    app.include_router(
+        index_router(state_tenant, lambda: (service().graph, service().vectors), settle)
+    )
     app.include_router(agent_router(state_tenant, agent, relay.soon, resume_context))
     if settings.query.gateway_upstream:  # one address for clients: writes go on to the gateway
         forward, state["forward_client"] = gateway_router(settings.query.gateway_upstream)

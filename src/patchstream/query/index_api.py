@@ -2,7 +2,9 @@
 credential): the files a ref's view holds with the content hash both tiers agree on, in
 pages (``GET /v1/files``), and how many files of the ref both tiers have applied since a
 version (``GET /v1/index/progress``). The client compares hashes itself and uploads only
-what differs through the gateway's ``/v1/patches``.
+what differs through the gateway's ``/v1/patches``. A progress read that finds every
+expected file in the vector tier first brings the search copy up to it, so an index the
+client reports complete is searchable at once (the copy otherwise trails by up to 2 s).
 
 Routes resolve annotations at runtime (FastAPI reads the local ``Tenant``): no postponed
 annotations in this module.
@@ -37,7 +39,9 @@ def page_of(held: dict[str, str | None], after: str, limit: int) -> dict[str, An
 def index_router(
     tenant_resolver: Callable[..., str],
     stores: Callable[[], tuple[GraphStore, MilvusVectorStore]],
+    settle: Callable[[str], None] | None = None,
 ) -> APIRouter:
+    """``settle(tenant)`` brings the tenant's search copy up to Milvus (None: no copy)."""
     router = APIRouter()
     Tenant = Annotated[str, Depends(tenant_resolver)]  # noqa: N806
     Repo = Annotated[str, Query(pattern=_NAME_PATTERN)]  # noqa: N806
@@ -72,6 +76,7 @@ def index_router(
         repo: Repo,
         since: Annotated[int, Query(ge=0, le=2**63 - 1)],
         ref: Ref = "main",
+        expect: Annotated[int | None, Query(ge=0, le=2**31)] = None,
     ) -> dict[str, Any]:
         checked(repo, ref)
         graph, vectors = stores()
@@ -79,6 +84,8 @@ def index_router(
             asyncio.to_thread(graph.count_applied, tenant, repo, ref, since),
             asyncio.to_thread(vectors.count_applied, tenant, repo, ref, since),
         )
+        if settle is not None and expect is not None and min(applied) >= expect:
+            await asyncio.to_thread(settle, tenant)  # read after the count: holds what it saw
         return {"tenant": tenant, "graph_applied": applied[0], "vectors_applied": applied[1]}
 
     return router
