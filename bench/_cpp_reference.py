@@ -94,6 +94,9 @@ def _skipped(name: str) -> bool:
 def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Reference:
     """G++'s call edges between the project's functions, in patchstream's symbol ids."""
     at: dict[tuple[str, str], str] = {}
+    # Overloads of one name in one file (``Emitter::Write(bool)``, ``Write(char)``): told
+    # apart by the line G++ gives, inside the definition's lines.
+    spans: dict[tuple[str, str], list[tuple[int, int, str]]] = defaultdict(list)
     named: dict[str, set[str]] = defaultdict(set)
     functions: dict[str, str] = {}
     classes: dict[str, str] = {}  # a constructor's id -> its class's id (any file's)
@@ -111,6 +114,8 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
             if _skipped(symbol.qualified_name):
                 continue
             at[(rel, symbol.qualified_name)] = symbol.id
+            spans[(rel, symbol.qualified_name)].append((symbol.start_line, symbol.end_line,
+                                                         symbol.id))  # fmt: skip
             named[symbol.qualified_name].add(symbol.id)
             functions[symbol.id] = symbol.qualified_name
             owner, _, last = symbol.qualified_name.rpartition(".")
@@ -133,20 +138,27 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
                 failed.append(rel)
                 continue
             compiled += 1
-            where = {m["title"]: (qualified_of(m["label"]), relative(m["file"], root))
+            where = {m["title"]: (qualified_of(m["label"]), relative(m["file"], root),
+                                  int(m["line"]))
                      for m in _NODE.finditer(text) if not _COPY.search(m["label"])}  # fmt: skip
 
+            def defined_at(file: str, name: str, line: int) -> str | None:
+                """The definition of ``name`` in ``file`` around ``line`` (one of overloads)."""
+                around = [sid for start, end, sid in spans.get((file, name), ())
+                          if start <= line <= end]  # fmt: skip
+                return around[0] if len(around) == 1 else at.get((file, name))
+
             def symbol(
-                title: str, target: bool, where: dict[str, tuple[str, str]] = where
+                title: str, target: bool, where: dict[str, tuple[str, str, int]] = where
             ) -> str | None:
                 if title not in where:  # a complete-object constructor (C1) is an alias of
                     title = _COMPLETE.sub(r"C2\1", title)  # the base-object one (C2)
                 if title not in where:
                     return None
-                name, file = where[title]
+                name, file, line = where[title]
                 if file.startswith("/") or _skipped(name):
                     return None  # the standard library's, or not a written call
-                exact = at.get((file, name))
+                exact = defined_at(file, name, line)
                 found = exact if exact is not None else None
                 if found is None:
                     candidates = named.get(name, set())
@@ -160,7 +172,7 @@ def gpp_edges(root: Path, states: dict[str, FileState], corpus: CppCorpus) -> Re
             for match in _NODE.finditer(text):
                 if "shape : ellipse" not in text[match.end() : match.end() + 20]:
                     name, file = qualified_of(match["label"]), relative(match["file"], root)
-                    defined = at.get((file, name))
+                    defined = defined_at(file, name, int(match["line"]))
                     if defined is not None:
                         compiled_functions |= {defined, classes.get(defined, defined)}
             for match in _EDGE.finditer(text):

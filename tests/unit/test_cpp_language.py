@@ -184,3 +184,29 @@ def test_cpp_broken_code_keeps_its_last_good_state() -> None:
                            b"namespace n {\nint f( { return g(; }\n", good)  # fmt: skip
     assert "n.f" in {s.qualified_name for s in broken.symbols}
     assert broken.flags.has_errors
+
+
+def test_owning_pointers_and_standard_containers_reach_what_they_hold(
+    builder: FileStateBuilder,
+) -> None:
+    """``std::unique_ptr<State> state_;`` declared in the header, ``state_->Get()`` in the
+    .cc: a ``State``'s method (yaml-cpp's ``Emitter`` reaches its state so 131 times); an
+    element of a ``std::vector`` or a value of a ``std::map`` is the element's type; a
+    template of the project's own holds nothing the call reaches."""
+    header = (b"namespace n {\nclass State {\n public:\n  int Get() const { return 1; }\n};\n"
+              b"template <typename T> class Holder {\n public:\n  int Get() const { return 0; }\n"
+              b"};\nclass Emitter {\n public:\n  int Good() const;\n  int Each() const;\n"
+              b" private:\n  std::unique_ptr<State> state_;\n  std::vector<State*> states_;\n"
+              b"  std::map<int, State> by_id_;\n  Holder<State> holder_;\n};\n}\n")  # fmt: skip
+    source = (b"namespace n {\nint Emitter::Good() const { return state_->Get(); }\n"
+              b"int Emitter::Each() const {\n  std::shared_ptr<State> shared = nullptr;\n"
+              b"  return states_[0]->Get() + by_id_.at(1).Get() + shared->Get();\n}\n"
+              b"int Use(const std::optional<State>& maybe, Holder<State> h) {\n"
+              b"  return maybe->Get() + h.Get();\n}\n}\n")  # fmt: skip
+    states = {"emitter.h": build_state(builder, "emitter.h", header),
+              "emitter.cc": build_state(builder, "emitter.cc", source)}  # fmt: skip
+    callers = joined_callers(states, "cpp")
+    assert ("n.Emitter.Good", "n.State.Get") in callers  # a field of another file's class
+    assert ("n.Emitter.Each", "n.State.Get") in callers
+    assert ("n.Use", "n.State.Get") in callers  # std::optional's ->
+    assert ("n.Use", "n.Holder.Get") in callers  # the project's template: its own method

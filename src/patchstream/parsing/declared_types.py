@@ -1,10 +1,13 @@
-"""Java, Rust and C# declared types, rewritten as the text the receiver helpers read.
+"""Java, Rust, C# and C++ declared types, rewritten as the text the receiver helpers read.
 
 ``type_parts`` and ``container_parts`` read Python's and TypeScript's notation; a Java or
 Rust type node becomes that notation here: references, ``dyn``/``impl`` and owning wrappers
 (``&mut Item``, ``Box<dyn Store>``, ``Option<Item>``, ``Optional<Item>``) are the type they
 hold, sequences (``Vec<Item>``, ``&[Item]``, ``List<Item>``, ``Item[]``) ``list[Item]``, and
 maps (``HashMap<K, V>``, ``Map<K, V>``) ``dict[K, V]``; paths use dots (``store::Store``).
+C++'s owning pointers and ``std::optional`` are what they hold (``m_state->Get()`` reaches an
+``EmitterState`` through ``std::unique_ptr<EmitterState>``), and its standard containers are
+sequences and maps as above.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ _MAPS = frozenset({"HashMap", "BTreeMap", "IndexMap", "Map", "TreeMap", "LinkedH
                    "SortedMap", "ConcurrentHashMap", "ConcurrentMap", "Dictionary",
                    "IDictionary", "IReadOnlyDictionary", "ConcurrentDictionary",
                    "SortedDictionary", "MutableMap"})  # fmt: skip
+# C++'s standard library: ``->`` / ``*`` on these reach the one value they hold.
+_CPP_HOLDERS = frozenset({"unique_ptr", "shared_ptr", "auto_ptr", "optional", "scoped_ptr",
+                          "intrusive_ptr"})  # fmt: skip
+_CPP_SEQUENCES = frozenset({"vector", "list", "deque", "set", "multiset", "unordered_set",
+                            "unordered_multiset", "array", "span", "forward_list",
+                            "initializer_list"})  # fmt: skip
+_CPP_MAPS = frozenset({"map", "multimap", "unordered_map", "unordered_multimap"})
 _UNWRAPPED = {"reference_type": "type", "pointer_type": "type", "dynamic_type": "trait",
               "abstract_type": "trait", "bounded_type": None,
               "nullable_type": None}  # fmt: skip
@@ -74,3 +84,31 @@ def declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
 
 def _dotted(text: str) -> str:
     return "".join(text.split()).replace("::", ".").removesuffix("?")
+
+
+def cpp_declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
+    """A C++ type as ``declared_type`` writes the others': ``std::unique_ptr<State>`` is
+    ``State``, ``std::vector<Node*>`` ``list[Node]``, ``std::map<K, V>`` ``dict[K, V]``; any
+    other type as written, with dots for ``::``."""
+    template = node
+    if node.type == "qualified_identifier":
+        named = node.child_by_field_name("name")
+        template = named if named is not None else node
+    if template.type != "template_type" or depth >= _MAX_DEPTH:
+        return src.text(node).replace("::", ".")
+    name = template.child_by_field_name("name")
+    listed = template.child_by_field_name("arguments")
+    last = src.text(name) if name is not None else ""
+    arguments = [
+        argument.child_by_field_name("type") or argument
+        for argument in (listed.named_children if listed is not None else [])
+        if argument.type == "type_descriptor"
+    ]
+    if last in _CPP_HOLDERS and arguments:
+        return cpp_declared_type(arguments[0], src, depth + 1)
+    if last in _CPP_SEQUENCES and arguments:
+        return f"list[{cpp_declared_type(arguments[0], src, depth + 1)}]"
+    if last in _CPP_MAPS and len(arguments) >= 2:
+        key, value = (cpp_declared_type(a, src, depth + 1) for a in arguments[:2])
+        return f"dict[{key}, {value}]"
+    return src.text(node).replace("::", ".")

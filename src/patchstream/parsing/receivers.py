@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from patchstream.parsing.declared_types import declared_type
+from patchstream.parsing.declared_types import cpp_declared_type, declared_type
 from patchstream.parsing.fact_queries import facts_query
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
@@ -330,7 +330,7 @@ def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact
 def _written_type(node: ts.Node, language: str, src: Source) -> str:
     """A declared type's text; Java's and Rust's rewritten in the notation read here."""
     if language == "cpp":  # ``leveldb::Options`` -> ``leveldb.Options``
-        return src.text(node).replace("::", ".")
+        return cpp_declared_type(node, src)
     if language == "swift":  # ``Foo?``, ``Foo!``, and a metatype ``Foo.Type``: a Foo's
         written = declared_type(node, src).rstrip("?!")
         return written.removesuffix(".Type").removesuffix(".Protocol")
