@@ -1,6 +1,8 @@
 """Callers as the graph joins them, without a graph: each reference's candidate keys
 (``keys.reference_keys``) against each symbol's key, plus the RETURNS join that a call on
-what a field or function gives (``<its key>().m``) takes."""
+what a field or function gives (``<its key>().m``) takes, and a member a class inherits
+(``<Sub's key>.m`` is the base's ``m`` when ``Sub`` defines none; the graph's
+``CALLERS_THROUGH_SUBCLASSES``)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,21 @@ def joined_callers(
             return [dst]
         return [t for k in reference_keys(SCOPE, ref, language) for t in by_key.get(k, ())]  # type: ignore[arg-type]
 
+    # Inherited members, one level (what these tests need): ``<Sub key>.m`` -> ``Base.m``.
+    members: dict[str, list[tuple[str, str]]] = defaultdict(list)  # owner -> (name, id)
+    for sid, name in names.items():
+        owner, _, member = name.rpartition(".")
+        members[owner].append((member, sid))
+    for state in states.values():
+        for edge in state.edges:
+            sub_key = key_of.get(edge.src)
+            if edge.type is not EdgeType.INHERITS_FROM or sub_key is None:
+                continue
+            own = {member for member, _ in members[names[edge.src]]}
+            for base in targets(edge.dst, edge.ref):
+                for member, sid in members[names[base]]:
+                    if member not in own and sid in key_of:
+                        by_key[f"{sub_key}.{member}"].append(sid)
     # The RETURNS join (a field's declared type, a function's return): ``<key>().m`` -> ``T.m``.
     for state in states.values():
         for edge in state.edges:
@@ -44,17 +61,16 @@ def joined_callers(
             giver = key_of.get(edge.src)
             if giver is None:
                 continue
-            for target in targets(edge.dst, edge.ref):
-                owner = names[target]
-                for ids in list(by_key.values()):
-                    for sid in ids:
-                        if names[sid].startswith(f"{owner}."):
-                            method = names[sid].rsplit(".", 1)[1]
-                            by_key[f"{giver}().{method}"].append(sid)
-    found = set()
+            found = {(names[sid].rsplit(".", 1)[1], sid)
+                     for target in targets(edge.dst, edge.ref)
+                     for ids in by_key.values() for sid in ids
+                     if names[sid].startswith(f"{names[target]}.")}  # fmt: skip
+            for method, sid in sorted(found):  # after the scan: no list grows while read
+                by_key[f"{giver}().{method}"].append(sid)
+    callers = set()
     for state in states.values():
         for edge in state.edges:
             if edge.type in (EdgeType.CALLS, EdgeType.INSTANTIATES):
-                found |= {(names[edge.src], names[t]) for t in targets(edge.dst, edge.ref)
-                          if t in names}  # fmt: skip
-    return found
+                callers |= {(names[edge.src], names[t]) for t in targets(edge.dst, edge.ref)
+                            if t in names}  # fmt: skip
+    return callers

@@ -210,3 +210,31 @@ def test_owning_pointers_and_standard_containers_reach_what_they_hold(
     assert ("n.Emitter.Each", "n.State.Get") in callers
     assert ("n.Use", "n.State.Get") in callers  # std::optional's ->
     assert ("n.Use", "n.Holder.Get") in callers  # the project's template: its own method
+
+
+def test_a_type_alias_of_another_file_reaches_the_class_it_names(
+    builder: FileStateBuilder,
+) -> None:
+    """yaml-cpp's ``ptr.h``: ``using shared_node_ref = std::shared_ptr<node_ref>;``, a field
+    ``shared_node_ref m_pRef;`` in ``node.h``, ``m_pRef->is_defined()``: ``node_ref``'s. The
+    alias is a class inheriting what it names; an alias of a container or a number names
+    no class."""
+    ptr = (b"namespace n {\nclass node_ref;\nusing shared_node_ref = std::shared_ptr<node_ref>;\n"
+           b"typedef node_ref plain_ref;\nusing names = std::vector<std::string>;\n"
+           b"typedef int count_t;\n}\n")  # fmt: skip
+    ref = (b"namespace n {\nclass node_ref {\n public:\n"
+           b"  bool is_defined() const { return 1; }\n};\n}\n")  # fmt: skip
+    node = (b"namespace n {\nclass node {\n public:\n  bool is_defined() const "
+            b"{ return m_pRef->is_defined(); }\n"
+            b"  bool plain() const { return m_plain.is_defined(); }\n"
+            b" private:\n  shared_node_ref m_pRef;\n  plain_ref m_plain;\n};\n}\n")  # fmt: skip
+    states = {"ptr.h": build_state(builder, "ptr.h", ptr),
+              "node_ref.h": build_state(builder, "node_ref.h", ref),
+              "node.h": build_state(builder, "node.h", node)}  # fmt: skip
+    callers = joined_callers(states, "cpp")
+    assert ("n.node.is_defined", "n.node_ref.is_defined") in callers
+    assert ("n.node.plain", "n.node_ref.is_defined") in callers
+    classes = {s.qualified_name for s in states["ptr.h"].symbols if s.kind is SymbolKind.CLASS}
+    assert {"n.shared_node_ref", "n.plain_ref"} <= classes
+    inherits = [e for e in states["ptr.h"].edges if e.type is EdgeType.INHERITS_FROM]
+    assert len(inherits) == 2, inherits  # names and count_t inherit nothing

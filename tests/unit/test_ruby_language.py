@@ -46,6 +46,7 @@ def test_ruby_calls(builder: FileStateBuilder) -> None:
     an ``attr_reader``, ``sum``/``each``/``to_s`` the library's)."""
     assert joined_callers(_states(builder), "ruby") == {
         ("Acme.App.run", "Acme.App.report_all"),  # bare calls of the class's methods
+        ("Acme.App.run", "Acme.Base.report"),  # square.report: Square inherits Base's
         ("Acme.App.run", "Acme.App.total"),
         ("Acme.App.run", "Acme.Square"),  # Square.new, looked up from Acme::App outward
         ("Acme.App.run", "Acme.Square.unit"),  # a class method

@@ -52,6 +52,7 @@ def test_swift_calls(builder: FileStateBuilder) -> None:
         ("Square.init", "Base.init"),  # super.init
         ("Square.scaled", "Square"),
         ("Square.unit", "Square"),
+        ("run", "Base.report"),  # square.report(..): a Square inherits Base's
         ("run", "Logger"),
         ("run", "Logger.child"),  # logger = Logger(..)
         ("run", "Logger.write"),  # on what child returns, and on logger

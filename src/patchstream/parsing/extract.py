@@ -27,6 +27,7 @@ from patchstream.parsing.cpp_language import (
     call_context,
     using_aliases,
 )
+from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
 from patchstream.parsing.languages import C_FAMILY, get_query
@@ -42,6 +43,7 @@ from patchstream.parsing.node_text import (
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, branch_variants, constructed
+from patchstream.parsing.receivers import DOTTED
 from patchstream.parsing.ruby_language import KERNEL_WORDS, local_names
 from patchstream.parsing.source import PhpSource, RubySource, Source
 from patchstream.parsing.type_edges import TypeEdges
@@ -62,6 +64,7 @@ _SUPER_DELEGATION = re.compile(
 _OVERLOADING = frozenset({"java", "csharp"})
 # Whose wildcard imports (``import acme.util.*``, ``import acme.util._``) a name the file does
 # not bind is looked for in, after its own package (``resolution``, ``keys.reference_keys``).
+_CPP_ALIASES = frozenset({"alias_declaration", "type_definition"})  # ``using A = B;``
 _OPENING = frozenset({"kotlin", "scala"})  # overloads told apart by their arity
 # Every reference of a C# file carries the namespaces it opens (one candidate key each):
 # a file of thousands of ``using`` lines must not make every call thousands of keys.
@@ -363,7 +366,12 @@ class _Extractor(TypeEdges):
             deriving = self._deriving(match)
             if deriving is None:
                 continue
-            target = self._resolve_type(name_parts(self.src.text(match["name"][0])), deriving)
+            written = self.src.text(match["name"][0])
+            if self.language == "cpp" and deriving.node.type in _CPP_ALIASES:
+                written = cpp_declared_type(match["name"][0], self.src)  # what a pointer holds
+                if not DOTTED.match(written):
+                    continue  # a container's or a function's alias: no class's members
+            target = self._resolve_type(name_parts(written), deriving)
             if self.language in SCOPED_LANGUAGES:
                 target = self._scoped(target, call_context(deriving.parent))
             if isinstance(target, _Def):

@@ -29,6 +29,14 @@
                         (enum_specifier !name body: (enumerator_list))]
                  declarator: (type_identifier) @name) @definition.class
 
+; A type alias of a class (``using shared_node_ref = std::shared_ptr<node_ref>;``, ``typedef
+; Foo Bar;``): a class of its own name that inherits the type it names (an owning pointer: the
+; type it holds), so a call on a field declared with the alias finds the class's methods.
+(alias_declaration name: (type_identifier) @name
+  type: (type_descriptor type: [(type_identifier) (qualified_identifier) (template_type)])) @definition.class
+(type_definition type: [(type_identifier) (qualified_identifier) (template_type)]
+  declarator: (type_identifier) @name) @definition.class
+
 ; Fields: what ``versions_->current()`` in another file's method is called on.
 (field_declaration_list (field_declaration declarator: [(field_identifier) @name
   (pointer_declarator declarator: (field_identifier) @name)
@@ -40,6 +48,11 @@
 (struct_specifier
   name: (type_identifier) @type
   (base_class_clause [(type_identifier) (qualified_identifier) (template_type)] @name)) @reference.inherit
+
+(alias_declaration name: (type_identifier) @type
+  type: (type_descriptor type: [(type_identifier) (qualified_identifier) (template_type)] @name)) @reference.inherit
+(type_definition type: [(type_identifier) (qualified_identifier) (template_type)] @name
+  declarator: (type_identifier) @type) @reference.inherit
 
 ; Calls: a name, a qualified name (``Env::Default()``, ``std::max``), a member
 ; (``obj.m()``, ``p->m()``, ``this->m()``) and a template's (``f<T>()``).
