@@ -238,3 +238,44 @@ def test_a_type_alias_of_another_file_reaches_the_class_it_names(
     assert {"n.shared_node_ref", "n.plain_ref"} <= classes
     inherits = [e for e in states["ptr.h"].edges if e.type is EdgeType.INHERITS_FROM]
     assert len(inherits) == 2, inherits  # names and count_t inherit nothing
+
+
+def test_a_local_built_with_bare_arguments_is_not_a_function_declaration(
+    builder: FileStateBuilder,
+) -> None:
+    """``Repairer repairer(dbname, options);`` in a body reads, to the grammar, as a function
+    declaration taking the types ``dbname`` and ``options``; C++ builds the object there (the
+    parse g++ makes). A prototype out of a body stays a declaration."""
+    source = (b"namespace n {\nclass Repairer {\n public:\n  int Run() { return 0; }\n};\n"
+              b"int Prototype(Repairer);\n"
+              b"int RepairDB(int dbname, int options) {\n"
+              b"  Repairer repairer(dbname, options);\n  return repairer.Run();\n}\n}\n")  # fmt: skip
+    state = build_state(builder, "repair.cc", source)
+    callers = joined_callers({"repair.cc": state}, "cpp")
+    assert ("n.RepairDB", "n.Repairer") in callers  # built
+    assert ("n.RepairDB", "n.Repairer.Run") in callers  # the local has the class's type
+    assert {src for src, dst in callers if dst == "n.Repairer"} == {"n.RepairDB"}
+
+
+def test_a_constructor_builds_the_fields_its_class_holds_by_value(
+    builder: FileStateBuilder,
+) -> None:
+    """``port::Mutex mutex_;`` in a class: each of its constructors runs ``Mutex()`` (g++
+    lists it, written in the initializer list or not). A pointer, a reference, a template, a
+    ``static`` member or a class of this file with no constructor written builds nothing, nor
+    does a field the initializer list copies (``mutex_(m)``: g++ shows no copy)."""
+    source = (b"namespace n {\nnamespace port {\nclass Mutex {\n public:\n  Mutex() {}\n};\n}\n"
+              b"class Plain {\n public:\n  int x;\n};\n"
+              b"class Cache {\n public:\n  Cache() : usage_(0) {}\n  explicit Cache(int c);\n"
+              b" private:\n  port::Mutex mutex_;\n  port::Mutex locks_[4];\n"
+              b"  port::Mutex* shared_;\n  port::Mutex& borrowed_;\n  Plain plain_;\n"
+              b"  static port::Mutex global_;\n  std::unique_ptr<port::Mutex> owned_;\n"
+              b"  int usage_;\n};\nCache::Cache(int c) : usage_(c) {}\n"
+              b"class Copying {\n public:\n  explicit Copying(const port::Mutex& m) : mutex_(m) {}\n"
+              b" private:\n  port::Mutex mutex_;\n};\n}\n")  # fmt: skip
+    state = build_state(builder, "cache.cc", source)
+    callers = joined_callers({"cache.cc": state}, "cpp")
+    built = {src for src, dst in callers if dst == "n.port.Mutex"}
+    assert built == {"n.Cache.Cache"}  # both constructors: one name; Copying's copies it
+    assert len([e for e in state.edges if e.type is EdgeType.INSTANTIATES]) == 2
+    assert not any(dst == "n.Plain" for _, dst in callers)

@@ -268,6 +268,10 @@ _CPP_FACTS = f"""
 (field_declaration type: {_CPP_TYPE} @type
   declarator: {_CPP_NAMED.format(name="(field_identifier)")}) @fact
 (for_range_loop type: {_CPP_TYPE} @type declarator: {_CPP_VAR}) @fact
+(compound_statement (declaration type: {_CPP_TYPE} @type
+  declarator: (function_declarator declarator: (identifier) @name
+    parameters: (parameter_list (parameter_declaration type: (type_identifier) !declarator))))
+  @fact)
 (field_declaration type: {_CPP_TYPE} @type
   declarator: (array_declarator declarator: (field_identifier) @name)) @fact @array
 (declaration type: {_CPP_TYPE} @type

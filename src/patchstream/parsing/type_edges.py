@@ -12,6 +12,10 @@ from patchstream.schemas.graph import Edge, EdgeType, Reference
 
 _MARKED = (f"{CS_GLOBAL}.", f"{RB_GLOBAL}.", f"{SW_GLOBAL}.")  # where a written scope starts
 _MARKERS = {"ruby": RB_GLOBAL, "swift": SW_GLOBAL}
+_PLAIN_TYPES = frozenset({"type_identifier", "qualified_identifier"})  # no template, no int
+_BY_VALUE = frozenset({"field_identifier", "array_declarator"})  # not ``*p`` nor ``&r``
+_PLAIN_VALUES = frozenset({"identifier", "field_expression", "pointer_expression",
+                           "qualified_identifier", "this"})  # fmt: skip
 
 
 class TypeEdges(CallSiteTypes):
@@ -106,7 +110,9 @@ class TypeEdges(CallSiteTypes):
 
     def _collect_base_constructors(self) -> None:
         """C++: a constructor runs its class's bases' constructors, written in its
-        initializer list or not (``EmptyIterator() {}`` runs ``Iterator()``)."""
+        initializer list or not (``EmptyIterator() {}`` runs ``Iterator()``), and those of
+        the fields its class holds by value (``port::Mutex mutex_;``, ``Status status;``)."""
+        held = self._fields_held_by_value() if self.language == "cpp" else {}
         for definition in self.defs:
             if definition.kind != "function":
                 continue
@@ -121,3 +127,52 @@ class TypeEdges(CallSiteTypes):
                 continue  # not a constructor
             for base in self._bases.get(owner, ()):
                 self._add(EdgeType.INSTANTIATES, definition.symbol_id, base)
+            copied = _copied_fields(definition) if held else frozenset()
+            for name, field in held.get(owner, ()):
+                if name not in copied:
+                    self._add(EdgeType.INSTANTIATES, definition.symbol_id, field)
+
+    def _fields_held_by_value(self) -> dict[str, list[tuple[str, _Def | Reference]]]:
+        """Per class of this file, the classes of the fields it holds by value: a plain or
+        qualified class name (no pointer, reference, template or ``static``), resolved
+        where the field is written. A class of this file counts only with a constructor
+        written (one without builds nothing a call graph shows)."""
+        held: dict[str, list[tuple[str, _Def | Reference]]] = {}
+        for field, written in self._declared_fields():
+            node, owner = field.node, field.parent
+            type_node = node.child_by_field_name("type")
+            declarator = node.child_by_field_name("declarator")
+            plain = type_node is not None and type_node.type in _PLAIN_TYPES
+            by_value = declarator is not None and declarator.type in _BY_VALUE
+            static = any(c.type == "storage_class_specifier" for c in node.children)
+            if owner is None or not plain or not by_value or static:
+                continue
+            target = self._resolve_type(list(written), field)
+            target = self._scoped(target, field.qualified_name.rpartition(".")[0])
+            if isinstance(target, _Def):
+                built = target.kind == "class" and any(
+                    d.kind == "function" and d.name == target.name
+                    and (d.parent is target or d.receiver == target.qualified_name)
+                    for d in self.defs
+                )  # fmt: skip
+            else:
+                built = target.module is not None
+            if built:
+                held.setdefault(owner.qualified_name, []).append((field.name, target))
+        return held
+
+
+def _copied_fields(constructor: _Def) -> frozenset[str]:
+    """Fields the constructor's initializer list gives one plain value (``status_(s)``,
+    ``comparator_(*c)``): a copy, which no call graph shows as a constructor call."""
+    listed = next((c for c in constructor.node.named_children
+                   if c.type == "field_initializer_list"), None)  # fmt: skip
+    copied = set()
+    for initializer in listed.named_children if listed is not None else ():
+        named = [c for c in initializer.named_children if c.type == "field_identifier"]
+        arguments = next((c for c in initializer.named_children
+                          if c.type in ("argument_list", "initializer_list")), None)  # fmt: skip
+        values = arguments.named_children if arguments is not None else []
+        if named and len(values) == 1 and values[0].type in _PLAIN_VALUES:
+            copied.add((named[0].text or b"").decode())
+    return frozenset(copied)

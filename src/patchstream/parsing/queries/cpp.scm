@@ -71,6 +71,12 @@
   declarator: [(identifier)
                (init_declarator declarator: (identifier) value: [(argument_list) (initializer_list)])]
   ) @reference.instantiate
+; ``Repairer repairer(dbname, options);`` in a body: the grammar reads a function declaration
+; (its arguments bare names, read as parameter types); inside a function it builds the object.
+(compound_statement (declaration type: [(type_identifier) (qualified_identifier)] @name
+  declarator: (function_declarator declarator: (identifier)
+    parameters: (parameter_list (parameter_declaration type: (type_identifier) !declarator))))
+  @reference.instantiate)
 
 (preproc_include path: (string_literal)) @reference.import
 ; ``using leveldb::Status;``: ``Status`` names leveldb's.
