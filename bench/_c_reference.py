@@ -64,13 +64,15 @@ class Pinned(Protocol):
 
 
 def c_tree(corpus: Pinned) -> Path:
-    """The corpus's files at its pinned commit, unpacked on first use (C's and C++'s)."""
+    """The corpus's files at its pinned commit, unpacked on first use (C's and C++'s); only
+    its ``archived`` folders where it names some (a mirror may lack the largest files)."""
     root = CACHE / f"{corpus.name}-{corpus.commit}" / corpus.name
     if root.is_dir():
         return root
-    root.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(corpus.mirror), "archive", "--end-of-options",
-                              corpus.commit], check=True, capture_output=True).stdout  # fmt: skip
+                              corpus.commit, *getattr(corpus, "archived", ())],
+                             check=True, capture_output=True).stdout  # fmt: skip
+    root.mkdir(parents=True)  # only once the archive was read: a failed one leaves nothing
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     return root
 

@@ -249,7 +249,8 @@ def test_a_local_built_with_bare_arguments_is_not_a_function_declaration(
     source = (b"namespace n {\nclass Repairer {\n public:\n  int Run() { return 0; }\n};\n"
               b"int Prototype(Repairer);\n"
               b"int RepairDB(int dbname, int options) {\n"
-              b"  Repairer repairer(dbname, options);\n  return repairer.Run();\n}\n}\n")  # fmt: skip
+              b"  Repairer repairer(dbname, options);\n"
+              b"  return repairer.Run();\n}\n}\n")  # fmt: skip
     state = build_state(builder, "repair.cc", source)
     callers = joined_callers({"repair.cc": state}, "cpp")
     assert ("n.RepairDB", "n.Repairer") in callers  # built
@@ -271,7 +272,8 @@ def test_a_constructor_builds_the_fields_its_class_holds_by_value(
               b"  port::Mutex* shared_;\n  port::Mutex& borrowed_;\n  Plain plain_;\n"
               b"  static port::Mutex global_;\n  std::unique_ptr<port::Mutex> owned_;\n"
               b"  int usage_;\n};\nCache::Cache(int c) : usage_(c) {}\n"
-              b"class Copying {\n public:\n  explicit Copying(const port::Mutex& m) : mutex_(m) {}\n"
+              b"class Copying {\n public:\n"
+              b"  explicit Copying(const port::Mutex& m) : mutex_(m) {}\n"
               b" private:\n  port::Mutex mutex_;\n};\n}\n")  # fmt: skip
     state = build_state(builder, "cache.cc", source)
     callers = joined_callers({"cache.cc": state}, "cpp")
