@@ -62,9 +62,9 @@ _SUPER_DELEGATION = re.compile(
     rb"\bconstructor[ \t]{0,40}\([^{}]{0,2000}?\)\s{0,40}:\s{0,40}super\s{0,40}\("
 )
 _OVERLOADING = frozenset({"java", "csharp"})
+_CPP_ALIASES = frozenset({"alias_declaration", "type_definition"})  # ``using A = B;``
 # Whose wildcard imports (``import acme.util.*``, ``import acme.util._``) a name the file does
 # not bind is looked for in, after its own package (``resolution``, ``keys.reference_keys``).
-_CPP_ALIASES = frozenset({"alias_declaration", "type_definition"})  # ``using A = B;``
 _OPENING = frozenset({"kotlin", "scala"})  # overloads told apart by their arity
 # Every reference of a C# file carries the namespaces it opens (one candidate key each):
 # a file of thousands of ``using`` lines must not make every call thousands of keys.
