@@ -112,31 +112,26 @@ class TypeEdges(CallSiteTypes):
         """C++: a constructor runs its class's bases' constructors, written in its
         initializer list or not (``EmptyIterator() {}`` runs ``Iterator()``), and those of
         the fields its class holds by value (``port::Mutex mutex_;``, ``Status status;``)."""
-        held = self._fields_held_by_value() if self.language == "cpp" else {}
-        for definition in self.defs:
-            if definition.kind != "function":
-                continue
-            owner = definition.receiver
-            if (
-                owner is None
-                and definition.parent is not None
-                and definition.parent.kind == "class"
-            ):
-                owner = definition.parent.qualified_name
-            if owner is None or owner.rsplit(".", 1)[-1] != definition.name:
-                continue  # not a constructor
+        built = [(d, owner) for d in self.defs if (owner := _constructed_class(d)) is not None]
+        classes = {owner for _, owner in built}
+        held = self._fields_held_by_value(classes) if self.language == "cpp" else {}
+        for definition, owner in built:
             for base in self._bases.get(owner, ()):
                 self._add(EdgeType.INSTANTIATES, definition.symbol_id, base)
-            copied = _copied_fields(definition) if held else frozenset()
-            for name, field in held.get(owner, ()):
+            fields = held.get(owner, ())
+            copied = _copied_fields(definition) if fields else frozenset()
+            for name, field in fields:
                 if name not in copied:
                     self._add(EdgeType.INSTANTIATES, definition.symbol_id, field)
 
-    def _fields_held_by_value(self) -> dict[str, list[tuple[str, _Def | Reference]]]:
+    def _fields_held_by_value(
+        self, with_constructor: set[str]
+    ) -> dict[str, list[tuple[str, _Def | Reference]]]:
         """Per class of this file, the classes of the fields it holds by value: a plain or
         qualified class name (no pointer, reference, template or ``static``), resolved
-        where the field is written. A class of this file counts only with a constructor
-        written (one without builds nothing a call graph shows)."""
+        where the field is written. A class of this file counts only when it is in
+        ``with_constructor`` (one without a constructor written builds nothing a call
+        graph shows)."""
         held: dict[str, list[tuple[str, _Def | Reference]]] = {}
         for field, written in self._declared_fields():
             node, owner = field.node, field.parent
@@ -150,16 +145,24 @@ class TypeEdges(CallSiteTypes):
             target = self._resolve_type(list(written), field)
             target = self._scoped(target, field.qualified_name.rpartition(".")[0])
             if isinstance(target, _Def):
-                built = target.kind == "class" and any(
-                    d.kind == "function" and d.name == target.name
-                    and (d.parent is target or d.receiver == target.qualified_name)
-                    for d in self.defs
-                )  # fmt: skip
+                built = target.kind == "class" and target.qualified_name in with_constructor
             else:
                 built = target.module is not None
             if built:
                 held.setdefault(owner.qualified_name, []).append((field.name, target))
         return held
+
+
+def _constructed_class(definition: _Def) -> str | None:
+    """The class ``definition`` constructs (a function named as its class, written in it
+    or out of it as ``Foo::Foo``); None for any other definition."""
+    if definition.kind != "function":
+        return None
+    owner = definition.receiver
+    parent = definition.parent
+    if owner is None and parent is not None and parent.kind == "class":
+        owner = parent.qualified_name
+    return owner if owner is not None and owner.rsplit(".", 1)[-1] == definition.name else None
 
 
 def _copied_fields(constructor: _Def) -> frozenset[str]:
