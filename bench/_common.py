@@ -261,6 +261,8 @@ class StackMemory:
         # Each process's most, children included: VmHWM forgets a child that is gone (a parse
         # jail replaced after a burst takes its peak with it).
         self.by_process: dict[str, float] = {}
+        # Each process's PSS at the moment the stack's PSS peaked: where the peak went.
+        self.pss_at_peak: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -269,7 +271,8 @@ class StackMemory:
             now = _per_process(self.stack, lambda pid: _status_mib(pid, "VmRSS"))
             self.peak_mib = max(self.peak_mib, sum(now.values()))
             pss = _per_process(self.stack, _pss_mib)
-            self.peak_pss_mib = max(self.peak_pss_mib, sum(pss.values()))
+            if sum(pss.values()) > self.peak_pss_mib:
+                self.peak_pss_mib, self.pss_at_peak = sum(pss.values()), pss
             for name, mib in now.items():
                 self.by_process[name] = max(self.by_process.get(name, 0.0), mib)
 

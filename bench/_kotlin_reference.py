@@ -89,8 +89,10 @@ def kotlin_tree(corpus: KotlinCorpus) -> Path:
     return c_tree(corpus) / corpus.source_root  # type: ignore[arg-type]
 
 
+# An interface extends a list (``interface UIElement extends scala.Proxy, LazyPublisher``).
 _CLASS = re.compile(r"^(?:[\w ]+ )?(?:class|interface) ([\w.$]+)(?:<.*?>)?"
-                    r"(?: extends ([\w.$]+)(?:<.*?>)?)?(?: implements (.*?))? \{$")  # fmt: skip
+                    r"(?: extends ([\w.$]+)(?:<.*?>)?((?:, ?[\w.$]+(?:<.*?>)?)*))?"
+                    r"(?: implements (.*?))? \{$")  # fmt: skip
 _METHOD = re.compile(r"^  (?:[\w.$<>\[\], ?]+ )?([\w.$<>-]+)\(([\w.$]*).*\)(?: throws .*)?;$")
 _INVOKE = re.compile(r"invoke(?:virtual|special|static|interface)\s+#\d+(?:,\s+\d+)?\s+"
                      r"// (?:Interface)?Method (?:([\w/$]+)\.)?\"?([\w$<>-]+)\"?:"
@@ -128,8 +130,8 @@ def read_javap(text: str) -> JvmCalls:
         if header:
             current = header.group(1)
             bases = [header.group(2)] if header.group(2) else []
-            if header.group(3):
-                bases += [b.split("<")[0].strip() for b in header.group(3).split(",")]
+            for listed in (header.group(3), header.group(4)):
+                bases += [b.split("<")[0].strip() for b in (listed or "").split(",") if b.strip()]
             found.bases[current] = [b for b in bases if b and b != "java.lang.Object"]
             found.files[current] = source
             continue
@@ -160,30 +162,60 @@ def scalac_calls(root: Path, beside: Path | None = None) -> JvmCalls:
         sources += sorted(str(p) for p in beside.rglob("*.scala")) if beside else []
         subprocess.run(["scalac", "-nowarn", "-d", str(out), *sources], check=True,
                        capture_output=True, text=True)  # fmt: skip
-        classes = sorted(str(p) for p in out.rglob("*.class"))
-        text = subprocess.run(["javap", "-c", "-p", *classes], check=True, capture_output=True,
-                              text=True).stdout  # fmt: skip
+        text = _javap(out)
     return read_javap(text)
+
+
+def _javap(out: Path) -> str:
+    """Every class under ``out`` disassembled, named by class: given the file
+    ``RootPanel.class`` beside ``RootPanel$class.class``, JDK 17's javap prints the latter."""
+    classes = sorted(
+        str(p.relative_to(out).with_suffix("")).replace("/", ".") for p in out.rglob("*.class")
+    )
+    return subprocess.run(["javap", "-c", "-p", "-cp", str(out), *classes], check=True,
+                          capture_output=True, text=True).stdout  # fmt: skip
 
 
 def scala_names(owner: str, method: str) -> tuple[str, str] | None:
     """Scala 2.11's class files as the written names: an object ``X$`` is ``X``, a trait's
     implementation class ``X$class`` is ``X``, a closure ``Outer$$anonfun$m$1`` is ``m`` of
     ``Outer``, an anonymous class ``Outer$$anon$1`` is ``Outer``'s; ``m$lzycompute`` is
-    ``m``. None for the compiler's own methods."""
+    ``m``, ``$tilde`` is ``~``, a qualified private ``a$b$C$$m`` is ``m`` and a trait's super
+    accessor ``C$$super$m`` is ``super$m``. None for the compiler's own methods."""
     if "$$anonfun$" in owner:
         outer, _, rest = owner.partition("$$anonfun$")
-        named = rest.split("$")[0]
+        named = _scala_method(re.sub(r"\$\d+$", "", rest).split("$$")[0]) if rest else None
         return (_scala_class(outer), named if named and not named.isdigit() else "<init>")
     if "$$anon$" in owner:
         return _scala_class(owner.partition("$$anon$")[0]), "<init>"
-    owner = _scala_class(owner)
+    named = _scala_method(method)
+    return (_scala_class(owner), named) if named else None
+
+
+_OPERATOR = re.compile(r"^(?!<init>$)[^\w]")  # ``~``, ``+``, ``?``: a symbolic method's name
+_SCALA_OPERATORS = {"tilde": "~", "eq": "=", "less": "<", "greater": ">", "bang": "!",
+                    "hash": "#", "percent": "%", "up": "^", "amp": "&", "bar": "|",
+                    "times": "*", "div": "/", "plus": "+", "minus": "-", "colon": ":",
+                    "bslash": "\\", "qmark": "?", "at": "@"}  # fmt: skip
+
+
+def _scala_method(method: str) -> str | None:
+    """A method's name as written; None for a setter, a bridge or another compiler name."""
     method = method.removesuffix("$lzycompute")
     if method == "$init$":
-        return owner, "<init>"
-    if "$" in method or method.endswith("_$eq") or method.startswith("__super__"):
-        return None  # operators (``$plus``), setters, the compiler's bridges
-    return owner, method
+        return "<init>"
+    if method.endswith("_$eq") or method.startswith("__super__"):
+        return None
+    if "$$" in method.lstrip("$"):
+        method = method.lstrip("$").rpartition("$$")[2]  # a qualified private's expanded name
+        if method.startswith("super$"):
+            inner = _scala_method(method.removeprefix("super$"))
+            return f"super${inner}" if inner else None
+    if method.startswith("$"):
+        words = method[1:].split("$")
+        if all(word in _SCALA_OPERATORS for word in words):
+            return "".join(_SCALA_OPERATORS[word] for word in words)
+    return None if "$" in method else method
 
 
 def _scala_class(name: str) -> str:
@@ -199,9 +231,7 @@ def kotlinc_calls(root: Path) -> JvmCalls:
         out = Path(scratch) / "classes"
         subprocess.run(["kotlinc", str(root), "-d", str(out), "-module-name", _MODULE],
                        check=True, capture_output=True, text=True)  # fmt: skip
-        classes = sorted(str(p) for p in out.rglob("*.class"))
-        text = subprocess.run(["javap", "-c", "-p", *classes], check=True, capture_output=True,
-                              text=True).stdout  # fmt: skip
+        text = _javap(out)
     return read_javap(text)
 
 
@@ -269,6 +299,17 @@ def compared_edges(
 
     def declaring(owner: str, method: str) -> str:
         """The class up ``owner``'s lineage that declares ``method``."""
+        if language == "scala":  # a mixin's forwarder in a class is no declaration of it
+            queue, seen = [owner], set()
+            while queue:
+                current = queue.pop(0)
+                if current in seen:
+                    continue
+                seen.add(current)
+                named = scala_names(current, method)
+                if named and f"{named[0]}.{named[1]}" in known:
+                    return current
+                queue += calls.bases.get(current, [])
         queue, seen = [owner], set()
         while queue:
             current = queue.pop(0)
@@ -281,11 +322,24 @@ def compared_edges(
         return owner
 
     def symbol(owner: str, method: str, caller: bool, first: str = "") -> str | None:
+        if language == "scala" and "$$anon$" in owner and "$$anonfun$" not in owner:
+            anonymous_class = anonymous_scala(owner, method, caller)
+            if anonymous_class != "":
+                return anonymous_class
         if language == "scala":
             named = scala_names(owner, method)
             if named is None:
                 return None
+            if named[1].startswith("super$"):  # a trait's ``super.m()``: its parents' ``m``
+                method = named[1].removeprefix("super$")
+                for parent in calls.bases.get(owner.removesuffix("$class"), []):
+                    found = symbol(declaring(parent, method), method, caller)
+                    if found is not None:
+                        return found
+                return None
             owner, method = named
+            if not caller and _OPERATOR.match(method):
+                return None  # ``a ~ b``: an operator's call, on neither side (no infix calls)
             if method == "apply" and owner in classes and f"{owner}.apply" not in known:
                 return None if caller else owner  # ``Square(2.0)``: a case class's apply
             if method == "<init>":
@@ -326,11 +380,39 @@ def compared_edges(
             return chosen[0] if len(chosen) == 1 else None
         return f"{cls}.{method}"
 
+    # Scala: an anonymous class (``new Listener { def changed() .. }``) is built where it is
+    # written, and its methods are the ones written in it (named as its enclosing class's).
+    built_at: dict[str, tuple[str, str, str]] = {}
+    for owner, method, first, target_owner, target, _ in sorted(calls.calls):
+        if "$$anon$" in target_owner and target == "<init>" and target_owner != owner:
+            built_at.setdefault(target_owner, (owner, method, first))
+
+    def anonymous_scala(owner: str, method: str, caller: bool) -> str | None:
+        """An anonymous class's code as source symbols; "" where the general rule holds."""
+        if not caller and method == "<init>":  # ``new Component { .. }`` builds a Component
+            parents = calls.bases.get(owner, [])
+            return symbol(parents[0], "<init>", False) if parents else None
+        if caller and method == "<init>" and owner in built_at:
+            at, where, first = built_at[owner]
+            return symbol(at, where, True, first)  # its fields and initializers run there
+        if caller and method != "<init>":
+            written = f"{_scala_class(owner.partition('$$anon$')[0])}.{method}"
+            if written in known:
+                return written
+        return ""
+
     reference: set[Edge] = set()
     dropped: set[Edge] = set()  # from overloads a lambda's class cannot tell apart
     for owner, method, first, target_owner, target, target_first in calls.calls:
         if language == "scala" and target_owner.endswith("$class") and target == method:
             continue  # a mixin's forwarder, written by the compiler
+        if (
+            language == "scala"
+            and "$$anon$" in owner
+            and method == target == "<init>"
+            and target_owner in calls.bases.get(owner, [])[:1]
+        ):
+            continue  # an anonymous class's call of its parent's constructor: its ``new``
         src = symbol(owner, method, True, first)
         if src is not None and src.startswith(_EITHER):
             dst = symbol(declaring(target_owner, target), target, False, target_first)
@@ -355,6 +437,8 @@ def compared_edges(
         edge = (as_class(src), as_class(dst))
         if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):
             continue  # as on the reference's side
+        if language == "scala" and _OPERATOR.match(edge[1].rsplit(".", 1)[-1]):
+            continue
         if edge in dropped:
             continue
         ranked[edge] = min(rank, ranked.get(edge, rank))

@@ -96,8 +96,10 @@ def our_edges(states: dict[str, FileState]) -> dict[Edge, int]:
     among the reference's candidate keys, and (name-only) a method call no type resolved,
     to the one function of that name in the package when it is a method."""
     by_key: dict[str, list[str]] = defaultdict(list)
+    # A Scala trait runs its initializer in each class that mixes it in: callable there.
     callable_ids = {s.id for state in states.values() for s in state.symbols
-                    if s.kind in CALLABLE}  # fmt: skip
+                    if s.kind in CALLABLE or (s.kind is SymbolKind.INTERFACE
+                                              and state.language == "scala")}  # fmt: skip
     functions: dict[str, list[str]] = defaultdict(list)
     methods: set[str] = set()
     for state in states.values():

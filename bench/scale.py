@@ -196,6 +196,9 @@ def run_step(step: str, edits: int, requests: int) -> dict[str, Any]:
         "settled": settled,
         "stack peak MiB (at one time)": round(at_once),
         "stack peak PSS MiB (at one time)": round(memory.peak_pss_mib),
+        "PSS MiB by process at that peak": {
+            k: round(v) for k, v in memory.pss_at_peak.items() if not k.startswith("bench driver")
+        },
         "stack peak MiB during the cold index": round(cold_peak),
         "stack steady MiB": round(sum(steady.values())),
         "peak MiB": {k: round(v) for k, v in peaks.items()},
@@ -284,6 +287,10 @@ def main() -> None:
         rows[f"{result['step']}: peak MiB by process"] = ", ".join(
             f"{k} {v}" for k, v in result["peak MiB"].items()
         )
+        if result.get("PSS MiB by process at that peak"):
+            rows[f"{result['step']}: PSS MiB by process at the stack's PSS peak"] = ", ".join(
+                f"{k} {v}" for k, v in result["PSS MiB by process at that peak"].items()
+            )
         rows[f"{result['step']}: cold index s graph / vector tier"] = (
             f"{result['graph tier s']} / {result['vector tier s']}"
         )

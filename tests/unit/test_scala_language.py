@@ -77,3 +77,61 @@ def test_broken_scala_keeps_its_last_good_symbols(builder: FileStateBuilder) -> 
     assert {"Logger.write", "Logger.child", "Format.line"} <= {
         s.qualified_name for s in after.symbols
     }
+
+
+_MIXINS = {
+    "acme/ui/Publisher.scala": b"""package acme.ui
+
+trait Reactor {
+  val reactions = new Reactions
+  def listenTo(p: Publisher): Unit = p.subscribe(this)
+}
+
+trait Publisher extends Reactor {
+  def subscribe(r: Reactor): Unit = {}
+  def publish(e: Any): Unit = {}
+}
+
+class Reactions
+""",
+    "acme/ui/event/Clicked.scala": b"""package acme.ui.event
+
+case class Clicked(x: Int)
+""",
+    "acme/ui/Button.scala": b"""package acme.ui
+
+import event._
+
+object Cache {
+  def wrapper[C](c: Int): C = ???
+}
+
+abstract class Peer
+
+class Button extends Peer with Publisher with Serializable {
+  lazy val peer = new Peer with Reactor
+  def click(): Unit = publish(new Clicked(1))
+  def find(c: Int): Button = Cache.wrapper[Button](c)
+  def ~(other: Button): Button = other
+}
+""",
+}
+
+
+def test_scala_mixins_generic_calls_and_relative_imports(builder: FileStateBuilder) -> None:
+    """Every parent after ``extends`` counts (a query field matched only the first), ``new A
+    with T`` builds A and runs T's initializer, ``f[T](x)`` is a call, ``import event._``
+    in ``package acme.ui`` opens ``acme.ui.event``, and a symbolic method is a symbol."""
+    states = {path: build_state(builder, path, text) for path, text in _MIXINS.items()}
+    button = states["acme/ui/Button.scala"]
+    assert "Button.~" in {s.qualified_name for s in button.symbols}
+    assert joined_callers(states, "scala") == {
+        ("Reactor", "Reactions"),
+        ("Reactor.listenTo", "Publisher.subscribe"),
+        ("Button", "Peer"),  # the class's base, built with it
+        ("Button", "Publisher"),  # the second parent: its initializer runs
+        ("Button", "Reactor"),  # lazy val peer = new Peer with Reactor
+        ("Button.click", "Publisher.publish"),  # inherited through the second parent
+        ("Button.click", "Clicked"),  # acme.ui.event, opened by ``import event._``
+        ("Button.find", "Cache.wrapper"),  # Cache.wrapper[Button](c)
+    }

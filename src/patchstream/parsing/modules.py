@@ -88,7 +88,7 @@ def import_bindings(
     if language == "kotlin":
         return _kotlin_imports(node, src)
     if language == "scala":
-        return _scala_imports(node, src)
+        return _scala_imports(node, src, module)
     if language == "php":
         return _php_uses(node, src)
     if language == "rust":
@@ -297,12 +297,18 @@ def _kotlin_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
     return [ImportBinding(src.text(alias) if alias is not None else name, module, name)]
 
 
-def _scala_imports(node: ts.Node, src: Source) -> list[ImportBinding]:
-    """``import a.b.C``, ``import a.b._`` (a wildcard), ``import a.b.{C, D => E}``."""
+def _scala_imports(node: ts.Node, src: Source, package: str = "") -> list[ImportBinding]:
+    """``import a.b.C``, ``import a.b._`` (a wildcard), ``import a.b.{C, D => E}``. Scala's
+    imports are relative: ``import event._`` in ``package scala.swing`` opens
+    ``scala.swing.event`` where it exists, else the root's ``event``; a wildcard opens both."""
     path = [src.text(c) for c in node.named_children if c.type == "identifier"]
     selectors = next((c for c in node.named_children if c.type == "namespace_selectors"), None)
     if any(c.type == "namespace_wildcard" for c in node.named_children):
-        return [ImportBinding(None, ".".join(path), "*")]
+        written = ".".join(path)
+        inner = f"{package}.{written}" if package and path and path[0] != "_root_" else ""
+        if inner and not written.startswith(f"{package}."):
+            return [ImportBinding(None, inner, "*"), ImportBinding(None, written, "*")]
+        return [ImportBinding(None, written.removeprefix("_root_."), "*")]
     if selectors is None:
         if not path:
             return []
