@@ -135,3 +135,25 @@ def test_scala_mixins_generic_calls_and_relative_imports(builder: FileStateBuild
         ("Button.click", "Clicked"),  # acme.ui.event, opened by ``import event._``
         ("Button.find", "Cache.wrapper"),  # Cache.wrapper[Button](c)
     }
+
+
+def test_a_scala_value_called_is_its_types_apply(builder: FileStateBuilder) -> None:
+    """``p(in)`` with ``p: => Parser[T]`` (by name) or ``p: Parser[T]`` is ``Parser.apply``,
+    though a ``def Parser`` comes before the class of that name; a function-typed parameter's
+    call is no method of the project's."""
+    source = b"""package acme
+
+trait Parsers {
+  def Parser[T](f: Int => T): Parser[T] = ???
+  abstract class Parser[T] {
+    def apply(in: Int): T
+  }
+  def commit[T](p: => Parser[T]) = p(1)
+  def guard[T](p: Parser[T], f: Int => T) = { f(2); p(2) }
+}
+"""
+    states = {"Parsers.scala": build_state(builder, "acme/Parsers.scala", source)}
+    assert joined_callers(states, "scala") == {
+        ("Parsers.commit", "Parsers.Parser.apply"),
+        ("Parsers.guard", "Parsers.Parser.apply"),
+    }

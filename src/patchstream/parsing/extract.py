@@ -138,6 +138,9 @@ class _Extractor(TypeEdges):
         self.path = path
         self.defs: list[_Def] = []
         self.by_qualified: dict[str, _Def] = {}
+        # A class sharing its name with a function (Scala's ``def Parser`` beside ``class
+        # Parser``): a type's name means the class.
+        self.types_by_qualified: dict[str, _Def] = {}
         self.bindings: dict[str, ImportBinding] = {}
         self.scoped_bindings: dict[tuple[str, str], ImportBinding] = {}
         self.edges: set[Edge] = set()
@@ -276,6 +279,8 @@ class _Extractor(TypeEdges):
             method = held is not None and held.kind == "variable" and definition.kind == "function"
             if suffix == "" or self.language == "python" or method:
                 self.by_qualified[qualified] = definition
+            if definition.kind in ("class", "interface"):
+                self.types_by_qualified.setdefault(qualified, definition)
             if definition.kind == "function" and self.language in _OVERLOADING:
                 self._overloads[qualified].append(definition)
             stack.append(definition)
@@ -436,6 +441,10 @@ class _Extractor(TypeEdges):
                         edge_type = EdgeType.INSTANTIATES if building else edge_type
                         parts = ["super"] if building else ["super", around.name]
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
+                if self.language == "scala" and receiver is None and len(parts) == 1:
+                    applied = self._applied_value(parts[0], around)
+                    if applied is not None:  # ``p(in)`` with ``p: Parser[T]``: ``p.apply(in)``
+                        receiver, parts = parts[0], applied
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
                 self._building = edge_type is EdgeType.INSTANTIATES
                 listed = (
@@ -507,6 +516,14 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _applied_value(self, name: str, around: _Def | None) -> list[str] | None:
+        """Scala: a value called as a function is its type's ``apply`` (a parameter, a local
+        or a field of a class's type; a function type's call is no method of the project's)."""
+        typed = self._variable_type(name, around)
+        if typed is None or not typed.parts or not class_like(typed.parts[-1]):
+            return None
+        return [name, "apply"]
 
     def _named_like_class(self, parts: list[str], around: _Def | None) -> Reference:
         """Ruby: a receiver of no known type named as a class of the project is one of it

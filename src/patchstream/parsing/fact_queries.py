@@ -173,6 +173,7 @@ _KOTLIN_FACTS = f"""
 _SCALA_TYPE = "[(type_identifier) (generic_type) (stable_type_identifier)]"
 _SCALA_FACTS = f"""
 (parameter name: (identifier) @name type: {_SCALA_TYPE} @type) @fact
+(parameter name: (identifier) @name type: (lazy_parameter_type type: {_SCALA_TYPE} @type)) @fact
 (class_parameter name: (identifier) @name type: {_SCALA_TYPE} @type) @fact
 (val_definition pattern: (identifier) @name type: {_SCALA_TYPE} @type) @fact
 (var_definition pattern: (identifier) @name type: {_SCALA_TYPE} @type) @fact

@@ -96,6 +96,7 @@ class ReceiverTypes(abc.ABC):
     _aliases: dict[str, tuple[str, ...] | None]
     _local_bases: dict[str, list[str]]
     _bases: dict[str, list[_Def | Reference]]
+    types_by_qualified: dict[str, _Def]
     _typing: bool
     _guessed: bool
     _block_types: list[tuple[int, int, str, _Typed]]  # (start, end, name, type): except blocks
@@ -179,7 +180,10 @@ class ReceiverTypes(abc.ABC):
         """A type's name resolved as written: no receiver typing inside (that would recurse)."""
         self._typing = True
         try:
-            return constructed(self._resolve(parts, around))
+            found = constructed(self._resolve(parts, around))
+            if isinstance(found, _Def) and found.kind == "function":
+                return self.types_by_qualified.get(found.qualified_name, found)
+            return found
         finally:
             self._typing = False
 
