@@ -25,7 +25,7 @@ from patchstream.embedders.hashing import HashingEmbedder
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from tests.integration.deltas import delete, upsert
 
-FIELDS = ["pk", "tenant", "file_uid", "version", "path", "text", "dense"]
+FIELDS = ["pk", "tenant", "file_uid", "version", "path", "text", "codes"]
 EDITS = 8
 
 
@@ -42,7 +42,7 @@ def _state(store: MilvusVectorStore) -> tuple[list[Any], list[Any], list[str]]:
                               collection=store.files)  # fmt: skip
     hits = store.search("t", "compute the total of the parts", limit=5)
     return (
-        sorted((r["pk"], r["version"], r["text"], [round(x, 5) for x in r["dense"]]) for r in rows),
+        sorted((r["pk"], r["version"], r["text"], r["codes"]) for r in rows),
         sorted((r["file_uid"], r["version"], sorted(r["chunk_rows"])) for r in records),
         sorted(h.chunk_id for h in hits),  # the files tie: their order is storage's
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pytest
 
 from patchstream.embedded.services import Service
@@ -84,7 +85,9 @@ def test_delete_and_rename_remove_rows(vectors: MilvusVectorStore, tenant: str) 
     assert vectors.apply([upsert(tenant, "old.py", CODE, 1)]).files_stale == 1
 
 
-def test_search_is_hybrid_and_tenant_scoped(vectors: MilvusVectorStore, tenant: str) -> None:
+def test_search_is_lexical_and_tenant_scoped(vectors: MilvusVectorStore, tenant: str) -> None:
+    """Milvus's own search (the query service's copy fuses dense ranks): BM25 over the text,
+    inside the tenant, the path prefix and the kind asked for."""
     other = tenant + "q"
     vectors.apply([upsert(tenant, "cfg/loader.py", CODE, 1)])
     vectors.apply(
@@ -97,7 +100,7 @@ def test_search_is_hybrid_and_tenant_scoped(vectors: MilvusVectorStore, tenant: 
     assert all("canary_zebra_7431" not in h.text for h in leaked)
     assert vectors.search("", "parse_config") == []
     assert vectors.search(other, "canary_zebra_7431", limit=3)[0].path == "secret.py"
-    scoped = vectors.search(tenant, "load", limit=5, path_prefix="cfg/", kind="class")
+    scoped = vectors.search(tenant, "Loader", limit=5, path_prefix="cfg/", kind="class")
     assert [h.symbol_id for h in scoped] == ["app::cfg/loader.py::Loader"]
     assert vectors.search(tenant, "load", limit=5, path_prefix="nope/") == []
 
@@ -262,28 +265,27 @@ def test_a_collection_released_between_pages_is_loaded_and_read_again(
     assert released == [True]
 
 
-def test_a_collection_indexed_with_8_bit_codes_searches_as_the_float32_one(
-    milvus_service: Service, tenant: str
+def test_milvus_keeps_int8_codes_and_searches_bm25_without_the_copy(
+    vectors: MilvusVectorStore, embedder: CountingEmbedder, tenant: str
 ) -> None:
-    """HNSW_SQ (the index holds a byte per dimension): the index Milvus reports is the one
-    asked for, and a search finds what the float32 HNSW finds."""
-    from patchstream.stores.vector.milvus_schema import DenseIndex
+    """Milvus keeps each embedding as the search copy's int8 codes (no float32 vector, no
+    dense index): the codes decode to the embedder's unit vector within a code's error, and
+    Milvus's own search (while the copy cannot answer) ranks by BM25 over the text."""
+    from patchstream.stores.vector.dense_codes import decode
 
-    found = {}
-    for kind in ("HNSW", "HNSW_SQ"):
-        store = MilvusVectorStore(f"http://127.0.0.1:{milvus_service.port}", CountingEmbedder(),
-                                  collection_prefix=f"test_{uuid.uuid4().hex[:8]}_",
-                                  dense_index=DenseIndex(kind))  # fmt: skip
-        try:
-            store.ensure_schema()
-            store.apply([upsert(tenant, "cfg/loader.py", CODE, 1)])
-            described = store.client.describe_index(store.chunks, "dense")
-            assert described["index_type"] == kind
-            found[kind] = [h.symbol_id for h in store.search(tenant, "parse_config file", 3)]
-        finally:
-            store.drop()
-            store.close()
-    assert found["HNSW_SQ"] == found["HNSW"] and found["HNSW"][0].endswith("parse_config")
+    vectors.apply([upsert(tenant, "cfg/loader.py", CODE, 1)])
+    fields = {f["name"] for f in vectors.client.describe_collection(vectors.chunks)["fields"]}
+    assert "codes" in fields and "dense" not in fields
+    rows = vectors.client.query(vectors.chunks, filter=f'tenant == "{tenant}"',
+                                output_fields=["text", "codes"])  # fmt: skip
+    assert rows
+    for row in rows:
+        codes, scale = decode(row["codes"], embedder.dim)
+        unit = np.asarray(embedder.embed([row["text"]])[0], np.float32)
+        unit /= np.linalg.norm(unit)
+        assert np.abs(codes.astype(np.float32) * scale - unit).max() <= scale / 2 + 1e-6
+    hits = vectors.search(tenant, "parse_config file", 3)
+    assert hits and hits[0].symbol_id.endswith("parse_config")
 
 
 def test_a_reused_vector_is_read_from_a_row_holding_that_content_and_none_other(
@@ -295,8 +297,8 @@ def test_a_reused_vector_is_read_from_a_row_holding_that_content_and_none_other(
     one = "def settle(ledger):\n    return ledger.balance()\n"
     vectors.apply([upsert(tenant, "a.py", one, 1)])
     (row,) = [r for r in vectors.client.query(vectors.chunks, filter=f'tenant == "{tenant}"',
-                                              output_fields=["content_hash", "dense"])]  # fmt: skip
-    expected = [float(v) for v in row["dense"]]
+                                              output_fields=["content_hash", "codes"])]  # fmt: skip
+    expected = row["codes"]
     # a.py's row is edited in place (same chunk id, other content): the ref now names it
     edited = one.replace("balance", "total")
     vectors.apply([upsert(tenant, "a.py", edited, 2)])
@@ -304,8 +306,8 @@ def test_a_reused_vector_is_read_from_a_row_holding_that_content_and_none_other(
     stats = vectors.apply([upsert(tenant, "b.py", one, 1)])
     assert stats.chunks_embedded == 1 and embedder.texts_embedded == before + 1
     copy = vectors.client.query(vectors.chunks, filter=f'tenant == "{tenant}" and path == "b.py"',
-                                output_fields=["dense"])  # fmt: skip
-    assert [float(v) for v in copy[0]["dense"]] == pytest.approx(expected)
+                                output_fields=["codes"])  # fmt: skip
+    assert copy[0]["codes"] == expected  # the reused embedding, coded as it was
     # the ref now names b.py's row: c.py reuses it; once b.py is deleted, c2.py embeds again
     assert vectors.apply([upsert(tenant, "c.py", one, 1)]).chunks_reused == 1
     vectors.apply([delete(tenant, "b.py", 2), delete(tenant, "c.py", 2)])

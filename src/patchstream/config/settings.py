@@ -139,16 +139,6 @@ class VectorSettings(BaseModel):
     collection_prefix: str = Field(
         default="patchstream_", description="one chunks collection per embedder name"
     )
-    dense_index: Literal["HNSW", "HNSW_SQ", "AUTOINDEX"] = Field(
-        default="HNSW_SQ",
-        description="index of new chunk collections: HNSW over 8-bit codes (a third of HNSW's "
-        "bytes, recall@10 0.949 against HNSW's 0.969 on scipy; the query service's search "
-        "copy ranks exactly either way), HNSW over float32, or Milvus Lite's AUTOINDEX "
-        "(search time linear in the rows)",
-    )
-    hnsw_m: int = Field(default=16, ge=4, le=64)
-    hnsw_ef_construction: int = Field(default=128, ge=8)
-    hnsw_ef: int = Field(default=128, ge=8, description="search breadth (raised to the limit)")
     timeout_s: float = Field(
         default=30.0, gt=0, description="how long any Milvus call may take before it fails"
     )

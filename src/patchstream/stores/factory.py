@@ -62,7 +62,6 @@ def milvus_uri(settings: Settings) -> str:
 def open_vector_store(settings: Settings) -> MilvusVectorStore:
     from patchstream.embedders.factory import create_embedder
     from patchstream.stores.vector.milvus import MilvusVectorStore
-    from patchstream.stores.vector.milvus_schema import DenseIndex
 
     vector = settings.vector
     store = MilvusVectorStore(
@@ -70,9 +69,6 @@ def open_vector_store(settings: Settings) -> MilvusVectorStore:
         create_embedder(settings.embedding_settings()),
         collection_prefix=vector.collection_prefix,
         token=vector.milvus_token.get_secret_value() if vector.milvus_token else None,
-        dense_index=DenseIndex(
-            vector.dense_index, vector.hnsw_m, vector.hnsw_ef_construction, vector.hnsw_ef
-        ),
         timeout_s=vector.timeout_s,
     )
     store.ensure_schema()

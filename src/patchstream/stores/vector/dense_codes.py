@@ -1,7 +1,10 @@
-"""The search copy's dense vectors as int8 codes, one scale per row (issue #57).
+"""Dense vectors as int8 codes, one scale per row (issue #57): how the query service's search
+copy ranks them, and how Milvus keeps them (``encode``: base64 in a VARCHAR).
 
-Milvus keeps every vector in float32, and the query service's search copy used to keep a
-second float32 copy: at 6.5k files the copy's matrix alone was ~230 MiB. A unit vector's
+Milvus used to keep every vector in float32 with an HNSW index over them (1.5 KB + ~0.5 KB
+a row of Milvus Lite's memory), and the search copy a second float32 copy: at 6.5k files the
+copy's matrix alone was ~230 MiB. Dense search is the copy's alone now, so Milvus keeps the
+codes the copy loads as they are (~0.5 KB a row). A unit vector's
 components are coded as ``round(x / s)`` with ``s = max|x| / 127``, a quarter of the bytes;
 a cosine is then ``(q @ codes) * s``. The error of one component is at most ``s / 2``
 (~0.001 for MiniLM's 384 dimensions), small beside the gaps between neighbours;
@@ -14,6 +17,10 @@ each, widened in memory and read back), in the same run on this machine's EPYC (
 """
 
 from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +36,38 @@ def quantize(unit: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], float
         return np.zeros(unit.shape, np.int8), 0.0
     scale = peak / LEVELS
     return np.round(unit / scale).astype(np.int8), scale
+
+
+def encode(vector: Sequence[float] | npt.NDArray[np.float32]) -> str:
+    """``vector``'s unit vector as int8 codes, its scale after them (float32, little-endian),
+    in base64: what the chunks collection keeps of an embedding."""
+    unit = np.asarray(vector, np.float32)
+    norm = float(np.linalg.norm(unit))
+    codes, scale = quantize(unit / norm if norm > 0 else unit)
+    return base64.b64encode(codes.tobytes() + np.array([scale], "<f4").tobytes()).decode()
+
+
+def decode(text: str, dim: int) -> tuple[npt.NDArray[np.int8], float]:
+    """``encode``'s codes and scale; ValueError for a value of another length or alphabet."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"dense codes are not base64: {exc}") from exc
+    if len(raw) != dim + 4:
+        raise ValueError(f"dense codes of {len(raw) - 4} dimensions, expected {dim}")
+    return np.frombuffer(raw[:dim], np.int8), float(np.frombuffer(raw[dim:], "<f4")[0])
+
+
+def decoded_vector(text: str, dim: int) -> list[float]:
+    """The unit vector ``encode`` coded, as far as the codes keep it (for a reused embedding:
+    coding it again gives the same codes)."""
+    codes, scale = decode(text, dim)
+    return [float(v) for v in codes.astype(np.float32) * np.float32(scale)]
+
+
+def encoded_length(dim: int) -> int:
+    """Characters ``encode`` writes for ``dim`` dimensions."""
+    return 4 * ((dim + 4 + 2) // 3)
 
 
 def cosine_scores(

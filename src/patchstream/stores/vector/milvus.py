@@ -3,8 +3,9 @@ and vector refs (per tenant, the chunk row holding each content hash's embedding
 
 - Rows are keyed by ``xxh3(scope|chunk id)``; ``tenant`` is the partition key and every
   search and query filters on it server-side (an empty tenant matches nothing).
-- ``text`` feeds a BM25 function into a sparse field (``SPARSE_INVERTED_INDEX``), so search
-  fuses dense and lexical results with reciprocal rank fusion (``hybrid_search``).
+- ``text`` feeds a BM25 function into a sparse field (``SPARSE_INVERTED_INDEX``): what
+  Milvus searches when the query service's copy cannot answer. An embedding is kept as int8
+  codes (``dense_codes``) that the copy loads and ranks; Milvus keeps no float32 vector.
 - Applying deltas diffs each file's delta against the rows Milvus holds, so any delivery
   order ends in the same rows; a chunk is embedded only when the tenant has no vector for
   its content hash yet.
@@ -20,13 +21,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from pymilvus import AnnSearchRequest, MilvusException, RRFRanker
+from pymilvus import MilvusException
 
 from patchstream.embedders.base import Embedder
 from patchstream.errors import StoreRefused
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import View
+from patchstream.stores.vector.dense_codes import decoded_vector
 from patchstream.stores.vector.milvus_client import (
     DeadlinedClient,
     connect,
@@ -58,7 +60,6 @@ from patchstream.stores.vector.milvus_rows import (
 )
 from patchstream.stores.vector.milvus_schema import (
     LAYOUT,
-    DenseIndex,
     create_chunks,
     create_files,
     create_vector_refs,
@@ -75,7 +76,6 @@ class MilvusVectorStore(FileRecordReads):
         embedder: Embedder,
         collection_prefix: str = "patchstream_",
         token: str | None = None,
-        dense_index: DenseIndex | None = None,
         timeout_s: float = 30.0,
     ) -> None:
         try:
@@ -84,7 +84,6 @@ class MilvusVectorStore(FileRecordReads):
             raise milvus_error("connect failed", exc) from exc
         self.client = DeadlinedClient(connected, timeout_s)
         self.embedder = embedder
-        self.dense_index = dense_index or DenseIndex()
         slug = "".join(c if c.isalnum() else "_" for c in embedder.name)
         self.chunks = f"{collection_prefix}chunks_{LAYOUT}_{slug}"
         self.files = f"{collection_prefix}files_{LAYOUT}_{slug}"
@@ -98,10 +97,7 @@ class MilvusVectorStore(FileRecordReads):
         try:
             dim = self.embedder.dim
             for name, create in (
-                (
-                    self.chunks,
-                    lambda: create_chunks(self.client, self.chunks, dim, self.dense_index),
-                ),
+                (self.chunks, lambda: create_chunks(self.client, self.chunks, dim)),
                 (self.files, lambda: create_files(self.client, self.files)),
                 (self.vector_refs, lambda: create_vector_refs(self.client, self.vector_refs)),
             ):
@@ -250,11 +246,12 @@ class MilvusVectorStore(FileRecordReads):
                 if row["tenant"] == tenant:
                     rows_of[str(row["chunk_pk"])] = str(row["content_hash"])
         for batch in batches(sorted(rows_of)):
-            fields = ["pk", "tenant", "content_hash", "dense"]
+            fields = ["pk", "tenant", "content_hash", "codes"]
+            dim = self.embedder.dim
             for row in self.client.get(self.chunks, ids=batch, output_fields=fields):
                 wanted = rows_of.get(str(row["pk"]))
                 if wanted is not None and (row["tenant"], row["content_hash"]) == (tenant, wanted):
-                    vectors[wanted] = [float(v) for v in row["dense"]]
+                    vectors[wanted] = decoded_vector(str(row["codes"]), dim)
         missing = [h for h in hashes if h not in vectors]
         stats.chunks_reused += len(hashes) - len(missing)
         if missing:
@@ -311,31 +308,22 @@ class MilvusVectorStore(FileRecordReads):
         kind: str | None = None,
         view: View | None = None,
     ) -> list[SearchHit]:
-        """Hybrid search: dense and BM25 results fused with reciprocal rank fusion. With a
-        ``view`` (an overlay), the layers' rows that the view sees; a plain ``ref`` never
-        returns an overlay's rows."""
+        """BM25 over the rows' text (Milvus keeps no dense vector to rank by: the query
+        service's search copy fuses dense and lexical ranks; this answers while it cannot).
+        With a ``view`` (an overlay), the layers' rows that the view sees; a plain ``ref``
+        never returns an overlay's rows."""
         if not tenant or not query.strip():
             return []
         wanted = limit
         where, limit = search_filter(tenant, limit, repo, ref, path_prefix, kind, view)
-        dense = AnnSearchRequest(
-            data=[self.embedder.embed([query])[0]],
-            anns_field="dense",
-            param=self.dense_index.search_params(limit * 3),
-            limit=limit * 3,
-            expr=where,
-        )
-        lexical = AnnSearchRequest(
-            data=[query], anns_field="sparse", param={}, limit=limit * 3, expr=where
-        )
-        fields = search_fields()
         try:
-            result = self.client.hybrid_search(
+            result = self.client.search(
                 self.chunks,
-                [dense, lexical],
-                ranker=RRFRanker(60),
+                data=[query],
+                anns_field="sparse",
+                filter=where,
                 limit=limit,
-                output_fields=fields,
+                output_fields=search_fields(),
             )
         except (MilvusException, grpc.RpcError) as exc:
             raise milvus_error("search failed", exc) from exc

@@ -13,6 +13,7 @@ from patchstream.parsing.prose import PROSE_LANGUAGE, prose_source
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.state import FileDelta
 from patchstream.stores.graph.keys import scope_of
+from patchstream.stores.vector.dense_codes import encode
 
 _TEXT_BYTES = 60_000
 # Chunk rows a file record lists; a file with more falls back to a scan of its rows.
@@ -154,7 +155,8 @@ def chunk_row(
         "version": delta.version,
         "fp": fp,
         "text": text,
-        "dense": vector,
+        "codes": encode(vector),
+        "unused": [0.0, 0.0],
     }
 
 

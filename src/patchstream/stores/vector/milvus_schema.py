@@ -1,45 +1,22 @@
-"""The three collections of a Milvus vector store, and the dense index of the chunks."""
+"""The three collections of a Milvus vector store."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
+from patchstream.stores.vector.dense_codes import encoded_length
 from patchstream.stores.vector.milvus_client import DeadlinedClient
 from patchstream.stores.vector.milvus_rows import MAX_FILE_ROWS
 
 # Collection layout version: a layout change gets new collections (re-index after upgrading).
-LAYOUT = "v2"
+# v3: a chunk's embedding as int8 codes (``dense_codes``), no float32 vector, no dense index.
+LAYOUT = "v3"
 
 
-@dataclass(frozen=True)
-class DenseIndex:
-    """The dense vector index of new chunk collections. An HNSW graph: on Milvus Lite,
-    AUTOINDEX searched 43k rows in 155 ms and HNSW in 32 ms (recall@10 0.94 against it). Over
-    8-bit codes by default (HNSW_SQ): Milvus Lite keeps each segment's float32 vectors in its
-    Arrow table already, and the index's own copy was a third of its memory
-    (``bench/milvus_index.py``)."""
-
-    kind: str = "HNSW_SQ"
-    m: int = 16
-    ef_construction: int = 128
-    ef: int = 128
-
-    @property
-    def graph(self) -> bool:
-        """An HNSW graph (over float32 vectors, or over 8-bit codes with HNSW_SQ)."""
-        return self.kind in ("HNSW", "HNSW_SQ")
-
-    def index_params(self) -> dict[str, int]:
-        return {"M": self.m, "efConstruction": self.ef_construction} if self.graph else {}
-
-    def search_params(self, limit: int) -> dict[str, Any]:
-        return {"params": {"ef": max(self.ef, limit)}} if self.graph else {}
-
-
-def create_chunks(client: DeadlinedClient, name: str, dim: int, dense_index: DenseIndex) -> None:
+def create_chunks(client: DeadlinedClient, name: str, dim: int) -> None:
+    """Chunk rows: keys, text (BM25 through Milvus's function, for a search the query
+    service's copy cannot answer yet) and the embedding as int8 codes. Dense search is the
+    copy's: Milvus keeps no float32 vector and no dense index (``dense_codes``)."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
     schema.add_field("tenant", DataType.VARCHAR, max_length=128, is_partition_key=True)
@@ -52,8 +29,10 @@ def create_chunks(client: DeadlinedClient, name: str, dim: int, dense_index: Den
     for field in ("start_line", "end_line", "tokens", "version"):
         schema.add_field(field, DataType.INT64)
     schema.add_field("text", DataType.VARCHAR, max_length=65_535, enable_analyzer=True)
-    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field("codes", DataType.VARCHAR, max_length=encoded_length(dim))
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    # Milvus needs a dense vector field in a collection; this one is never searched.
+    schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)
     schema.add_function(
         Function(
             name="text_bm25",
@@ -63,8 +42,7 @@ def create_chunks(client: DeadlinedClient, name: str, dim: int, dense_index: Den
         )
     )
     index = client.prepare_index_params()
-    index.add_index(field_name="dense", index_type=dense_index.kind,
-                    metric_type="COSINE", params=dense_index.index_params())  # fmt: skip
+    index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
     index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     client.create_collection(name, schema=schema, index_params=index)
 

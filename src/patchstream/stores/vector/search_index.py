@@ -1,14 +1,14 @@
 """An in-memory hybrid index of one tenant's chunk rows: what ``search_mirror`` keeps.
 
-Pure data structure, no I/O. It answers the question the chunks collection's
-``hybrid_search`` answers: exact cosine over unit dense vectors and BM25 (k1 1.5, b 0.75; IDF
-``log((N - df + .5)/(df + .5) + 1)``), each cut to its top ``k``, fused by reciprocal rank
-(k = 60, ranks from 1). It differs on purpose, each measured on the localization sets of
-``bench/context_quality.py``:
+Pure data structure, no I/O. It answers what the chunks collection's ``hybrid_search`` did
+before Milvus kept no dense vector (layout v3): exact cosine over unit dense vectors and
+BM25 (k1 1.5, b 0.75; IDF ``log((N - df + .5)/(df + .5) + 1)``), each cut to its top ``k``,
+fused by reciprocal rank (k = 60, ranks from 1). It differs on purpose, each measured on the
+localization sets of ``bench/context_quality.py``:
 
-- the dense side is exact (Milvus's HNSW is approximate), and BM25 statistics are those of
-  the rows the question reads (its repository and ref, an overlay's merge), not the tenant's
-  or one storage segment's;
+- the dense side is exact over the int8 codes (Milvus's HNSW was approximate), and BM25
+  statistics are those of the rows the question reads (its repository and ref, an
+  overlay's merge), not the tenant's or one storage segment's;
 - the analyzer is made for code (``code_tokens``): identifiers also count as their parts
   (``update_settings``, ``CaseInsensitiveDict``), common suffixes are stripped, and a row's
   path counts as its text;
@@ -74,6 +74,7 @@ class IndexedRow:
     text: str
     dense: Sequence[float] | npt.NDArray[np.float32]
     payload: object = None  # what a search returns for the row (the index never reads it)
+    codes: tuple[npt.NDArray[np.int8], float] | None = None  # ``dense`` coded already
 
 
 class _Codes:
@@ -129,9 +130,12 @@ class TenantIndex:
         self.pks.append(row.pk)
         self.payloads.append(row.payload)
         self.rows[row.pk] = at
-        vector = np.asarray(row.dense, np.float32)
-        norm = float(np.linalg.norm(vector))
-        self.by_dim[:, at], self.scale[at] = quantize(vector / norm if norm > 0 else vector)
+        if row.codes is not None:  # as Milvus keeps them (``dense_codes.encode``)
+            self.by_dim[:, at], self.scale[at] = row.codes
+        else:
+            vector = np.asarray(row.dense, np.float32)
+            norm = float(np.linalg.norm(vector))
+            self.by_dim[:, at], self.scale[at] = quantize(vector / norm if norm > 0 else vector)
         self.alive[at] = True
         self.scope[at] = self.scopes.code(row.scope)
         self.kind[at] = self.kinds.code(row.kind)

@@ -26,10 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from patchstream.pacing import FetchPacer
 from patchstream.stores.overlays import WORKSPACE_MARK, View
+from patchstream.stores.vector.dense_codes import decode
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
 from patchstream.stores.vector.milvus_rows import (
@@ -50,7 +49,7 @@ _RECENT = 4096  # records one incremental sync reads in one request; more go by 
 _RECORD_FIELDS = ["tenant", "file_uid", "scope", "version", "deleted", "chunk_rows",
                   "chunk_rows_complete", "applied_at"]  # fmt: skip
 _STAMP_FIELDS = ["file_uid", "version", "applied_at"]
-_ROW_FIELDS = [*search_fields(), "dense"]
+_ROW_FIELDS = [*search_fields(), "codes"]
 
 
 @dataclass
@@ -418,18 +417,31 @@ class SearchMirror:
         for start in range(0, len(fetch), _GET_BATCH):
             if first_load:
                 mirror.load_rows = (start, len(fetch))
+            dim = self.store.embedder.dim
             batch = [
-                IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
-                           str(row["text"]), np.asarray(row["dense"], np.float32),
-                           payload=pack_hit(hit_from_row(row, 0.0)))
+                _indexed(row, dim)
                 for row in self.store.client.get(
                     self.store.chunks, ids=fetch[start : start + _GET_BATCH],
                     output_fields=_ROW_FIELDS,
                 )
             ]  # fmt: skip
             with mirror.search_lock:
-                for row in batch:
-                    mirror.index.add(row)
+                for indexed in batch:
+                    if indexed is not None:
+                        mirror.index.add(indexed)
+
+
+def _indexed(row: dict[str, Any], dim: int) -> IndexedRow | None:
+    """A chunk row as the copy keeps it; None (and a warning) for codes of another embedder's
+    dimensions or damaged: the row is left out of search, never the whole copy."""
+    try:
+        codes = decode(str(row["codes"]), dim)
+    except ValueError as exc:
+        log.warning("event=search_row_skipped pk=%s reason=%r", row.get("pk"), str(exc))
+        return None
+    return IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
+                      str(row["text"]), (), payload=pack_hit(hit_from_row(row, 0.0)),
+                      codes=codes)  # fmt: skip
 
 
 def _stamp(record: dict[str, Any]) -> tuple[int, float]:
