@@ -26,6 +26,10 @@ class ConfigError(PatchstreamError):
     """A setting is missing or invalid."""
 
 
+class PortInUseError(ConfigError):
+    """A listener's configured port is taken by another process."""
+
+
 class CapacityError(PatchstreamError):
     """This machine cannot hold what was asked: refused before any of it was done."""
 

@@ -23,6 +23,7 @@ from patchstream.config.settings import (
 )
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
+from patchstream.errors import PortInUseError
 
 ALLOWED_TENANTS = ["default", "acme", "rebuild"]
 LOG_TAIL_BYTES = 6000  # of each stack log, shown with a failed test
@@ -47,9 +48,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    settings = Settings(
+    data_dir = tmp_path_factory.mktemp("stack")
+    with running_on_free_ports(lambda: _stack_settings(data_dir)) as supervisor:
+        yield supervisor
+
+
+def _stack_settings(data_dir: Path) -> Settings:
+    return Settings(
         embedded=EmbeddedSettings(
-            data_dir=str(tmp_path_factory.mktemp("stack")),
+            data_dir=str(data_dir),
             kafka_port=free_port(),
             falkordb_port=free_port(),
             milvus_port=free_port(),
@@ -74,8 +81,28 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
             "dev-local-key": "default", "key-acme": "acme", "key-default": "default",
             "key-rebuild": "rebuild"}),
     )  # fmt: skip
-    with running(settings) as supervisor:
-        yield supervisor
+
+
+@contextlib.contextmanager
+def running_on_free_ports(settings: Callable[[], Settings], tries: int = 3) -> Iterator[Supervisor]:
+    """``running`` with ports picked afresh when one was taken before the stack bound it.
+    A free port is picked long before its service starts (the gateway starts last, tens of
+    seconds later), and a stack of another test worker may take it meanwhile: CI once failed
+    a whole module so ("127.0.0.1:54163 is already in use")."""
+    for attempt in range(1, tries + 1):
+        supervisor = Supervisor(settings())
+        try:
+            supervisor.start()
+        except PortInUseError:
+            supervisor.stop()
+            if attempt == tries:
+                raise
+            continue
+        try:
+            yield supervisor
+        finally:
+            supervisor.stop()
+        return
 
 
 @contextlib.contextmanager

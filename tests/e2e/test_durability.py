@@ -26,21 +26,23 @@ from patchstream.embedded.broker_recycle import BrokerRecycler
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.producers.outbox import Outbox, outbox_path
-from tests.e2e.conftest import running, wait_for
+from tests.e2e.conftest import running_on_free_ports, wait_for
 
 
 @pytest.fixture(scope="module")
 def durable_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    settings = Settings(
-        embedded=EmbeddedSettings(data_dir=str(tmp_path_factory.mktemp("durable")),
-                                  kafka_port=free_port(), falkordb_port=free_port(),
-                                  milvus_port=free_port(), metrics_port=0, parse_workers=2),
-        kafka=KafkaSettings(topic_prefix=f"dur{uuid.uuid4().hex[:6]}.", partitions=4),
-        pipeline=PipelineSettings(sink_batch_wait_ms=50, retry_backoff_s=0.1),
-        query=QuerySettings(port=free_port(), api_keys={"key-acme": "acme"}),
-        gateway=GatewaySettings(port=free_port()),
-    )  # fmt: skip
-    with running(settings) as supervisor:
+    def settings() -> Settings:
+        return Settings(
+            embedded=EmbeddedSettings(data_dir=str(tmp_path_factory.mktemp("durable")),
+                                      kafka_port=free_port(), falkordb_port=free_port(),
+                                      milvus_port=free_port(), metrics_port=0, parse_workers=2),
+            kafka=KafkaSettings(topic_prefix=f"dur{uuid.uuid4().hex[:6]}.", partitions=4),
+            pipeline=PipelineSettings(sink_batch_wait_ms=50, retry_backoff_s=0.1),
+            query=QuerySettings(port=free_port(), api_keys={"key-acme": "acme"}),
+            gateway=GatewaySettings(port=free_port()),
+        )  # fmt: skip
+
+    with running_on_free_ports(settings) as supervisor:
         yield supervisor
 
 

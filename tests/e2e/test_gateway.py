@@ -30,7 +30,7 @@ from patchstream.producers.git_mirror import Mirror
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.stores.overlay_service import OverlayService
 from patchstream.stores.overlays import OverlayInfo
-from tests.e2e.conftest import running, wait_for
+from tests.e2e.conftest import running_on_free_ports, wait_for
 
 SECRET = "s3cret-github"
 GITLAB_TOKEN = "t0ken-gitlab"
@@ -68,15 +68,18 @@ def gateway_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         f'webhook_secret = "{GITLAB_TOKEN}"\n\n'
         '[api_keys]\n"agent-key" = "acme"\n'
     )
-    settings = Settings(
-        embedded=EmbeddedSettings(data_dir=str(root / "data"), kafka_port=free_port(),
-                                  falkordb_port=free_port(), milvus_port=free_port()),
-        kafka=KafkaSettings(topic_prefix=f"gw{uuid.uuid4().hex[:6]}.", partitions=4),
-        query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme"}),
-        gateway=GatewaySettings(port=free_port(), config=str(config),
-                                local_roots=[str(origin.parent)], push_retry_s=3600),
-    )  # fmt: skip
-    with running(settings) as supervisor:
+
+    def settings() -> Settings:
+        return Settings(
+            embedded=EmbeddedSettings(data_dir=str(root / "data"), kafka_port=free_port(),
+                                      falkordb_port=free_port(), milvus_port=free_port()),
+            kafka=KafkaSettings(topic_prefix=f"gw{uuid.uuid4().hex[:6]}.", partitions=4),
+            query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme"}),
+            gateway=GatewaySettings(port=free_port(), config=str(config),
+                                    local_roots=[str(origin.parent)], push_retry_s=3600),
+        )  # fmt: skip
+
+    with running_on_free_ports(settings) as supervisor:
         yield supervisor
 
 

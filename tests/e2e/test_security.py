@@ -33,7 +33,7 @@ from patchstream.config.settings import (
 )
 from patchstream.embedded.services import free_port, port_is_open
 from patchstream.embedded.supervisor import Supervisor
-from tests.e2e.conftest import running, wait_for
+from tests.e2e.conftest import running_on_free_ports, wait_for
 from tests.e2e.test_gateway import _push_payload, _signed, git
 
 SECRET = "s3cret-sec"
@@ -61,22 +61,25 @@ def sec_stack(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         f'webhook_secret = "{SECRET}"\nlocal_path = "{origin}"\n\n'
         '[api_keys]\n"agent-key" = "acme"\n'
     )
-    settings = Settings(
-        embedded=EmbeddedSettings(data_dir=str(root / "data"), kafka_port=free_port(),
-                                  falkordb_port=free_port(), milvus_port=free_port(),
-                                  metrics_port=0),
-        kafka=KafkaSettings(topic_prefix=f"sec{uuid.uuid4().hex[:6]}.", partitions=2),
-        parsing=ParsingSettings(max_file_bytes=MAX_FILE),
-        graph=GraphSettings(query_timeout_ms=3000),
-        embedding=EmbeddingSettings(openai_api_key="sk-never-leaves-the-query-side"),
-        query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme", "other": "globex"},
-                            api_key="agent-key", max_body_bytes=MAX_REQUEST,
-                            read_token_max_writes=50),
-        gateway=GatewaySettings(port=free_port(), config=str(config),
-                                local_roots=[str(origin.parent)],
-                                max_request_bytes=MAX_REQUEST),
-    )  # fmt: skip
-    with running(settings) as supervisor:
+
+    def settings() -> Settings:
+        return Settings(
+            embedded=EmbeddedSettings(data_dir=str(root / "data"), kafka_port=free_port(),
+                                      falkordb_port=free_port(), milvus_port=free_port(),
+                                      metrics_port=0),
+            kafka=KafkaSettings(topic_prefix=f"sec{uuid.uuid4().hex[:6]}.", partitions=2),
+            parsing=ParsingSettings(max_file_bytes=MAX_FILE),
+            graph=GraphSettings(query_timeout_ms=3000),
+            embedding=EmbeddingSettings(openai_api_key="sk-never-leaves-the-query-side"),
+            query=QuerySettings(port=free_port(), api_keys={"agent-key": "acme", "other": "globex"},
+                                api_key="agent-key", max_body_bytes=MAX_REQUEST,
+                                read_token_max_writes=50),
+            gateway=GatewaySettings(port=free_port(), config=str(config),
+                                    local_roots=[str(origin.parent)],
+                                    max_request_bytes=MAX_REQUEST),
+        )  # fmt: skip
+
+    with running_on_free_ports(settings) as supervisor:
         yield supervisor
 
 

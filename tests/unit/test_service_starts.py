@@ -13,7 +13,7 @@ import pytest
 from patchstream.config.settings import EmbeddedSettings, Settings
 from patchstream.embedded.services import ServiceError, ensure_port_free
 from patchstream.embedded.supervisor import Supervisor
-from patchstream.errors import ConfigError
+from patchstream.errors import PortInUseError
 
 
 def _listening() -> socket.socket:
@@ -35,7 +35,7 @@ def test_a_port_released_by_a_dying_child_is_waited_for() -> None:
 def test_a_port_still_taken_after_the_wait_is_a_clear_error() -> None:
     held = _listening()
     try:
-        with pytest.raises(ConfigError, match="already in use"):
+        with pytest.raises(PortInUseError, match="already in use"):
             ensure_port_free("tansu", "127.0.0.1", held.getsockname()[1], wait_s=0.3)
     finally:
         held.close()

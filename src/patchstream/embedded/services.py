@@ -25,7 +25,7 @@ from patchstream.embedded.lifetime import with_parent_lifetime
 from patchstream.embedded.milvus_server import MEMORY_ENV
 from patchstream.embedded.priority import lower_priority
 from patchstream.embedded.probes import grpc_answers, kafka_answers, unix_socket_accepts
-from patchstream.errors import ConfigError, PatchstreamError
+from patchstream.errors import ConfigError, PatchstreamError, PortInUseError
 from patchstream.system.procfs import TICKS_PER_S, cpu_ticks, listens_on
 
 log = logging.getLogger("patchstream.up")
@@ -63,7 +63,7 @@ def ensure_port_free(name: str, host: str, port: int, wait_s: float = 0.0) -> No
     """A taken port is a clear error, after ``wait_s`` for a previous run's dying child to
     let go of it (a ``kill -9``'d stack's children take a moment to exit)."""
     if _still_taken(lambda: port_is_open(host, port), name, f"{host}:{port}", wait_s):
-        raise ConfigError(
+        raise PortInUseError(
             f"cannot start {name}: {host}:{port} is already in use; stop what listens there "
             f"or choose another port in the settings"
         )
