@@ -20,6 +20,7 @@ from patchstream.config.settings import get_settings
 from patchstream.config.stack_registry import follow_the_running_stack
 from patchstream.errors import ConfigError, PatchstreamError
 from patchstream.logs import configure_logging
+from patchstream.system.heap_trim import start_heap_trim
 
 if TYPE_CHECKING:
     from patchstream.schemas.state import FileDelta
@@ -332,6 +333,7 @@ workers_option = click.option(
 def query_service(workers: int) -> None:
     """Run the read-only query service (HTTP API)."""
     configure_logging()
+    start_heap_trim()
     settings = get_settings()
     refuse_unsafe_keys(settings.query.api_keys, settings.query.host, "query")
     serve_http("patchstream.query.api:api_from_environment", settings.query.host,
@@ -400,6 +402,7 @@ def worker() -> None:
     from patchstream.streams.faust_app import create_app
 
     configure_logging()
+    start_heap_trim()  # a batch's freed pages back to the kernel (``system/heap_trim``)
     if os.environ.get("PATCHSTREAM_FAUST_LOG_LEVEL"):
         logging.getLogger("faust").setLevel(os.environ["PATCHSTREAM_FAUST_LOG_LEVEL"].upper())
     settings = get_settings()
@@ -453,6 +456,7 @@ def sink(kind: str) -> None:
     from patchstream.stores.factory import open_graph_store, open_vector_store
 
     configure_logging()
+    start_heap_trim()
     settings = get_settings()
     metrics = Metrics(f"{kind}-sink", settings.metrics)
     serve_metrics(metrics)

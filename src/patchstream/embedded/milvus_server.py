@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchstream.embedded.milvus_rewrite import DELTA_FILES_BOUND, compact_delete_logs
 from patchstream.logs import configure_logging
+from patchstream.system.heap_trim import start_heap_trim
 
 if TYPE_CHECKING:
     import grpc
@@ -49,7 +47,6 @@ MEMORY_ENV = {
     # 837-971 at 32 (Milvus's own CPU ~+15%, in the vector tier's nice'd share).
     "MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES": str(8 << 20),
 }
-TRIM_INTERVAL_S = 5.0
 # Compaction reads every input segment, concatenates and rewrites them in memory: with the
 # shipped bound (100k rows a segment, 200k an input) one tenant's whole partition at the
 # large bench corpus, which put the server's peak at twice its steady size (2,764 against
@@ -57,7 +54,6 @@ TRIM_INTERVAL_S = 5.0
 # segments grows so that it still comes at the shipped 3.2M rows a partition.
 SEGMENT_ROWS = 25_000
 DATA_FILES = 128
-_PR_SET_NAME = 15
 MAX_MESSAGE_BYTES = 256 << 20  # as Milvus Lite's own server (and Milvus standalone)
 # The stack's own clients hold a few channels each; the rest is for CLIs and tools.
 MAX_CONNECTIONS = 256
@@ -65,26 +61,6 @@ MAX_CONNECTIONS = 256
 # tight loop to a server busy loading, ran it out of its 20,000 ("[Errno 24] Failed to open
 # local file .../delta_*.parquet"); from then on it could not open its own data files.
 OPEN_FILES = 1 << 20
-
-
-def malloc_trim() -> Callable[[], object] | None:
-    """glibc's ``malloc_trim(0)``, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    with contextlib.suppress(OSError):
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
-        if trim is not None:
-            return lambda: trim(0)
-    return None
-
-
-def _trim_forever(trim: Callable[[], object], interval: float) -> None:
-    with contextlib.suppress(OSError, AttributeError):  # the name `top -H` shows (Linux)
-        ctypes.CDLL(None).prctl(_PR_SET_NAME, b"malloc-trim", 0, 0, 0)
-    while True:
-        time.sleep(interval)
-        trim()
 
 
 def bound_compaction() -> None:
@@ -227,10 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     raise_open_files()
     bound_compaction()
-    trim = malloc_trim()
-    if trim is not None:
-        threading.Thread(target=_trim_forever, args=(trim, TRIM_INTERVAL_S), daemon=True,
-                         name="malloc-trim").start()  # fmt: skip
+    start_heap_trim()
     args = _arguments(argv)
     configure_logging()
     for chatty in ("milvus_lite", "faiss"):  # compaction and library loading, at INFO
