@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -297,29 +298,24 @@ def compared_edges(
             return owner  # a parameterless def's code, as the bytecode's accessor
         return name
 
-    def declaring(owner: str, method: str) -> str:
-        """The class up ``owner``'s lineage that declares ``method``."""
-        if language == "scala":  # a mixin's forwarder in a class is no declaration of it
-            queue, seen = [owner], set()
-            while queue:
-                current = queue.pop(0)
-                if current in seen:
-                    continue
-                seen.add(current)
-                named = scala_names(current, method)
-                if named and f"{named[0]}.{named[1]}" in known:
-                    return current
-                queue += calls.bases.get(current, [])
+    def lineage(owner: str) -> Iterator[str]:
+        """``owner``, then its bases, breadth first, each once."""
         queue, seen = [owner], set()
         while queue:
             current = queue.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            if method in calls.methods.get(current, ()):
-                return current
-            queue += calls.bases.get(current, [])
-        return owner
+            if current not in seen:
+                seen.add(current)
+                yield current
+                queue += calls.bases.get(current, [])
+
+    def declaring(owner: str, method: str) -> str:
+        """The class up ``owner``'s lineage that declares ``method``."""
+        if language == "scala":  # a mixin's forwarder in a class is no declaration of it
+            for current in lineage(owner):
+                named = scala_names(current, method)
+                if named and f"{named[0]}.{named[1]}" in known:
+                    return current
+        return next((c for c in lineage(owner) if method in calls.methods.get(c, ())), owner)
 
     def symbol(owner: str, method: str, caller: bool, first: str = "") -> str | None:
         if language == "scala" and "$$anon$" in owner and "$$anonfun$" not in owner:
