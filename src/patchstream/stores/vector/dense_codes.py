@@ -4,10 +4,10 @@ copy ranks them, and how Milvus keeps them (``encode``: base64 in a VARCHAR).
 Milvus used to keep every vector in float32 with an HNSW index over them (1.5 KB + ~0.5 KB
 a row of Milvus Lite's memory), and the search copy a second float32 copy: at 6.5k files the
 copy's matrix alone was ~230 MiB. Dense search is the copy's alone now, so Milvus keeps the
-codes the copy loads as they are (~0.5 KB a row). A unit vector's
-components are coded as ``round(x / s)`` with ``s = max|x| / 127``, a quarter of the bytes;
-a cosine is then ``(q @ codes) * s``. The error of one component is at most ``s / 2``
-(~0.001 for MiniLM's 384 dimensions), small beside the gaps between neighbours;
+codes the copy loads as they are (~0.5 KB a row). A unit vector's components are coded as
+``round(x / s)`` with ``s = max|x| / 127``, a quarter of the bytes; a cosine is then
+``(q @ codes) * s``. The error of one component is at most ``s / 2`` (~0.001 for MiniLM's 384
+dimensions), small beside the gaps between neighbours;
 ``bench/dense_codes.py`` measures recall@10 against the float32 ranking on real code.
 
 numpy has no int8 x float32 product, so codes are widened a block at a time. A block is
@@ -38,12 +38,19 @@ def quantize(unit: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], float
     return np.round(unit / scale).astype(np.int8), scale
 
 
+def unit_codes(
+    vector: Sequence[float] | npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.int8], float]:
+    """``vector`` scaled to unit length (a zero vector stays zero), then ``quantize``d."""
+    unit = np.asarray(vector, np.float32)
+    norm = float(np.linalg.norm(unit))
+    return quantize(unit / norm if norm > 0 else unit)
+
+
 def encode(vector: Sequence[float] | npt.NDArray[np.float32]) -> str:
     """``vector``'s unit vector as int8 codes, its scale after them (float32, little-endian),
     in base64: what the chunks collection keeps of an embedding."""
-    unit = np.asarray(vector, np.float32)
-    norm = float(np.linalg.norm(unit))
-    codes, scale = quantize(unit / norm if norm > 0 else unit)
+    codes, scale = unit_codes(vector)
     return base64.b64encode(codes.tobytes() + np.array([scale], "<f4").tobytes()).decode()
 
 

@@ -245,9 +245,8 @@ class MilvusVectorStore(FileRecordReads):
             for row in self.client.get(self.vector_refs, ids=batch, output_fields=fields):
                 if row["tenant"] == tenant:
                     rows_of[str(row["chunk_pk"])] = str(row["content_hash"])
+        fields, dim = ["pk", "tenant", "content_hash", "codes"], self.embedder.dim
         for batch in batches(sorted(rows_of)):
-            fields = ["pk", "tenant", "content_hash", "codes"]
-            dim = self.embedder.dim
             for row in self.client.get(self.chunks, ids=batch, output_fields=fields):
                 wanted = rows_of.get(str(row["pk"]))
                 if wanted is not None and (row["tenant"], row["content_hash"]) == (tenant, wanted):

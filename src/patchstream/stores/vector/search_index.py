@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchstream.parsing.file_roles import is_auxiliary
-from patchstream.stores.vector.dense_codes import cosine_scores, quantize
+from patchstream.stores.vector.dense_codes import cosine_scores, unit_codes
 from patchstream.stores.vector.ranking import (
     Matches,
     idf,
@@ -133,9 +133,7 @@ class TenantIndex:
         if row.codes is not None:  # as Milvus keeps them (``dense_codes.encode``)
             self.by_dim[:, at], self.scale[at] = row.codes
         else:
-            vector = np.asarray(row.dense, np.float32)
-            norm = float(np.linalg.norm(vector))
-            self.by_dim[:, at], self.scale[at] = quantize(vector / norm if norm > 0 else vector)
+            self.by_dim[:, at], self.scale[at] = unit_codes(row.dense)
         self.alive[at] = True
         self.scope[at] = self.scopes.code(row.scope)
         self.kind[at] = self.kinds.code(row.kind)
