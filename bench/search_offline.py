@@ -39,6 +39,7 @@ from patchstream.query.file_map import (
 )
 from patchstream.query.question import named_files, named_in
 from patchstream.schemas.chunks import Chunk
+from patchstream.stores.vector.file_ranker import LinearRanker
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
@@ -88,13 +89,15 @@ def ranked_files(
     index: TenantIndex, vector: list[float], question: str, named: list[str], weight: float,
     auxiliary_weight: float = AUXILIARY_WEIGHT, file_weight: float = FILE_WEIGHT,
     named_explicit: int | None = None, rows_per_file: int = ROWS_PER_FILE,
-    max_df_share: float = MAX_DF_SHARE,
+    max_df_share: float = MAX_DF_SHARE, ranker: LinearRanker | None = None,
+    definer_weights: dict[str, float] | None = None,
 ) -> list[str]:  # fmt: skip
     files: list[str] = []
     found = index.search(question, vector, index.mask([SCOPE]), 60, named_files=named,
                          named_weight=weight, auxiliary_weight=auxiliary_weight,
                          file_weight=file_weight, named_explicit=named_explicit,
-                         rows_per_file=rows_per_file, max_df_share=max_df_share)  # fmt: skip
+                         rows_per_file=rows_per_file, max_df_share=max_df_share,
+                         ranker=ranker, definer_weights=definer_weights)  # fmt: skip
     for pk, _ in found:
         path = _hit(index, pk).path
         if path not in files:
@@ -111,7 +114,8 @@ def _hit(index: TenantIndex, pk: str) -> SearchHit:
 def context_code(
     index: TenantIndex, vector: list[float], question: str, named: list[str],
     explicit: int | None, budget: int, counter: TokenCounter, wanted: QuerySettings,
-    rows_per_file: int = ROWS_PER_FILE,
+    rows_per_file: int = ROWS_PER_FILE, ranker: LinearRanker | None = None,
+    definer_weights: dict[str, float] | None = None,
 ) -> tuple[set[str], int]:  # fmt: skip
     """The files whose code (not a file-map line) a ``budget`` context holds, and the tokens
     it used: the query service's candidate order (entry points' code, the file map, the rest
@@ -120,7 +124,8 @@ def context_code(
     entry_points = max(wanted.entry_points, budget // wanted.tokens_per_entry)
     found = index.search(question, vector, index.mask([SCOPE]),
                          max(entry_points * 2, wanted.map_hits), named_files=named,
-                         named_explicit=explicit, rows_per_file=rows_per_file)  # fmt: skip
+                         named_explicit=explicit, rows_per_file=rows_per_file,
+                         ranker=ranker, definer_weights=definer_weights)  # fmt: skip
     hits = [_hit(index, pk) for pk, _ in found]
     entries = entry_hits(hits, entry_points)
     candidates = [hit_candidate("entry-code", hit) for hit in entries]

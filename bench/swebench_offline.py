@@ -45,6 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, update_results_row
+from _rank_features import question_features
 from context_quality import FileBM25
 from patchstream.config.settings import Settings
 from patchstream.embedders.base import Embedder
@@ -53,7 +54,8 @@ from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.indexable import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.tokens import TokenCounter
-from patchstream.query.question import named_files, named_in
+from patchstream.query.question import MAX_NAMES, named_files, named_in
+from patchstream.stores.vector.file_ranker import module_parts, shipped_ranker
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
     FILE_WEIGHT,
@@ -63,7 +65,7 @@ from patchstream.stores.vector.search_index import (
     TenantIndex,
 )
 from patchstream.stores.vector.search_text import tokens
-from search_offline import context_code, definers_of, indexed_row, ranked_files
+from search_offline import SCOPE, context_code, definers_of, indexed_row, ranked_files
 
 SET = Path(__file__).resolve().parent / "localization" / "swebench" / "instances.json"
 ALLOWED = ("django/django", "sympy/sympy", "matplotlib/matplotlib",
@@ -90,6 +92,38 @@ class Instance:
     created_at: str
     question: str
     files: set[str]
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+([\w.]+))", re.M)
+
+
+def imported_by(sources: dict[str, str]) -> dict[str, int]:
+    """Path -> how many Python files import its module (absolute and relative imports,
+    ``from package import module`` included), read from the sources by pattern."""
+    modules = {".".join(module_parts(p)): p for p in sources if p.endswith(".py")}
+    counts: Counter[str] = Counter()
+    for path, text in sources.items():
+        if not path.endswith(".py"):
+            continue
+        package = list(module_parts(path))
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        seen: set[str] = set()
+        for source, names, plain in _IMPORT.findall(text):
+            if plain:
+                targets = [plain]
+            else:
+                dots = len(source) - len(source.lstrip("."))
+                base = source.lstrip(".")
+                if dots:
+                    root = package[: len(package) - dots + 1] if dots > 1 else package
+                    base = ".".join([*root, base] if base else root)
+                targets = [base, *(f"{base}.{n.strip()}" for n in names.split(",") if n.strip())]
+            for target in targets:
+                if target in modules and modules[target] != path:
+                    seen.add(modules[target])
+        counts.update(seen)
+    return dict(counts)
 
 
 def make_set(source: Path) -> None:
@@ -335,9 +369,11 @@ def run_repo(
     tallies = {config: Tally() for config in configs}
     settings = Settings()
     counter, wanted = TokenCounter(settings.parsing.token_encoding), settings.query
+    ranker = shipped_ranker() if args.ranker == "shipped" else None
     for label, asked, files in snapshots(repo, group, args):
         started = time.monotonic()
         changed = live.update(files)
+        imported = imported_by(live.sources) if args.features is not None else {}
         baseline = CachedBM25(live.terms)
         code_only = CachedBM25({p: t for p, t in live.terms.items() if not is_auxiliary(p)})
         assert live.index is not None
@@ -347,7 +383,8 @@ def run_repo(
                     tally.left_out += 1
                 continue
             began = time.perf_counter()
-            pointed = named_files(named_in(inst.question), definers_of(live.definers),
+            pointed = named_files(named_in(inst.question, args.max_names, args.names_by_position),
+                                  definers_of(live.definers),
                                   live.sources)  # fmt: skip
             named = pointed.files
             explicit = None if args.exempt_all_named else pointed.explicit
@@ -360,7 +397,8 @@ def run_repo(
                 began = time.perf_counter()
                 ours = ranked_files(live.index, vector, inst.question, named, named_weight,
                                     auxiliary_weight, file_weight, explicit,
-                                    args.rows_per_file, df_share)  # fmt: skip
+                                    args.rows_per_file, df_share, ranker,
+                                    pointed.weights)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 if args.dump is not None:
@@ -371,12 +409,20 @@ def run_repo(
                             "ours": ours[:10], "bm25_code": code_ranked[:10],
                             "named": named[:10]}) + "\n")  # fmt: skip
                 tally.aux += sum(is_auxiliary(f) for f in ours[:10])
-                if config == configs[0]:
+                if config == configs[0] and args.features is not None:
+                    candidates = question_features(live.index, SCOPE, inst.question, vector,
+                                                   pointed, imported)  # fmt: skip
+                    with args.features.open("a", encoding="utf-8") as out:
+                        out.write(json.dumps({"id": inst.id, "repo": repo,
+                                              "files": sorted(inst.files),
+                                              "candidates": candidates}) + "\n")  # fmt: skip
+                if config == configs[0] and not args.no_context:
                     for budget in BUDGETS:
                         held, used = context_code(live.index, vector, inst.question, named,
                                                   explicit,
                                                   budget, counter, wanted,
-                                                  args.rows_per_file)  # fmt: skip
+                                                  args.rows_per_file, ranker,
+                                                  pointed.weights)  # fmt: skip
                         tally.context[budget] += bool(held & inst.files)
                         tally.used[budget].append(used)
                 for k in tally.ours:
@@ -436,6 +482,17 @@ def main() -> None:
                         help="rows of one file before the next files' (0: no cap)")  # fmt: skip
     parser.add_argument("--dump", type=Path, default=None,
                         help="append each issue's top files as JSON lines")  # fmt: skip
+    parser.add_argument("--features", type=Path, default=None,
+                        help="append each issue's candidate files' ranking features (JSON "
+                             "lines, for learn_ranker.py)")  # fmt: skip
+    parser.add_argument("--max-names", type=int, default=MAX_NAMES,
+                        help="names read from a question (named_in)")  # fmt: skip
+    parser.add_argument("--names-by-position", action="store_true",
+                        help="a question's names in the order they appear")  # fmt: skip
+    parser.add_argument("--ranker", choices=("shipped", "none"), default="shipped",
+                        help="order files by the shipped learned ranker")  # fmt: skip
+    parser.add_argument("--no-context", action="store_true",
+                        help="skip the context budgets' check (faster)")  # fmt: skip
     args = parser.parse_args()
     if args.make_set:
         make_set(args.make_set)

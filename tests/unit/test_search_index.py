@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from patchstream.stores.vector import search_index
+from patchstream.stores.vector import ranking, search_index
 from patchstream.stores.vector.dense_codes import cosine_scores, quantize
 from patchstream.stores.vector.ranking import top
 from patchstream.stores.vector.search_index import RRF_K, IndexedRow, TenantIndex
@@ -82,8 +82,8 @@ def test_file_scores_are_bm25_over_each_files_rows_taken_together(
         reference.add(IndexedRow(path, "s", "file", "", text, [1, 0, 0]))
     # Term counts are summed a slice of tokens at a time: here also one and two tokens a
     # slice (three files), so the later slices' offsets are exercised.
-    for cells in (search_index._CELLS, 1, 6):
-        monkeypatch.setattr(search_index, "_CELLS", cells)
+    for cells in (ranking._CELLS, 1, 6):
+        monkeypatch.setattr(ranking, "_CELLS", cells)
         for query in (
             "config",
             "render config",

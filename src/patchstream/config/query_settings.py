@@ -88,6 +88,12 @@ class QuerySettings(BaseModel):
         description="search an in-process copy of the chunk index (Milvus serves a tenant "
         "until its copy has loaded); off: every search goes to Milvus",
     )
+    learned_file_ranking: bool = Field(
+        default=True,
+        description="the search copy orders files by the shipped learned ranker (a logistic "
+        "model over the fusion's signals, chosen leave one repository out); off: by the "
+        "fused score alone",
+    )
     search_mirror_lag_s: float = Field(
         default=0.5, ge=0, description="how far the copy may trail Milvus (/v1/wait syncs it)"
     )

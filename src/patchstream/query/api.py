@@ -44,6 +44,7 @@ from patchstream.schemas.events import VIEW_REF_PATTERN
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import parse_read_token
 from patchstream.stores.overlay_service import OverlayService
+from patchstream.stores.vector.file_ranker import shipped_ranker
 from patchstream.stores.vector.search_mirror import SearchMirror
 
 ServiceFactory = Callable[[Settings], QueryService]
@@ -153,7 +154,10 @@ def _default_factory(settings: Settings) -> QueryService:
                                       idle_after_s=query.search_mirror_idle_after_s,
                                       max_rows=query.search_mirror_max_rows,
                                       freeze_loaded=query.freeze_loaded_copy,
-                                      ready_wait_s=query.search_copy_wait_s)  # fmt: skip
+                                      ready_wait_s=query.search_copy_wait_s,
+                                      ranker=shipped_ranker(settings.embedding_settings().kind)
+                                      if query.learned_file_ranking
+                                      else None)  # fmt: skip
         for tenant in sorted(query_keys(settings).tenants()):
             service.mirror.warm(tenant)  # load before the first search asks
     service.agent = AgentStateService(

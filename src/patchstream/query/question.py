@@ -18,6 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from patchstream.stores.vector.file_ranker import NamedFiles
+
+__all__ = ["MAX_NAMES", "Named", "NamedFiles", "named_files", "named_in"]
+
 MAX_NAMES = 16  # graph lookups per question: each is a round trip
 
 # Possessive quantifiers throughout: issue text is hostile input, and a nested ``+`` that can
@@ -69,8 +73,10 @@ class Named:
         return bool(self.frames or self.paths or self.names)
 
 
-def named_in(question: str) -> Named:
-    """The code ``question`` names, most specific first, each kind bounded."""
+def named_in(question: str, max_names: int = MAX_NAMES, by_position: bool = False) -> Named:
+    """The code ``question`` names, most specific first, each kind bounded. Names come
+    frames first, then by shape (dotted, CamelCase, snake_case, calls); ``by_position``
+    orders them by where they first appear instead (an issue's title first)."""
     found = Named()
     for path, function in _FRAME.findall(question):
         found.frames.append((path, function or None))
@@ -85,27 +91,26 @@ def named_in(question: str) -> Named:
     for path, function in reversed(_PHP_FRAME.findall(question)):
         found.frames.append((_repo_relative(path), function))
     framed = {p for p, _ in found.frames}
-    found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:MAX_NAMES]
+    found.paths = _unique(p for p in _PATH.findall(question) if p not in framed)[:max_names]
     names: list[str] = [f for _, f in found.frames if f and f != "<module>"]
-    for dotted in _DOTTED.findall(question):
+    placed: list[tuple[int, int, str]] = []  # (position, shape, name)
+    for match in _DOTTED.finditer(question):
+        dotted = match.group(1)
         if _PATH.fullmatch(dotted) or dotted.lower() in _PROSE:
             continue
         parts = dotted.split(".")
-        names += [parts[-1], parts[-2]] if len(parts) > 1 else parts
-    for pattern in (_CAMEL, _SNAKE, _CALL):
-        names += pattern.findall(question)
+        for part in [parts[-1], parts[-2]] if len(parts) > 1 else parts:
+            placed.append((match.start(), 0, part))
+    for shape, pattern in enumerate((_CAMEL, _SNAKE, _CALL), start=1):
+        placed += [(m.start(), shape, m.group(1)) for m in pattern.finditer(question)]
+    if by_position:
+        placed.sort(key=lambda item: (item[0], item[1]))
+    else:
+        placed.sort(key=lambda item: item[1])  # stable: by shape, then where it appears
+    names += [name for _, _, name in placed]
     found.names = _unique(n for n in names if n.lower() not in _PROSE and len(n) > 2)
-    found.names = found.names[:MAX_NAMES]
+    found.names = found.names[:max_names]
     return found
-
-
-@dataclass
-class NamedFiles:
-    """The files a question points at, best first; the first ``explicit`` of them it names
-    itself (a traceback frame, a path), the rest define names it uses."""
-
-    files: list[str]
-    explicit: int
 
 
 def named_files(
@@ -130,7 +135,7 @@ def named_files(
         for path in files:
             weights[path] += 1.0 / len(files)
     ranked += [path for path, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return NamedFiles(_unique(ranked), explicit)
+    return NamedFiles(_unique(ranked), explicit, dict(weights))
 
 
 def _by_suffix(path: str, by_name: Mapping[str, list[str]]) -> list[str]:

@@ -24,7 +24,7 @@ from patchstream.query.file_map import (
     named_members,
     remaining_candidates,
 )
-from patchstream.query.question import named_files, named_in
+from patchstream.query.question import NamedFiles, named_files, named_in
 from patchstream.query.through_macros import through_macros
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.discussions import is_discussion_path
@@ -99,7 +99,7 @@ class QueryService:
 
     def _named_files(
         self, tenant: str, query: str, repo: str | None, ref: str | None
-    ) -> Callable[[Iterable[str]], tuple[Sequence[str], int]] | None:
+    ) -> Callable[[Iterable[str]], NamedFiles] | None:
         """The files defining what the question names in code, found in the graph (a
         traceback's frames, paths, identifiers): a ranked list search fuses."""
         named = named_in(query)
@@ -109,9 +109,8 @@ class QueryService:
         def definers(names: Sequence[str]) -> dict[str, set[str]]:
             return self.graph.definers(tenant, names, repo, ref)
 
-        def pointed(paths: Iterable[str]) -> tuple[Sequence[str], int]:
-            found = named_files(named, definers, paths)
-            return found.files, found.explicit
+        def pointed(paths: Iterable[str]) -> NamedFiles:
+            return named_files(named, definers, paths)
 
         return pointed
 

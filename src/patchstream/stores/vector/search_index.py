@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,12 +35,13 @@ import numpy.typing as npt
 
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.stores.vector.dense_codes import cosine_scores, unit_codes
+from patchstream.stores.vector.file_ranker import FileRanker, module_parts
+from patchstream.stores.vector.learned_order import Signals, learned_order
 from patchstream.stores.vector.ranking import (
     Matches,
-    idf,
-    length_norms,
+    file_bm25,
     positive_top,
-    saturated,
+    row_bm25,
     spread,
     top,
 )
@@ -59,8 +60,8 @@ ROWS_PER_FILE = 1  # rows of one file before the next files' (the rest follow, i
 # Lite (folds chose 0.05-0.25; held out @1/@5/@10 0.542/0.791/0.831 against 0.534/0.787/0.831
 # leaving nothing out, search p99 152 -> 54 ms). 1.0 leaves nothing out.
 MAX_DF_SHARE = 0.1
+LEARNED_DEPTH = 60  # the rows a search fuses for the learned ranker (3x of each list), any limit
 MIN_PRUNED_DF = 1000
-_CELLS = 1 << 21  # (token, file) term counts file BM25 holds at once: 16 MiB of float64
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class TenantIndex:
         self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
         self.name_postings: dict[str, array[int]] = {}  # file-name token -> path codes
         self.auxiliary: list[bool] = []  # by path code: a test, doc or example file
+        self.module_of: list[tuple[str, ...]] = []  # by path code: its module's parts
+        self.module_tails: dict[tuple[str, ...], array[int]] = {}  # last two parts -> codes
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -141,6 +144,10 @@ class TenantIndex:
         self.path[at] = self.paths.code(row.path)
         if len(self.paths.names) > known_paths:  # a new path: index its name once
             self.auxiliary.append(is_auxiliary(row.path))
+            parts = module_parts(row.path)
+            self.module_of.append(parts)
+            if len(parts) >= 2:
+                self.module_tails.setdefault(parts[-2:], array("i")).append(known_paths)
             for token in set(code_tokens(_file_name(row.path))):
                 self.name_postings.setdefault(token, array("i")).append(known_paths)
         counts = Counter(code_tokens(row.text))
@@ -263,10 +270,7 @@ class TenantIndex:
         """Rows by cosine similarity to ``query``, best first (at most ``k``)."""
         if k <= 0 or not keep.any():
             return []
-        vector = np.asarray(query, np.float32)
-        scores = cosine_scores(vector, self.by_dim[:, : self.size], self.scale)
-        scores[~keep] = -np.inf
-        return top(scores, min(k, int(keep.sum())))
+        return top(self._dense_scores(query, keep), min(k, int(keep.sum())))
 
     def bm25_scores(
         self, query: str, keep: npt.NDArray[np.bool_] | None = None
@@ -309,17 +313,7 @@ class TenantIndex:
                         np.asarray(weights, np.float64))  # fmt: skip
 
     def _row_bm25(self, found: Matches, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
-        n = self.size
-        count = int(np.count_nonzero(keep[:n]))
-        if count == 0 or not len(found.rows):
-            return np.zeros(n, np.float32)
-        total = float(self.length[:n][keep[:n]].sum())
-        average = total / count if total > 0 else 1.0
-        df = np.bincount(found.token, minlength=len(found.weights))
-        term = (found.weights * idf(df, count))[found.token]
-        norms = length_norms(self.length[:n].astype(np.float64), average)[found.rows]
-        scored = term * saturated(found.tfs.astype(np.float64), norms)
-        return np.bincount(found.rows, weights=scored, minlength=n).astype(np.float32)
+        return row_bm25(found, keep[: self.size], self.length[: self.size])
 
     def bm25_top(self, query: str, keep: npt.NDArray[np.bool_], k: int) -> list[int]:
         """Rows of ``keep`` by BM25 score for ``query``, best first (at most ``k``, each > 0)."""
@@ -335,40 +329,7 @@ class TenantIndex:
 
     def _file_bm25(self, found: Matches, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
         n = self.size
-        paths = self.path[:n]
-        files = len(self.paths.names)
-        lengths = np.bincount(paths[keep[:n]], weights=self.length[:n][keep[:n]],
-                              minlength=files).astype(np.float64, copy=False)  # fmt: skip
-        scores = np.zeros(files, np.float64)
-        count = int(np.count_nonzero(lengths))
-        if count == 0 or not len(found.rows):
-            return scores.astype(np.float32)
-        average = float(lengths.sum()) / count
-        norms = length_norms(lengths, average)
-        of_row = paths[found.rows].astype(np.int64)
-        # Term counts per (token, file) as a dense matrix, a slice of tokens at a time so it
-        # stays a few MiB however many files the view has.
-        step = max(1, _CELLS // files)
-        for first in range(0, len(found.weights), step):
-            tokens = min(step, len(found.weights) - first)
-            if tokens == len(found.weights):  # one slice: every match, no mask to apply
-                cells = found.token * files + of_row
-                counts = found.tfs
-            else:
-                at = (found.token >= first) & (found.token < first + tokens)
-                cells = (found.token[at] - first) * files + of_row[at]
-                counts = found.tfs[at]
-            summed = np.bincount(cells, weights=counts, minlength=tokens * files).astype(
-                np.float64, copy=False
-            )
-            held = np.flatnonzero(summed)
-            tfs: npt.NDArray[np.float64] = summed[held]
-            which, file = np.divmod(held, files)
-            df = np.bincount(which, minlength=tokens)
-            term = (found.weights[first : first + tokens] * idf(df, count))[which]
-            scored = term * saturated(tfs, norms[file])
-            scores += np.bincount(file, weights=scored, minlength=files)
-        return scores.astype(np.float32)
+        return file_bm25(found, keep[:n], self.path[:n], self.length[:n], len(self.paths.names))
 
     def name_scores(self, query: str, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
         """Score of every file (by path code) whose name holds words of ``query``: the sum
@@ -402,8 +363,10 @@ class TenantIndex:
         named_explicit: int | None = None,
         rows_per_file: int = ROWS_PER_FILE,
         max_df_share: float = MAX_DF_SHARE,
+        ranker: FileRanker | None = None,
+        definer_weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """(pk, fused score), best first: dense and BM25 tops of ``3 * limit`` each, fused
+        """(pk, score), best first: dense and BM25 tops of ``3 * limit`` each, fused
         by reciprocal rank with the rank of each row's file (weighted ``file_weight``), of
         its file's name (``name_weight``) and of the files the question names in code
         (``named_files``, best first, from the graph: ``named_weight``; each such file's best
@@ -414,21 +377,57 @@ class TenantIndex:
         uses is still demoted. A file's rows past its first ``rows_per_file`` (0: no cap)
         come after every other file's, in order: one long file's many matching chunks do not
         fill the answer alone (a 3,000-line test file took all 60 rows of one question).
-        Words in more than ``max_df_share`` of the rows do not count lexically."""
+        Words in more than ``max_df_share`` of the rows do not count lexically.
+
+        With a ``ranker`` (``file_ranker``), files are ordered by its score over their
+        features (``definer_weights``: path -> the weight of the question's names it
+        defines), each file's rows by their fused score; the scores returned are then the
+        ranker's (a logistic probability), made non-increasing down the list."""
+        # The ranker's features read the fusion at one depth, whatever the limit: as trained.
+        depth = max(limit, LEARNED_DEPTH) if ranker is not None else limit
+        signals = self.signals(query, vector, keep, depth, file_weight, name_weight,
+                               named_files, named_weight, auxiliary_weight, named_explicit,
+                               max_df_share, definer_weights)  # fmt: skip
+        if ranker is not None and signals.fused:
+            return learned_order(self, ranker, signals, limit, rows_per_file)
+        ordered = sorted(signals.fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))
+        winners = spread(ordered, self.path, rows_per_file)[:limit]
+        return [(self.pks[row], score) for row, score in winners]
+
+    def signals(
+        self,
+        query: str,
+        vector: list[float],
+        keep: npt.NDArray[np.bool_],
+        limit: int,
+        file_weight: float = FILE_WEIGHT,
+        name_weight: float = NAME_WEIGHT,
+        named_files: Sequence[str] = (),
+        named_weight: float = NAMED_WEIGHT,
+        auxiliary_weight: float = AUXILIARY_WEIGHT,
+        named_explicit: int | None = None,
+        max_df_share: float = MAX_DF_SHARE,
+        definer_weights: Mapping[str, float] | None = None,
+    ) -> Signals:
+        """What ``search`` ranks by: every row's dense and BM25 scores, the fused scores of
+        the rows the fusion considers, and the file-level lists."""
         fused: dict[int, float] = {}
         keep = keep[: self.size] & self.alive[: self.size]
         found = self._matches(query, keep, max_df_share)  # one gather: rows' and files' BM25
         lexical = self._row_bm25(found, keep)  # kept: the named files' best rows read it
-        for ranked in (self.dense_top(vector, keep, 3 * limit), positive_top(lexical, 3 * limit)):
+        dense = self._dense_scores(vector, keep)
+        dense_ranked = top(dense, min(3 * limit, int(keep.sum())))
+        for ranked in (dense_ranked, positive_top(lexical, 3 * limit)):
             for rank, row in enumerate(ranked, start=1):
                 fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
         named = self._named_rows(named_files, keep, lexical) if named_weight > 0 else {}
         for _, top_row in named.values():
             fused.setdefault(top_row, 0.0)
-        for weight, by_file in ((file_weight, True), (name_weight, False)):
+        file_scores = self._file_bm25(found, keep)
+        names = self.name_scores(query, keep)
+        for weight, scores in ((file_weight, file_scores), (name_weight, names)):
             if weight <= 0 or not fused:
                 continue
-            scores = self._file_bm25(found, keep) if by_file else self.name_scores(query, keep)
             ranks = np.empty(len(scores), np.int64)
             ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
             for row in fused:
@@ -444,9 +443,19 @@ class TenantIndex:
                 fused[row] += named_weight / (RRF_K + hit[0])
             if self.auxiliary[code] and code not in exempt:
                 fused[row] *= auxiliary_weight
-        ordered = sorted(fused.items(), key=lambda item: (-item[1], self.pks[item[0]]))
-        winners = spread(ordered, self.path, rows_per_file)[:limit]
-        return [(self.pks[row], score) for row, score in winners]
+        return Signals(query, keep, dense, lexical, fused, file_scores, names, named, exempt,
+                       definer_weights or {})  # fmt: skip
+
+    def _dense_scores(
+        self, vector: list[float], keep: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.float32]:
+        """Cosine of every row to ``vector``; -inf where not kept."""
+        if not keep.any():
+            return np.full(self.size, -np.inf, np.float32)
+        scores = cosine_scores(np.asarray(vector, np.float32), self.by_dim[:, : self.size],
+                               self.scale)  # fmt: skip
+        scores[~keep] = -np.inf
+        return scores
 
     def _named_rows(
         self, files: Sequence[str], keep: npt.NDArray[np.bool_], lexical: npt.NDArray[np.float32]

@@ -29,6 +29,7 @@ from typing import Any
 from patchstream.pacing import FetchPacer
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.dense_codes import decode
+from patchstream.stores.vector.file_ranker import FileRanker, NamedFiles
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
 from patchstream.stores.vector.milvus_rows import (
@@ -98,8 +99,10 @@ class SearchMirror:
         freeze_min_rows: int = 1000,
         ready_wait_s: float = 0.0,
         fence_wait_s: float = 2.0,
+        ranker: FileRanker | None = None,
     ) -> None:
         self.store = store
+        self.ranker = ranker  # orders a search's files (``file_ranker``); None: fused order
         # A search that finds a sync in flight since a ``/v1/wait`` waits this long for it
         # rather than go to Milvus: a Milvus hybrid search builds the BM25 index of every
         # segment of the partition on its first call and keeps it (scipy's 43k rows: +178 MiB,
@@ -277,11 +280,10 @@ class SearchMirror:
         path_prefix: str | None = None,
         kind: str | None = None,
         view: View | None = None,
-        named_files: Callable[[Iterable[str]], tuple[Sequence[str], int]] | None = None,
+        named_files: Callable[[Iterable[str]], NamedFiles] | None = None,
     ) -> list[SearchHit] | None:
         """Like ``MilvusVectorStore.search``; None when the tenant is not served here yet.
-        ``named_files`` ranks the files the question names, given the paths held: (files,
-        how many of the first it names itself, by a traceback frame or a path)."""
+        ``named_files`` ranks the files the question names, given the paths held."""
         if not tenant or not query.strip():
             return []
         mirror = self._mirror(tenant)
@@ -300,9 +302,10 @@ class SearchMirror:
                 for i, layer in enumerate(view.layers)
             ]  # fmt: skip
             keep = index.mask(scopes, kind, path_prefix, hidden)
-            named, explicit = named_files(index.paths.names) if named_files else ((), 0)
-            ranked = index.search(query, vector, keep, limit, named_files=named,
-                                  named_explicit=explicit)  # fmt: skip
+            named = named_files(index.paths.names) if named_files else NamedFiles([], 0)
+            ranked = index.search(query, vector, keep, limit, named_files=named.files,
+                                  named_explicit=named.explicit, ranker=self.ranker,
+                                  definer_weights=named.weights)  # fmt: skip
             return self._hits(index, ranked)
 
     def _answers(self, mirror: _Mirror) -> bool:
