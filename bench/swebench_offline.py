@@ -296,6 +296,7 @@ class Tally:
     aux: int = 0
     left_out: int = 0
     search_ms: list[float] = field(default_factory=list)  # question in -> ranked files out
+    fused_ms: list[float] = field(default_factory=list)  # the same, fused order (with a ranker)
     # budget -> issues whose context held a changed file's code, and the tokens used
     context: dict[int, int] = field(default_factory=lambda: dict.fromkeys(BUDGETS, 0))
     used: dict[int, list[int]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
@@ -308,6 +309,7 @@ class Tally:
         self.aux += other.aux
         self.left_out += other.left_out
         self.search_ms += other.search_ms
+        self.fused_ms += other.fused_ms
         for k in self.ours:
             self.ours[k] += other.ours[k]
             self.bm25[k] += other.bm25[k]
@@ -322,7 +324,10 @@ class Tally:
                 + " | BM25 code files "
                 + " ".join(f"@{k} {self.bm25_code[k] / n:.3f}" for k in self.bm25)
                 + f" | search ms p50/p99 {_percentile(self.search_ms, 50):.0f}/"
-                f"{_percentile(self.search_ms, 99):.0f} | context code "
+                f"{_percentile(self.search_ms, 99):.0f}"
+                + (f" (fused order alone, same questions: {_percentile(self.fused_ms, 50):.0f}/"
+                   f"{_percentile(self.fused_ms, 99):.0f})" if self.fused_ms else "")
+                + " | context code "
                 + " ".join(f"{b // 1000}k {self.context[b] / n:.3f}" for b in BUDGETS)
                 + " (tokens used, mean: "
                 + ", ".join(f"{np.mean(self.used[b] or [0]):.0f}" for b in BUDGETS)
@@ -400,6 +405,12 @@ def run_repo(
                                     args.rows_per_file, df_share, ranker,
                                     pointed.weights)  # fmt: skip
                 tally.search_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
+                if ranker is not None:  # the same question in fused order, for the cost
+                    began = time.perf_counter()
+                    ranked_files(live.index, vector, inst.question, named, named_weight,
+                                 auxiliary_weight, file_weight, explicit, args.rows_per_file,
+                                 df_share)  # fmt: skip
+                    tally.fused_ms.append(asked_ms + (time.perf_counter() - began) * 1000)
                 tally.n += 1
                 if args.dump is not None:
                     with args.dump.open("a", encoding="utf-8") as dump:

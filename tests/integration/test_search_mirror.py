@@ -17,6 +17,7 @@ import pytest
 from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import Layer, View
 from patchstream.stores.vector import milvus, milvus_rows
+from patchstream.stores.vector.file_ranker import shipped_ranker
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.search_mirror import SearchMirror
 from tests.integration.deltas import delete, upsert
@@ -325,3 +326,42 @@ def test_a_search_behind_a_fence_no_sync_clears_goes_to_milvus_after_its_wait(
             assert answered == [None] and time.monotonic() - started >= 0.2
     finally:
         bounded.close()
+
+
+def test_the_learned_file_order_keeps_tenants_filters_and_views(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    ranked = SearchMirror(vectors, lag_s=0.2, ranker=shipped_ranker())
+    try:
+        other = tenant + "r"
+        vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                       upsert(tenant, "billing.py", BILLING, 1),
+                       upsert(tenant, "cfg/loader.py", LOADER, 1, repo="lib")])  # fmt: skip
+        vectors.apply([upsert(other, "secret.py", "def canary_zebra_7431():\n    return 1\n", 1)])
+        renamed = LOADER.replace("parse_config", "read_settings")
+        vectors.apply([upsert(tenant, "cfg/loader.py", renamed, 2, workspace="w1")])
+        _ready(ranked, tenant)
+        _ready(ranked, other)
+        leaked = ranked.search(tenant, "canary_zebra_7431 config", limit=10) or []
+        assert leaked and all("canary" not in h.text for h in leaked)
+        for how in ({"repo": "lib"}, {"repo": "app", "ref": "main"}, {"path_prefix": "billing"},
+                    {"path_prefix": "cfg/", "kind": "class"}):  # fmt: skip
+            hits = ranked.search(tenant, "load config invoice total", 20, **how)
+            assert hits, how
+            assert all(h.repo == how.get("repo", h.repo) and h.ref == how.get("ref", h.ref)
+                       and h.path.startswith(how.get("path_prefix", ""))
+                       and h.kind == how.get("kind", h.kind) for h in hits), how  # fmt: skip
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True), how
+        # The question's title names the billing code: its file leads.
+        first = ranked.search(tenant, "compute_invoice_total is wrong\nthe config loads fine",
+                              10, repo="app", ref="main")  # fmt: skip
+        assert first and first[0].path == "billing.py"
+        base, top = scope_of(tenant, "app", "main"), scope_of(tenant, "app", "main", "w1")
+        view = View(tenant, "app", "main~w1", (Layer(top, frozenset({"cfg/loader.py"})),
+                                               Layer(base, frozenset())))  # fmt: skip
+        seen = ranked.search(tenant, "parse_config read_settings", 20, repo="app",
+                             ref="main~w1", view=view)  # fmt: skip
+        assert seen and {h.ref for h in seen if h.path == "cfg/loader.py"} == {"main~w1"}
+    finally:
+        ranked.close()
