@@ -42,3 +42,32 @@ def test_a_kill_of_an_up_already_replaced_restarts_nothing(tmp_path: Path) -> No
     finally:
         running.kill()
         running.wait()
+
+
+def test_a_pause_goes_to_a_running_process_and_is_only_due_again_once_it_happened(
+    tmp_path: Path,
+) -> None:
+    """A 2-minute chaos run paused nothing: each pause picked, at random, a process that was
+    being restarted (often the one just killed), was dropped, and the next was due 40 s on."""
+    import subprocess
+
+    from patchstream.testing.chaos import ChaosRun
+
+    synthetic_corpus(tmp_path / "corpus", 5, seed=1)
+    chaos = ChaosRun(FaultSoak(tmp_path / "soak", tmp_path / "corpus", seed=1),
+                     pause_s=(0.01, 0.02))  # fmt: skip
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        running = {"milvus"}  # the rest are being restarted
+        chaos.pid_of = lambda v: sleeper.pid if v in running else None  # type: ignore[method-assign]
+        for _ in range(20):  # the random choice never falls on a process that is down
+            assert chaos.pause_one(exclude="tansu")
+        assert chaos.report.pauses == {"milvus": 20}
+        assert not chaos.pause_one(exclude="milvus")  # the one just killed is never paused
+        running.clear()
+        assert not chaos.pause_one(exclude="tansu")
+        assert sum(chaos.report.pauses.values()) == 20
+        assert sleeper.poll() is None  # continued after each pause
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -148,19 +148,32 @@ class ChaosRun:
                 order.append(victim)
                 continue
             self.report.kills[victim] += 1
-            if time.monotonic() >= next_pause:
+            # The next pause is due only once one happened: a pause whose victim was being
+            # restarted (often the one just killed) was dropped, and a 2-minute CI run with a
+            # pause every 40 s ended with none.
+            if time.monotonic() >= next_pause and self.pause_one(exclude=victim):
                 next_pause = time.monotonic() + self.pause_every_s
-                self.pause(self.rng.choice([v for v in VICTIMS if v != "up"]))
 
-    def pause(self, victim: str) -> None:
+    def pause_one(self, exclude: str) -> bool:
+        """Pause one running process (never ``up``, nor ``exclude``: it was just killed);
+        False when none of them runs now."""
+        running = [v for v in VICTIMS if v not in ("up", exclude) and self.pid_of(v) is not None]
+        return bool(running) and self.pause(self.rng.choice(running))
+
+    def pause(self, victim: str) -> bool:
+        """SIGSTOP ``victim`` for a while, then SIGCONT; False when it is not running."""
         pid = self.pid_of(victim)
         if pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
+            return False
+        try:
             os.kill(pid, signal.SIGSTOP)
-            self.report.pauses[victim] += 1
-            self.stop.wait(self.rng.uniform(*self.pause_s))
+        except ProcessLookupError:
+            return False
+        self.report.pauses[victim] += 1
+        self.stop.wait(self.rng.uniform(*self.pause_s))
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)  # it may have been killed and replaced meanwhile
+        return True
 
     # -- the load ---------------------------------------------------------------------------
 
