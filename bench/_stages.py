@@ -12,6 +12,8 @@ from patchstream.config.settings import Settings
 from patchstream.query import service as service_module
 from patchstream.query.service import QueryService
 from patchstream.stores.factory import open_graph_store, open_vector_store
+from patchstream.stores.vector import search_index
+from patchstream.stores.vector.file_ranker import shipped_ranker
 from patchstream.stores.vector.search_mirror import SearchMirror
 from pipeline import percentile
 
@@ -33,7 +35,12 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
     """p50 ms per stage of search (the copy's) and of context 8k; the Milvus path's hybrid
     search and the overlap of its top 10 with the copy's, in the same run."""
     graph, vectors = open_graph_store(settings), open_vector_store(settings)
-    mirror = SearchMirror(vectors, lag_s=3600)
+    ranker = (
+        shipped_ranker(settings.embedding_settings().kind)
+        if settings.query.learned_file_ranking
+        else None
+    )  # as the query service does
+    mirror = SearchMirror(vectors, lag_s=3600, ranker=ranker)
     service = QueryService(settings, graph, vectors)
     service.mirror = mirror
     mirror.warm(tenant)
@@ -42,13 +49,14 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
     index = mirror._mirrors[tenant].index
     stages: dict[str, list[float]] = {k: [] for k in (
         "embed query", "filter mask", "dense", "term postings", "bm25", "file ranks", "fusion",
-        "winners' rows",
+        "learned order", "winners' rows",
         "milvus hybrid",
         "context: search", "context: graph walks", "context: trust", "context: assemble",
         "context total")}  # fmt: skip
     _wrap(vectors.embedder, "embed", stages["embed query"])
     _wrap(index, "mask", stages["filter mask"])
-    _wrap(index, "dense_top", stages["dense"])
+    _wrap(index, "_dense_scores", stages["dense"])
+    _wrap(search_index, "learned_order", stages["learned order"])
     _wrap(index, "_matches", stages["term postings"])
     _wrap(index, "_row_bm25", stages["bm25"])
     _wrap(index, "_file_bm25", stages["file ranks"])
@@ -57,11 +65,15 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
     rng = random.Random(5)
     for _ in range(requests):
         query = rng.choice(queries)
+        inner_stages = ("embed query", "filter mask", "dense", "term postings", "bm25",
+                        "file ranks", "learned order", "winners' rows")  # fmt: skip
+        before = {k: len(stages[k]) for k in inner_stages}
         started = time.perf_counter()
         mine = mirror.search(tenant, query, limit=10) or []
-        inner = sum(stages[k][-1] for k in ("embed query", "filter mask", "dense",
-                                            "term postings", "bm25", "file ranks",
-                                            "winners' rows"))  # fmt: skip
+        added = {k: stages[k][before[k] :] for k in inner_stages}
+        inner = sum(sum(values) for values in added.values())
+        if added["learned order"]:  # its title's BM25 ran inside it: counted there alone
+            inner -= added["term postings"][-1] + added["file ranks"][-1]
         stages["fusion"].append((time.perf_counter() - started) * 1000 - inner)
         started = time.perf_counter()
         theirs = vectors.search(tenant, query, limit=10)

@@ -124,6 +124,8 @@ def main() -> None:
     parser.add_argument("--corpus", default="large", choices=["small", "medium", "large", "npm"])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--update-results", action="store_true")
+    parser.add_argument("--learned-ranking", choices=("on", "off"), default="on",
+                        help="the learned file order (default) or the fused")  # fmt: skip
     args = parser.parse_args()
     rows: dict[str, str] = {}
     rng = random.Random(11)
@@ -131,9 +133,12 @@ def main() -> None:
         corpus = build_corpus(args.corpus, Path(tmp) / "corpus")
         files, lines, size = corpus_size(corpus)
         print(f"corpus {corpus_label(args.corpus)}: {files} source files, {lines} lines, "
-              f"{size / 1e6:.1f} MB; requests {args.requests}; machine {machine()}",
-              flush=True)  # fmt: skip
+              f"{size / 1e6:.1f} MB; requests {args.requests}; learned file order "
+              f"{args.learned_ranking}; machine {machine()}", flush=True)  # fmt: skip
         settings = stack_settings(Path(tmp), "qbench.")
+        learned = args.learned_ranking == "on"
+        settings = settings.model_copy(update={"query": settings.query.model_copy(
+            update={"learned_file_ranking": learned})})  # fmt: skip
         stack = Supervisor(settings)
         try:
             stack.start()
