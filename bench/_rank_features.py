@@ -7,6 +7,7 @@ Written as one JSON line per question by ``swebench_offline.py --features FILE``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from patchstream.query.question import NamedFiles
@@ -21,8 +22,6 @@ def question_features(
     imported_by: dict[str, int],
 ) -> dict[str, list[float]]:  # fmt: skip
     """Path -> the ranker's features of each candidate file, then ``EXTRA``."""
-    import math
-
     signals = index.signals(question, list(vector), index.mask([scope]), LEARNED_DEPTH,
                             named_files=named.files, named_explicit=named.explicit,
                             definer_weights=named.weights)  # fmt: skip
