@@ -44,7 +44,7 @@ def stage_profile(settings: Settings, tenant: str, queries: list[str], requests:
     service = QueryService(settings, graph, vectors)
     service.mirror = mirror
     mirror.warm(tenant)
-    while mirror.state(tenant) == "loading":
+    while mirror.state(tenant).startswith("loading"):
         time.sleep(0.2)
     index = mirror._mirrors[tenant].index
     stages: dict[str, list[float]] = {k: [] for k in (

@@ -54,7 +54,7 @@ from _scale_plot import PLOT, write_plot
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from pipeline import measure_edits, percentile
-from query import QUERIES, _search_state, _settle, issue_queries, timed
+from query import QUERIES, _settle, issue_queries, timed, wait_for_search_copy
 
 FIVE_K = ["scipy", "sympy", "pandas", "numpy", "networkx"]
 TWENTY_K = [
@@ -164,8 +164,7 @@ def run_step(step: str, edits: int, requests: int) -> dict[str, Any]:
                 timeout=60,
                 headers={"Authorization": "Bearer bench-key"},
             ) as client:
-                while _search_state(client) == "loading":  # its in-process copy, as served
-                    time.sleep(0.5)
+                wait_for_search_copy(client)  # its in-process copy, as served
             copy_s = time.perf_counter() - loading
             settled = _settle(stack, limit_s=900)
             latencies = asyncio.run(measure_edits(stack.settings, corpus, "corpus", edits))

@@ -279,6 +279,26 @@ def test_chunks_of_named_symbols_come_from_the_copy_as_milvus_has_them(
     assert held is not None and {h.symbol_id for h in held} == set(wanted[:2])
 
 
+def test_a_class_members_chunks_come_from_the_copy_by_prefix(
+    vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
+) -> None:
+    """A context's class entry reads its members' chunks from the copy by id prefix (from
+    the graph, a large file's every symbol came back with its docstring), in file order,
+    only of that class, file and ref; Milvus answers while the copy cannot."""
+    vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1),
+                   upsert(tenant, "billing.py", BILLING, 1)])  # fmt: skip
+    prefix = "app::cfg/loader.py::Loader."
+    assert mirror.chunks_under(tenant, "cfg/loader.py", prefix) is None  # not loaded
+    _ready(mirror, tenant)
+    held = _without_milvus(mirror, lambda: mirror.chunks_under(tenant, "cfg/loader.py", prefix))
+    assert held is not None and [h.symbol_id for h in held] == ["app::cfg/loader.py::Loader.load"]
+    assert held == vectors.chunks_for_symbols(tenant, ["app::cfg/loader.py::Loader.load"])
+    assert mirror.chunks_under(tenant, "cfg/loader.py", prefix, "other") == []  # another ref
+    assert mirror.chunks_under(tenant, "billing.py", prefix) == []  # another file
+    assert mirror.chunks_under(tenant, "cfg/loader.py", "app::cfg/loader.py::Load.") == []
+    assert mirror.chunks_under(tenant + "x", "cfg/loader.py", prefix) is None
+
+
 def test_a_search_during_a_waits_sync_waits_for_it_and_sees_the_write(
     vectors: MilvusVectorStore, mirror: SearchMirror, tenant: str
 ) -> None:

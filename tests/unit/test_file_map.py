@@ -57,12 +57,9 @@ def test_map_blocks_fit_where_code_would_not() -> None:
 
 def test_a_class_entry_brings_the_members_the_question_names() -> None:
     from patchstream.query.file_map import named_members
-    from patchstream.stores.graph.base import StoredSymbol
 
-    def member(name: str, line: int, owner: str = "Square") -> StoredSymbol:
-        return StoredSymbol(id=f"g::s.py::{owner}.{name}", kind="method", name=name,
-                            qualified_name=f"{owner}.{name}", repo="g", ref="main",
-                            path="s.py", start_line=line, end_line=line + 1)  # fmt: skip
+    def member(name: str, line: int, owner: str = "Square") -> tuple[str, int]:
+        return f"g::s.py::{owner}.{name}", line
 
     symbols = [member("__init__", 2), member("area", 5), member("perimeter", 8),
                member("scaled_area", 11), member("area", 3, owner="Circle")]  # fmt: skip

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from patchstream.query.context import Candidate
-from patchstream.stores.graph.base import CommitHit, StoredSymbol
+from patchstream.stores.graph.base import CommitHit
 from patchstream.stores.vector.milvus_rows import SearchHit
 
 CODE_KINDS = ("function", "class", "interface")  # hits whose code can be an entry point
@@ -132,20 +132,22 @@ _NAME_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 MEMBERS_PER_ENTRY = 2
 
 
-def named_members(question: str, class_id: str, symbols: Iterable[StoredSymbol]) -> list[str]:
+def named_members(question: str, class_id: str, symbols: Iterable[tuple[str, int]]) -> list[str]:
     """The members of class ``class_id`` whose names the question uses ("how is the area of
     a square computed": ``Square.area``), best first: a class's chunk holds its header, not
     its methods, so a small budget would show ``class Square`` and never the two lines the
-    question is about. Dunder methods never match."""
+    question is about. ``symbols`` are (id, first line) pairs; a member's name is its id's
+    last part. Dunder methods never match."""
     words = set(_WORD.findall(question.lower()))
     words |= {w[:-1] for w in words if w.endswith("s") and len(w) > 3}  # "areas" asks "area"
     prefix = f"{class_id}."
     scored = []
-    for symbol in symbols:
-        if not symbol.id.startswith(prefix) or symbol.name.startswith("__"):
+    for symbol_id, start_line in symbols:
+        name = symbol_id[len(prefix) :].rsplit(".", 1)[-1]
+        if not symbol_id.startswith(prefix) or name.startswith("__"):
             continue
-        parts = {p.lower() for p in _NAME_PART.findall(symbol.name) if len(p) >= 3}
+        parts = {p.lower() for p in _NAME_PART.findall(name) if len(p) >= 3}
         overlap = len(parts & words)
         if overlap:
-            scored.append((-overlap, symbol.start_line, symbol.id))
+            scored.append((-overlap, start_line, symbol_id))
     return [symbol_id for _, _, symbol_id in sorted(scored)[:MEMBERS_PER_ENTRY]]

@@ -244,28 +244,32 @@ class QueryService:
         """Each class entry's members that the question names, their first chunk each."""
         found: dict[str, list[SearchHit]] = {}
         for hit in (h for h in entries if h.kind == "class"):
-            try:
-                symbols = self.graph.file_symbols(tenant, hit.repo, hit.ref, hit.path)
-                ids = named_members(query, hit.symbol_id, symbols)
-                held = {h.symbol_id: h for h in hits if h.path == hit.path}
-                missing = [i for i in ids if i not in held]
-                for chunk in self._chunks_for_symbols(tenant, missing, hit.ref):
-                    held.setdefault(chunk.symbol_id, chunk)  # in file order: its first chunk
-            except StoreError:  # the class's own code is still the entry
+            chunks = self._member_chunks(tenant, hit)
+            if chunks is None:  # the class's own code is still the entry
                 continue
-            found[hit.chunk_id] = [held[i] for i in ids if i in held]
+            first: dict[str, SearchHit] = {}
+            for chunk in chunks:  # in file order: a member's first chunk
+                first.setdefault(chunk.symbol_id, chunk)
+            lines = [(symbol_id, chunk.start_line) for symbol_id, chunk in first.items()]
+            ids = named_members(query, hit.symbol_id, lines)
+            held = {h.symbol_id: h for h in hits if h.path == hit.path}
+            found[hit.chunk_id] = [held.get(i, first[i]) for i in ids]
         return found
 
-    def _chunks_for_symbols(
-        self, tenant: str, symbol_ids: list[str], ref: str | None
-    ) -> list[SearchHit]:
-        """From the search copy when it can answer (a Milvus Lite query costs time linear in
-        the collection's rows), else from Milvus."""
+    def _member_chunks(self, tenant: str, hit: SearchHit) -> list[SearchHit] | None:
+        """The chunks of a class entry's members: from the search copy when it can answer,
+        else the graph's symbols of its file and Milvus's chunks of theirs."""
+        prefix = f"{hit.symbol_id}."
         if self.mirror is not None:
-            held = self.mirror.chunks_for_symbols(tenant, symbol_ids, ref)
+            held = self.mirror.chunks_under(tenant, hit.path, prefix, hit.ref)
             if held is not None:
                 return held
-        return self.vectors.chunks_for_symbols(tenant, symbol_ids, ref)
+        try:
+            symbols = self.graph.file_symbols(tenant, hit.repo, hit.ref, hit.path)
+            ids = [s.id for s in symbols if s.id.startswith(prefix)]
+            return self.vectors.chunks_for_symbols(tenant, ids, hit.ref) if ids else []
+        except StoreError:
+            return None
 
     def _history_candidates(self, tenant: str, entries: Sequence[SearchHit]) -> list[Candidate]:
         """A short block per entry file: its last commits, with the issues they name."""

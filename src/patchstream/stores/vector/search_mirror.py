@@ -255,6 +255,26 @@ class SearchMirror:
             return None
         wanted = set(symbol_ids)
         paths = {parts[1] for sid in wanted if len(parts := sid.split("::", 2)) == 3}
+        return self._path_chunks(mirror, paths, ref, lambda symbol_id: symbol_id in wanted)
+
+    def chunks_under(
+        self, tenant: str, path: str, prefix: str, ref: str | None = None
+    ) -> list[SearchHit] | None:
+        """The copy's chunks of ``path`` whose symbol's id starts with ``prefix`` (a class's
+        members: ``repo::path::Square.``), in file order; None while it cannot answer. Read
+        from the graph instead, a large file's every symbol came back with its docstring
+        (~0.25 s a file at scipy), for the two members a question names."""
+        mirror = self._mirrors.get(tenant)
+        if not tenant:
+            return []
+        if mirror is None or not self._answers(mirror):
+            return None
+        return self._path_chunks(mirror, {path}, ref, lambda held: held.startswith(prefix))
+
+    @staticmethod
+    def _path_chunks(
+        mirror: _Mirror, paths: set[str], ref: str | None, keep: Callable[[str], bool]
+    ) -> list[SearchHit]:
         found: list[SearchHit] = []
         with mirror.search_lock:
             index = mirror.index
@@ -264,7 +284,7 @@ class SearchMirror:
                     if not isinstance(packed, bytes):
                         continue
                     held = unpack_hit(packed, 0.0)
-                    if held.symbol_id in wanted and (not ref or held.ref == ref):
+                    if keep(held.symbol_id) and (not ref or held.ref == ref):
                         found.append(held)
         return sorted(found, key=lambda h: (h.path, h.start_line, h.chunk_id))
 
