@@ -12,9 +12,12 @@ indexed first (``--commits 0``, not timed here):
   stack's gateway, then ``/v1/history`` of the changed file polled every 20 ms until the
   commit heads it (webhook -> fetch -> events -> parse -> graph -> read), ``--pushes`` times;
 - ``/v1/history`` of files of the corpus: p50/p99 (each distinct head's first read walks the
-  commit graph once; later reads use the cached walk).
+  commit graph once; later reads use the cached walk);
+- search and context 8k with issue text (``bench/query.py``'s 100 SWE-bench Lite problem
+  statements), p50/p95/p99 through the HTTP API, before the history ingest and after it in
+  the same run (the search copy loaded each time).
 
-    python bench/history.py [--repo sympy] [--commits 30000] [--pushes 20]
+    python bench/history.py [--repo sympy] [--commits 30000] [--pushes 20] [--requests 100]
         [--mirrors /work/.mirror] [--update-results]
 """
 
@@ -42,6 +45,8 @@ from patchstream.config.settings import GatewaySettings, QuerySettings
 from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
+from pipeline import percentile
+from query import issue_queries, timed, wait_for_search_copy
 
 SECRET = "bench-secret"
 KEY = "bench-key"
@@ -89,6 +94,8 @@ def main() -> None:
     parser.add_argument("--repo", default="sympy")
     parser.add_argument("--commits", type=int, default=30_000)
     parser.add_argument("--pushes", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=100,
+                        help="issue-text searches and contexts, each")  # fmt: skip
     parser.add_argument("--mirrors", default="/work/.mirror")
     parser.add_argument("--update-results", action="store_true")
     args = parser.parse_args()
@@ -127,6 +134,9 @@ def measure(supervisor: Supervisor, root: Path, args: argparse.Namespace) -> dic
     code = asyncio.run(index_directory(settings, root, repo="corpus", tenant="bench",
                                        progress=False, commits=0, timeout_s=3600))  # fmt: skip
     assert code.complete, code
+    client = httpx.Client(base_url=settings.query.url, timeout=60,
+                          headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    without = query_latencies(client, args.requests)
     milvus_dir = Path(settings.embedded.data_dir) / "milvus"
     before = (graph_mib(supervisor), du_mib(milvus_dir))
     memory = StackMemory(supervisor).start()
@@ -142,8 +152,7 @@ def measure(supervisor: Supervisor, root: Path, args: argparse.Namespace) -> dic
               f"graph {before[0]:.0f} -> {after[0]:.0f} MiB, vector files {before[1]:.0f} -> "
               f"{after[1]:.0f} MiB; stack peak {peak:.0f} MiB")  # fmt: skip
     print(f"cold history ingest: {ingest}", flush=True)  # said now: the pushes come after
-    client = httpx.Client(base_url=settings.query.url, timeout=60,
-                          headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    with_history = query_latencies(client, args.requests)
     files = [p for p in git(root, "ls-files", "*.py").splitlines() if p][:2000]
     random.Random(3).shuffle(files)
     reads = []
@@ -175,12 +184,40 @@ def measure(supervisor: Supervisor, root: Path, args: argparse.Namespace) -> dic
             latencies.append(time.monotonic() - began)
         head = after_sha
     client.close()
+    queries = {
+        f"{name} ms p50/p95/p99 without history / with history": f"{without[name]} / {found}"
+        for name, found in with_history.items()
+    }
     return {
         "cold history ingest": ingest,
+        **queries,
         "pushed commit -> in query history": f"p50 {np.percentile(latencies, 50):.2f} s, "
         f"p99 {np.percentile(latencies, 99):.2f} s ({len(latencies)} pushes)",
         "/v1/history of a file": f"p50 {np.percentile(reads, 50):.0f} ms, "
         f"p99 {np.percentile(reads, 99):.0f} ms ({len(reads)} files)",
+    }
+
+
+def query_latencies(client: httpx.Client, requests: int) -> dict[str, str]:
+    """Search and context 8k with issue text, ``requests`` each, once the search copy has
+    loaded what the stack holds now (the history's message rows too, after its ingest)."""
+    wait_for_search_copy(client)
+    issues = issue_queries()
+    rng = random.Random(7)
+    timings: dict[str, list[float]] = {"search (issue text)": [], "context 8k (issue text)": []}
+    for _ in range(10):  # warm-up
+        client.post("/v1/search", json={"query": rng.choice(issues)}).raise_for_status()
+    for _ in range(requests):
+        issue = rng.choice(issues)
+        timings["search (issue text)"].append(
+            timed(client.post, "/v1/search", json={"query": issue})
+        )
+        timings["context 8k (issue text)"].append(
+            timed(client.post, "/v1/context", json={"query": issue, "budget_tokens": 8000})
+        )
+    return {
+        name: "/".join(f"{percentile(values, q):.0f}" for q in (50, 95, 99))
+        for name, values in timings.items()
     }
 
 
