@@ -28,7 +28,7 @@ from _common import machine
 from context_quality import load_set
 from patchstream.config.settings import Settings
 from patchstream.embedders.factory import create_embedder
-from patchstream.query.question import named_files, named_in
+from patchstream.query.question import file_name_index, named_files, named_in
 from patchstream.stores.vector.dense_codes import cosine_scores
 from patchstream.stores.vector.ranking import top
 from patchstream.stores.vector.search_index import NAMED_WEIGHT, TenantIndex
@@ -115,10 +115,11 @@ def main() -> None:
         one = np.asarray(embedder.embed([chosen.questions[0].question])[0], np.float32)
         f32_ms, int8_ms = _scoring_times(one, unit, coded)
         accuracy = {}
+        by_name = file_name_index(chosen.sources)
         for label, index in (("float32", exact_index), ("int8", coded)):
             hits = {5: 0, 10: 0}
             for q in chosen.questions:
-                pointed = named_files(named_in(q.question), definers_of(definers), chosen.sources)
+                pointed = named_files(named_in(q.question), definers_of(definers), by_name)
                 files = ranked_files(index, embedder.embed([q.question])[0], q.question,
                                      pointed.files, NAMED_WEIGHT,
                                      named_explicit=pointed.explicit)  # fmt: skip

@@ -37,7 +37,7 @@ from patchstream.query.file_map import (
     hit_candidate,
     remaining_candidates,
 )
-from patchstream.query.question import named_files, named_in
+from patchstream.query.question import file_name_index, named_files, named_in
 from patchstream.schemas.chunks import Chunk
 from patchstream.stores.vector.file_ranker import LinearRanker
 from patchstream.stores.vector.milvus_rows import SearchHit
@@ -170,8 +170,9 @@ def main() -> None:
         theirs = {1: 0, 5: 0, 10: 0}
         in_context = {4000: 0, 8000: 0}
         aux = 0
+        by_name = file_name_index(chosen.sources)
         for q in chosen.questions:
-            pointed = named_files(named_in(q.question), definers_of(definers), chosen.sources)
+            pointed = named_files(named_in(q.question), definers_of(definers), by_name)
             vector = embedder.embed([q.question])[0]
             files = ranked_files(index, vector, q.question, pointed.files, args.named_weight,
                                  named_explicit=pointed.explicit,

@@ -34,7 +34,7 @@ from patchstream.config.settings import Settings
 from patchstream.embedders.factory import create_embedder
 from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.producers.git_history import read_history
-from patchstream.query.question import named_files, named_in
+from patchstream.query.question import file_name_index, named_files, named_in
 from patchstream.query.similar_changes import ChangeHistory, PastChange, fuse
 from patchstream.stores.vector.search_index import AUXILIARY_WEIGHT, FILE_WEIGHT, NAMED_WEIGHT
 from search_offline import definers_of, ranked_files
@@ -61,7 +61,7 @@ def rankings(repo: str, args: argparse.Namespace) -> list[dict[str, object]]:
             if not inst.files & set(live.sources):
                 continue
             pointed = named_files(named_in(inst.question), definers_of(live.definers),
-                                  live.sources)  # fmt: skip
+                                  file_name_index(live.sources))  # fmt: skip
             vector = embedder.embed([inst.question])[0]
             ours = ranked_files(live.index, vector, inst.question, pointed.files, NAMED_WEIGHT,
                                 AUXILIARY_WEIGHT, FILE_WEIGHT, pointed.explicit)  # fmt: skip

@@ -55,7 +55,7 @@ from patchstream.parsing.file_roles import is_auxiliary
 from patchstream.parsing.filestate import FileRef, FileStateBuilder
 from patchstream.parsing.indexable import SKIP_DIRS, SKIP_NAMES, SKIP_SUFFIXES
 from patchstream.parsing.tokens import TokenCounter
-from patchstream.query.question import MAX_NAMES, named_files, named_in
+from patchstream.query.question import MAX_NAMES, file_name_index, named_files, named_in
 from patchstream.stores.vector.file_ranker import module_parts, shipped_ranker
 from patchstream.stores.vector.search_index import (
     AUXILIARY_WEIGHT,
@@ -396,7 +396,7 @@ def run_repo(
             began = time.perf_counter()
             pointed = named_files(named_in(inst.question, args.max_names, args.names_by_position),
                                   definers_of(live.definers),
-                                  live.sources)  # fmt: skip
+                                  file_name_index(live.sources))  # fmt: skip
             named = pointed.files
             explicit = None if args.exempt_all_named else pointed.explicit
             vector = embedder.embed([inst.question])[0]

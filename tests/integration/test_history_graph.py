@@ -68,3 +68,22 @@ def test_a_force_push_drops_what_only_the_lost_commits_held(
     assert {sha for _, sha, _ in snapshot.commits} == {c1, c2}  # the lost commit's node went
     assert list(snapshot.heads.values()) == [c2]
     assert HEAD_PATH in publisher.held["main"]
+
+
+def test_a_files_history_reads_only_its_newest_commits_up_to_the_limit(
+    graph: CypherGraphStore, tenant: str, root: Path
+) -> None:
+    """A file of a large project has thousands of commits: the newest ``limit`` reachable ones
+    come back in full, newest first, with the symbol filter applied before the limit."""
+    shas = [commit(root, {"geo/shapes.py": AREA_V1 + f"\nN = {i}\n"}, f"Step {i}")
+            for i in range(5)]  # fmt: skip
+    fix = commit(root, {"geo/shapes.py": AREA_V2 + "\nN = 4\n"}, "Fix the area")
+    publisher = Publisher(graph, tenant)
+    publisher.index(root, "main")
+    several = graph.histories(tenant, "app", "main", ["geo/shapes.py"], limit=3)
+    assert _shas(several["geo/shapes.py"]) == [fix, shas[4], shas[3]]
+    assert [h.subject for h in several["geo/shapes.py"]] == ["Fix the area", "Step 4", "Step 3"]
+    assert several["geo/shapes.py"][0].files[0]["symbols"] == ["area"]
+    # The symbol filter before the limit: the two commits that touched ``area``.
+    assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="area",
+                               limit=3)) == [fix, shas[0]]  # fmt: skip

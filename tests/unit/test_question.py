@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchstream.query.question import MAX_NAMES, named_files, named_in
+from patchstream.query.question import MAX_NAMES, file_name_index, named_files, named_in
 
 ISSUE = """Session.send fails with a KeyError when the adapter is mounted twice
 
@@ -37,7 +37,7 @@ def test_files_rank_frames_first_then_paths_then_definers() -> None:
     definers = {"get_adapter": ["requests/sessions.py"], "MyAdapter": [],
                 "Session": ["requests/sessions.py", "requests/models.py"]}  # fmt: skip
     ranked = named_files(named_in(ISSUE), lambda ns: {n: definers.get(n, []) for n in ns},
-                         known).files  # fmt: skip
+                         file_name_index(known)).files  # fmt: skip
     # innermost frame first (a traceback prints it last), then the other, the path, definers
     assert ranked == ["requests/adapters.py", "requests/sessions.py", "requests/utils.py",
                       "requests/models.py"]  # fmt: skip
@@ -47,7 +47,8 @@ def test_names_are_bounded_whatever_the_question_holds() -> None:
     flood = " ".join(f"call_number_{i}()" for i in range(5000))
     named = named_in(flood)
     assert len(named.names) == MAX_NAMES
-    assert named_files(named_in('File "x.py", line 1'), lambda ns: {}, ["a.py"]).files == []
+    unknown = named_files(named_in('File "x.py", line 1'), lambda ns: {}, {"a.py": ["a.py"]})
+    assert unknown.files == []
 
 
 def test_hostile_issue_text_cannot_make_the_patterns_backtrack() -> None:
@@ -65,7 +66,7 @@ def test_files_a_question_names_itself_come_first_and_are_counted() -> None:
 
     question = 'Traceback:\n  File "pkg/a.py", line 3, in run\nwhen HelperThing is used'
     found = named_files(named_in(question), lambda ns: {n: ["tests/t.py"] for n in ns},
-                        ["pkg/a.py", "tests/t.py"])  # fmt: skip
+                        file_name_index(["pkg/a.py", "tests/t.py"]))  # fmt: skip
     assert (found.files, found.explicit) == (["pkg/a.py", "tests/t.py"], 1)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from patchstream.stores.vector.file_ranker import NamedFiles
 
-__all__ = ["MAX_NAMES", "Named", "NamedFiles", "named_files", "named_in"]
+__all__ = ["MAX_NAMES", "Named", "NamedFiles", "file_name_index", "named_files", "named_in"]
 
 MAX_NAMES = 16  # graph lookups per question: each is a round trip
 
@@ -113,17 +113,23 @@ def named_in(question: str, max_names: int = MAX_NAMES, by_position: bool = Fals
     return found
 
 
+def file_name_index(paths: Iterable[str]) -> dict[str, list[str]]:
+    """Paths by their file name (``a/b/c.py`` under ``c.py``): what ``named_files`` matches a
+    question's paths against. The search copy keeps one as it learns paths."""
+    by_name: defaultdict[str, list[str]] = defaultdict(list)
+    for known in paths:
+        by_name[known.rpartition("/")[2]].append(known)
+    return dict(by_name)
+
+
 def named_files(
     named: Named, definers: Callable[[Sequence[str]], Mapping[str, Iterable[str]]],
-    paths: Iterable[str],
+    by_name: Mapping[str, Sequence[str]],
 ) -> NamedFiles:  # fmt: skip
     """Files of the view the question points at, best first: traceback frames (the
-    innermost first), files its paths name (by path suffix), then files defining the most of
-    its names (a name defined in many files counts less in each)."""
-    by_name: defaultdict[str, list[str]] = defaultdict(list)
-    if named.frames or named.paths:  # a suffix match ends in the same file name
-        for known in paths:
-            by_name[known.rpartition("/")[2]].append(known)
+    innermost first), files its paths name (by path suffix; ``by_name``: the known paths by
+    file name, ``file_name_index``), then files defining the most of its names (a name
+    defined in many files counts less in each)."""
     ranked: list[str] = []
     for path, _ in reversed(named.frames):
         ranked += _by_suffix(path, by_name)
@@ -138,7 +144,7 @@ def named_files(
     return NamedFiles(_unique(ranked), explicit, dict(weights))
 
 
-def _by_suffix(path: str, by_name: Mapping[str, list[str]]) -> list[str]:
+def _by_suffix(path: str, by_name: Mapping[str, Sequence[str]]) -> list[str]:
     """Known paths (``by_name``: by file name) equal to ``path`` or ending with it at a
     directory boundary (a traceback prints an absolute path; an issue may drop the leading
     package)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -99,7 +99,7 @@ class QueryService:
 
     def _named_files(
         self, tenant: str, query: str, repo: str | None, ref: str | None
-    ) -> Callable[[Iterable[str]], NamedFiles] | None:
+    ) -> Callable[[Mapping[str, Sequence[str]]], NamedFiles] | None:
         """The files defining what the question names in code, found in the graph (a
         traceback's frames, paths, identifiers): a ranked list search fuses."""
         named = named_in(query)
@@ -109,8 +109,8 @@ class QueryService:
         def definers(names: Sequence[str]) -> dict[str, set[str]]:
             return self.graph.definers(tenant, names, repo, ref)
 
-        def pointed(paths: Iterable[str]) -> NamedFiles:
-            return named_files(named, definers, paths)
+        def pointed(by_name: Mapping[str, Sequence[str]]) -> NamedFiles:
+            return named_files(named, definers, by_name)
 
         return pointed
 

@@ -20,7 +20,9 @@ from patchstream.stores.graph.history_statements import (
     READ_COMMITS,
     READ_HEADS,
     READ_PARENTS,
-    READ_PATH_COMMITS,
+    READ_PATH_CHANGES,
+    READ_PATH_SHAS,
+    READ_PATH_SHAS_SYMBOLS,
     path_uid,
 )
 from patchstream.stores.graph.keys import scope_of
@@ -65,8 +67,9 @@ class HistoryReads(DiscussionReads):
         self, tenant: str, repo: str, ref: str, paths: list[str], symbol: str | None = None,
         limit: int = 20,
     ) -> dict[str, list[CommitHit]]:  # fmt: skip
-        """:meth:`history` of several paths of one view, in two round trips and one walk of
-        the commit graph (context asks it for its entry files)."""
+        """:meth:`history` of several paths of one view, in three round trips and one walk of
+        the commit graph (context asks it for its entry files): which reachable commits
+        changed each path (keys only), the newest ``limit`` of each in full, their links."""
         if not tenant or not paths:
             return {}
         scopes = [scope_of(tenant, repo, name) for name in self.overlay_chain(tenant, repo, ref)]
@@ -74,21 +77,33 @@ class HistoryReads(DiscussionReads):
         if graph.head is None:
             return {}
         wanted = symbol.rsplit(".", 1)[-1].rsplit("::", 1)[-1] if symbol else None
-        found: dict[str, dict[str, CommitHit]] = {}
-        puids = [path_uid(tenant, repo, path) for path in dict.fromkeys(paths)]
-        rows = self._read(tenant, READ_PATH_COMMITS, {"puids": puids, "scopes": scopes})
-        for path, props, added, removed, symbols in rows:
-            sha = str(props["sha"])
-            if sha not in graph.dates or graph.scope_of[sha] != props["scope"]:
-                continue  # not reachable, or a lower layer's copy of an overlay's commit
-            names = [str(n) for n in symbols or []]
-            if wanted is not None and wanted not in names:
+        uids = {path_uid(tenant, repo, path): path for path in paths}
+        params = {"puids": list(uids)}
+        shas: dict[str, list[str]] = {}
+        for row in self._read(tenant, READ_PATH_SHAS_SYMBOLS if wanted else READ_PATH_SHAS,
+                              params):  # fmt: skip
+            path, sha, scope = str(row[0]), str(row[1]), row[2]
+            if sha not in graph.dates or graph.scope_of[sha] != scope:
+                continue  # not reachable, another branch's, or a lower layer's copy
+            if wanted is not None and wanted not in [str(n) for n in row[3] or []]:
                 continue
+            shas.setdefault(path, []).append(sha)
+        kept = {path: sorted(set(found), key=graph.order, reverse=True)[:limit]
+                for path, found in shas.items()}  # fmt: skip
+        by_path = {path: puid for puid, path in uids.items()}
+        pairs = [[by_path[path], f"{graph.scope_of[sha]}|{sha}"]
+                 for path, found in kept.items() for sha in found]  # fmt: skip
+        found_hits: dict[str, dict[str, CommitHit]] = {}
+        for path, props, added, removed, symbols in (
+            self._read(tenant, READ_PATH_CHANGES, {"pairs": pairs}) if pairs else []
+        ):
+            names = [str(n) for n in symbols or []]
             change = {"path": path, "added": added, "removed": removed, "symbols": names}
-            found.setdefault(str(path), {})[sha] = _hit(props, [change])
+            found_hits.setdefault(str(path), {})[str(props["sha"])] = _hit(props, [change])
         newest = {
-            path: sorted(hits.values(), key=lambda hit: graph.order(hit.sha), reverse=True)[:limit]
-            for path, hits in found.items()
+            path: [found_hits[path][sha] for sha in kept[path] if sha in found_hits[path]]
+            for path in kept
+            if path in found_hits  # a commit a push dropped between the two reads
         }
         every = self._linked(tenant, scopes, [hit for hits in newest.values() for hit in hits])
         at = 0

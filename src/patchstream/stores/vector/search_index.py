@@ -117,6 +117,7 @@ class TenantIndex:
         self.postings: dict[str, tuple[array[int], array[float]]] = {}
         self.scopes, self.kinds, self.paths = _Codes(), _Codes(), _Codes()
         self.name_postings: dict[str, array[int]] = {}  # file-name token -> path codes
+        self.file_names: dict[str, list[str]] = {}  # file name -> paths (a question's paths)
         self.auxiliary: list[bool] = []  # by path code: a test, doc or example file
         self.module_of: list[tuple[str, ...]] = []  # by path code: its module's parts
         self.module_tails: dict[tuple[str, ...], array[int]] = {}  # last two parts -> codes
@@ -144,6 +145,7 @@ class TenantIndex:
         self.path[at] = self.paths.code(row.path)
         if len(self.paths.names) > known_paths:  # a new path: index its name once
             self.auxiliary.append(is_auxiliary(row.path))
+            self.file_names.setdefault(row.path.rpartition("/")[2], []).append(row.path)
             parts = module_parts(row.path)
             self.module_of.append(parts)
             if len(parts) >= 2:

@@ -22,7 +22,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -300,10 +300,11 @@ class SearchMirror:
         path_prefix: str | None = None,
         kind: str | None = None,
         view: View | None = None,
-        named_files: Callable[[Iterable[str]], NamedFiles] | None = None,
+        named_files: Callable[[Mapping[str, Sequence[str]]], NamedFiles] | None = None,
     ) -> list[SearchHit] | None:
         """Like ``MilvusVectorStore.search``; None when the tenant is not served here yet.
-        ``named_files`` ranks the files the question names, given the paths held."""
+        ``named_files`` ranks the files the question names, given the paths held (by file
+        name)."""
         if not tenant or not query.strip():
             return []
         mirror = self._mirror(tenant)
@@ -322,7 +323,7 @@ class SearchMirror:
                 for i, layer in enumerate(view.layers)
             ]  # fmt: skip
             keep = index.mask(scopes, kind, path_prefix, hidden)
-            named = named_files(index.paths.names) if named_files else NamedFiles([], 0)
+            named = named_files(index.file_names) if named_files else NamedFiles([], 0)
             ranked = index.search(query, vector, keep, limit, named_files=named.files,
                                   named_explicit=named.explicit, ranker=self.ranker,
                                   definer_weights=named.weights)  # fmt: skip
