@@ -369,6 +369,28 @@ def test_callers_through_a_subclass_that_inherits_the_method(
     assert graph.callers(tenant, "app::pkg/base.py::Base.other") == []
 
 
+def test_callers_through_a_function_returning_a_subclass_that_inherits_the_method(
+    graph: CypherGraphStore, tenant: str
+) -> None:
+    """``make().send()`` with ``make() -> Sub`` (another file) calls ``Base.send``; the walk
+    reads a method's subclasses only where such a call of its name exists in the scope."""
+    base = (
+        "class Base:\n    def send(self):\n        return 1\n\n    def quiet(self):\n        pass\n"
+    )
+    subclass = (
+        "from pkg.base import Base\n\n\nclass Sub(Base):\n    pass\n\n\n"
+        "def make() -> Sub:\n    return Sub()\n"
+    )
+    use = "from pkg.sub import make\n\n\ndef go():\n    make().send()\n"
+    for version, (path, text) in enumerate(
+        (("pkg/use.py", use), ("pkg/sub.py", subclass), ("pkg/base.py", base)), start=1
+    ):
+        graph.apply(upsert(tenant, path, text, version))
+    callers = graph.callers(tenant, "app::pkg/base.py::Base.send")
+    assert [(n.symbol.id, n.resolution) for n in callers] == [("app::pkg/use.py::go", "exact")]
+    assert graph.callers(tenant, "app::pkg/base.py::Base.quiet") == []  # no call of its name
+
+
 PRICED_TS = {
     "src/priced.ts": "export interface Priced {\n  price(): number;\n}\n",
     "src/item.ts": 'import { Priced } from "./priced";\n\n'

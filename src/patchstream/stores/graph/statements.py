@@ -330,14 +330,19 @@ def _callers_through(edge: str, marker: str, returned: str = _RETURNED_METHOD) -
     )
 
 
-def _callers_through_subclasses(edge: str, marker: str) -> tuple[str, str]:
+def _callers_through_subclasses(edge: str, marker: str, wanted_at_all: str) -> tuple[str, str]:
     """The same joins for a method a subclass inherits (up to three levels down): ``f``'s
     ``edge`` names ``Sub``, which does not define ``m``, so ``<f's key>().m`` calls the base's
-    ``m``. Only subclasses that some function's ``edge`` names are checked for their own."""
+    ``m``. Only subclasses that some function's ``edge`` names are checked for their own.
+    ``wanted_at_all`` keeps the methods such a call could reach before their subclasses are
+    gathered: a method of sympy's ``Basic`` has thousands within three levels, and each
+    level-2 read of a context's walk spent ~150 ms on them to find nothing."""
     subclasses = (
-        "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid})<-[:DEFINES]-(:Symbol)"
+        "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WHERE t.rkey IS NOT NULL "
+        + wanted_at_all
+        + "MATCH (t)<-[:DEFINES]-(:Symbol)"
         "<-[:INHERITS_FROM*1..3]-(s:Symbol) WITH t, collect(DISTINCT s) AS subclasses "
-        "UNWIND subclasses AS s WITH t, s WHERE s.rkey IS NOT NULL AND t.rkey IS NOT NULL "
+        "UNWIND subclasses AS s WITH t, s WHERE s.rkey IS NOT NULL "
     )
     not_own = (
         "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
@@ -357,17 +362,26 @@ def _callers_through_subclasses(edge: str, marker: str) -> tuple[str, str]:
     )
 
 
+# A ``<f's key>().m`` call marks its Wants with the tail ``scope|m`` (``MARK_TAILS``): no
+# Want of that tail, no such call of a method named ``m`` in the scope.
+_CALLED_ON_A_RESULT = (
+    "WITH t, t.scope + '|' + t.name AS tail MATCH (:Want {tail: tail}) WITH DISTINCT t "
+)
 CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
     *_callers_through("RETURNS", "()", _OWNED_METHOD),
-    *_callers_through_subclasses("RETURNS", "()"),
+    *_callers_through_subclasses("RETURNS", "()", _CALLED_ON_A_RESULT),
 )
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
 # (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
 # callbacks' parameters declare. The call site's reference is ``inferred`` already.
 CALLERS_THROUGH_CALLBACKS = (
     *_callers_through("CALLBACK_PARAM", "(*)"),
-    *_callers_through_subclasses("CALLBACK_PARAM", "(*)"),
+    # Only TypeScript writes CALLBACK_PARAM edges (``receiver_joins``); its classes may be
+    # JavaScript's.
+    *_callers_through_subclasses(
+        "CALLBACK_PARAM", "(*)", "AND t.language IN ['typescript', 'tsx', 'javascript'] WITH t "
+    ),
 )
 
 # Name-only (asked for explicitly): ``recv.m()`` that no type resolves counts as a call of
