@@ -362,10 +362,12 @@ def _callers_through_subclasses(edge: str, marker: str, wanted_at_all: str) -> t
     )
 
 
-# A ``<f's key>().m`` call marks its Wants with the tail ``scope|m`` (``MARK_TAILS``): no
-# Want of that tail, no such call of a method named ``m`` in the scope.
+# A ``<f's key>().m`` call marks its Wants with the tail ``scope|m`` (``MARK_TAILS``), as
+# does ``recv.m()`` on an unknown receiver: no Want of that tail whose key ends ``().m``, no
+# call of a method named ``m`` on a function's result in the scope.
 _CALLED_ON_A_RESULT = (
-    "WITH t, t.scope + '|' + t.name AS tail MATCH (:Want {tail: tail}) WITH DISTINCT t "
+    "WITH t, t.scope + '|' + t.name AS tail MATCH (w:Want {tail: tail}) "
+    "WHERE w.uid ENDS WITH ('().' + t.name) WITH DISTINCT t "
 )
 CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
