@@ -77,8 +77,8 @@ class HistoryReads(DiscussionReads):
         if graph.head is None:
             return {}
         wanted = symbol.rsplit(".", 1)[-1].rsplit("::", 1)[-1] if symbol else None
-        uids = {path_uid(tenant, repo, path): path for path in paths}
-        params = {"puids": list(uids)}
+        puids = {path: path_uid(tenant, repo, path) for path in paths}
+        params = {"puids": list(puids.values())}
         shas: dict[str, list[str]] = {}
         for row in self._read(tenant, READ_PATH_SHAS_SYMBOLS if wanted else READ_PATH_SHAS,
                               params):  # fmt: skip
@@ -90,8 +90,7 @@ class HistoryReads(DiscussionReads):
             shas.setdefault(path, []).append(sha)
         kept = {path: sorted(set(found), key=graph.order, reverse=True)[:limit]
                 for path, found in shas.items()}  # fmt: skip
-        by_path = {path: puid for puid, path in uids.items()}
-        pairs = [[by_path[path], f"{graph.scope_of[sha]}|{sha}"]
+        pairs = [[puids[path], f"{graph.scope_of[sha]}|{sha}"]
                  for path, found in kept.items() for sha in found]  # fmt: skip
         found_hits: dict[str, dict[str, CommitHit]] = {}
         for path, props, added, removed, symbols in (
