@@ -153,7 +153,8 @@ def measure(supervisor: Supervisor, root: Path, args: argparse.Namespace) -> dic
               f"{after[1]:.0f} MiB; stack peak {peak:.0f} MiB")  # fmt: skip
     print(f"cold history ingest: {ingest}", flush=True)  # said now: the pushes come after
     with_history = query_latencies(client, args.requests)
-    files = [p for p in git(root, "ls-files", "*.py").splitlines() if p][:2000]
+    changed = set(git(root, "log", f"-{args.commits}", "--name-only", "--format=").split())
+    files = [p for p in git(root, "ls-files", "*.py").splitlines() if p in changed][:2000]
     random.Random(3).shuffle(files)
     reads = []
     for path in files[:100]:
@@ -167,7 +168,7 @@ def measure(supervisor: Supervisor, root: Path, args: argparse.Namespace) -> dic
     for i in range(args.pushes + 1):
         with target.open("a") as out:
             out.write(f"\n# bench push {i}\n")
-        git(root, "commit", "-qam", f"bench push {i}")
+        git(root, "commit", "-qm", f"bench push {i}", "--", files[0])
         after_sha = git(root, "rev-parse", "HEAD")
         began = time.monotonic()
         push(settings, root, head, after_sha, f"bench-{i}")

@@ -46,11 +46,11 @@ class Publisher:
         self.graph, self.tenant, self.version = graph, tenant, 0
         self.held: dict[str, dict[str, str | None]] = {}
 
-    def index(self, root: Path, ref: str, base: str | None = None) -> None:
+    def index(self, root: Path, ref: str, base: str | None = None, commits: int = 1000) -> None:
         held = dict(self.held.get(base or ref, {})) if base else self.held.setdefault(ref, {})
         if base:
             held.update(self.held.get(ref, {}))
-        plan = plan_index(root, scan_directory(root, 2**20), held, commits=1000)
+        plan = plan_index(root, scan_directory(root, 2**20), held, commits=commits)
         mine = self.held.setdefault(ref, {})
         for write in plan.writes:
             self.version += 1

@@ -7,9 +7,13 @@ commits held, and a definition's history names the commits whose hunks fell in i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from patchstream.parsing.commit_text import HEAD_PATH
 from patchstream.stores.graph.cypher import CypherGraphStore
+from patchstream.stores.graph.history_statements import READ_PARENTS
 from tests.integration.history_repo import AREA_V1, AREA_V2, Publisher, commit, git
 
 
@@ -87,3 +91,63 @@ def test_a_files_history_reads_only_its_newest_commits_up_to_the_limit(
     # The symbol filter before the limit: the two commits that touched ``area``.
     assert _shas(graph.history(tenant, "app", "main", path="geo/shapes.py", symbol="area",
                                limit=3)) == [fix, shas[0]]  # fmt: skip
+
+
+def test_a_pushed_commit_extends_the_kept_walk_and_anything_else_walks_again(
+    graph: CypherGraphStore, tenant: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fast-forward reads only its new commits on top of the view's kept walk (a 30k-commit
+    history's whole walk took most of a push's way to ``query history``); a gap of the
+    ingested window filled, or a force push, walks the whole graph again. Either way the
+    answer is the whole walk's."""
+    reads: list[str] = []
+    read = graph._read
+
+    def counted(tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        reads.append(query)
+        return read(tenant, query, params)
+
+    monkeypatch.setattr(graph, "_read", counted)
+
+    def walked_whole() -> bool:
+        return READ_PARENTS in reads
+
+    def history_now() -> list[str]:
+        reads.clear()
+        return _shas(graph.history(tenant, "app", "main"))
+
+    def history_walked_afresh() -> list[str]:
+        graph.__dict__.pop("_history_graphs", None)
+        return _shas(graph.history(tenant, "app", "main"))
+
+    c1 = commit(root, {"geo/shapes.py": AREA_V1}, "Add squares")
+    c2 = commit(root, {"geo/util.py": "def clamp(x):\n    return x\n"}, "Add clamp")
+    publisher = Publisher(graph, tenant)
+    publisher.index(root, "main", commits=1)  # c1 is outside the window: a gap
+    assert history_now() == [c2] and walked_whole()
+
+    c3 = commit(root, {"geo/util.py": "def clamp(x):\n    return max(x, 0)\n"}, "Clamp at 0")
+    publisher.index(root, "main", commits=2)
+    assert history_now() == [c3, c2] and not walked_whole()
+
+    publisher.index(root, "main", commits=3)  # the gap fills: c1 arrives under the same head
+    assert history_now() == [c3, c2, c1] and walked_whole()
+
+    # A merge of a side branch: two generations of new commits, read one a round trip.
+    git(root, "checkout", "-q", "-b", "side")
+    s1 = commit(root, {"geo/side.py": "S = 1\n"}, "Side work")
+    git(root, "checkout", "-q", "main")
+    m1 = commit(root, {"geo/main.py": "M = 1\n"}, "Main work")
+    git(root, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    merge = git(root, "rev-parse", "HEAD")
+    publisher.index(root, "main")
+    extended = history_now()
+    assert not walked_whole()
+    assert extended[0] == merge and set(extended[1:3]) == {s1, m1} and extended[3:] == [c3, c2, c1]
+    assert history_walked_afresh() == extended  # the same order, depths included
+
+    git(root, "reset", "-q", "--hard", c3)  # a force push: the merge and its side go
+    c4 = commit(root, {"geo/other.py": "X = 1\n"}, "Another way")
+    history_now()  # the kept walk is the merge's
+    publisher.index(root, "main")
+    assert history_now() == [c4, c3, c2, c1] and walked_whole()

@@ -4,7 +4,8 @@ limited to those reachable from the head of the view's top layer that has one.
 An overlay at an older commit (a branch indexed over main, an evaluation at an issue's base
 commit) holds its own ``_commits/HEAD`` and inherits main's commit files; reachability from
 its head keeps main's later history out of it. The commit graph of a view (sha -> parents)
-is read once per head and commit count, and kept.
+is read once per head and commit count, and kept; a push that moves the head forward reads
+only its new commits on top of the kept walk.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from patchstream.stores.graph.base import CommitHit
 from patchstream.stores.graph.discussion_reads import DiscussionReads
 from patchstream.stores.graph.history_statements import (
+    READ_COMMIT_PARENTS,
     READ_COMMITS,
     READ_HEADS,
     READ_PARENTS,
@@ -28,6 +30,7 @@ from patchstream.stores.graph.history_statements import (
 from patchstream.stores.graph.keys import scope_of
 
 _CACHED_VIEWS = 16
+_EXTEND_AT_MOST = 256  # new commits read one generation a round trip; beyond, the whole walk
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class _CommitGraph:
     dates: dict[str, str]  # every reachable sha -> its date
     scope_of: dict[str, str]  # sha -> the top layer holding it
     depth: dict[str, int]  # sha -> its longest path to a root (orders commits of one second)
+    count: int  # the commits its layers held when it was read
+    missing: frozenset[str]  # parents of reachable commits that no layer held
 
     def order(self, sha: str) -> tuple[str, int, str]:
         return (self.dates[sha], self.depth[sha], sha)
@@ -126,6 +131,20 @@ class HistoryReads(DiscussionReads):
             if (kept := cache[1].get(key)) is not None:
                 cache[1].move_to_end(key)
                 return kept
+            # The view's newest walk, which a push's few commits usually extend.
+            base = next((graph for (layers_of, _, _), graph in reversed(cache[1].items())
+                         if layers_of == key[0]), None)  # fmt: skip
+        graph = self._extended(tenant, scopes, base, head, count) if base else None
+        if graph is None:
+            graph = self._walked(tenant, scopes, head, count)
+        with cache[0]:
+            cache[1][key] = graph
+            while len(cache[1]) > _CACHED_VIEWS:
+                cache[1].popitem(last=False)
+        return graph
+
+    def _walked(self, tenant: str, scopes: list[str], head: str | None, count: int) -> _CommitGraph:
+        """The view's commit graph from every commit its layers hold (~0.3 s at 30k)."""
         parents: dict[str, list[str]] = {}
         dates: dict[str, str] = {}
         holder: dict[str, str] = {}
@@ -135,20 +154,76 @@ class HistoryReads(DiscussionReads):
                 continue
             parents[sha], dates[sha], holder[sha] = list(shas or []), str(date or ""), str(scope)
         reachable: dict[str, str] = {}
+        missing: set[str] = set()
         todo = [head] if head in parents else []
         while todo:
             sha = todo.pop()
             if sha in reachable:
                 continue
             reachable[sha] = dates[sha]
-            todo += [p for p in parents[sha] if p in parents and p not in reachable]
-        graph = _CommitGraph(head, reachable, {sha: holder[sha] for sha in reachable},
-                             _depths(reachable, parents))  # fmt: skip
-        with cache[0]:
-            cache[1][key] = graph
-            while len(cache[1]) > _CACHED_VIEWS:
-                cache[1].popitem(last=False)
-        return graph
+            for parent in parents[sha]:
+                if parent not in parents:
+                    missing.add(parent)
+                elif parent not in reachable:
+                    todo.append(parent)
+        return _CommitGraph(head, reachable, {sha: holder[sha] for sha in reachable},
+                            _depths(reachable, parents), count, frozenset(missing))  # fmt: skip
+
+    def _extended(
+        self, tenant: str, scopes: list[str], base: _CommitGraph, head: str | None, count: int
+    ) -> _CommitGraph | None:
+        """``base`` grown by the commits a fast-forward added, reading only those; None where
+        it cannot be (a head moved elsewhere, commits dropped, a gap of ``base`` filled, or
+        more new commits than a push brings), and the whole graph is walked instead.
+
+        Without deletions, the new head's ancestors are the new commits and ``base``'s walk:
+        what ``base`` reached keeps its ancestors, unless a commit ``base`` missed (a parent
+        outside the ingested window) has since arrived, which is checked.
+        """
+        if head is None or base.head is None or count < base.count:
+            return None
+        if head in base.dates:
+            if head != base.head or not self._gaps_unfilled(tenant, scopes, base):
+                return None
+            return replace(base, count=count)  # what came is not reachable (another layer's)
+        rank = {scope: at for at, scope in enumerate(scopes)}
+        found: dict[str, tuple[list[str], str, str]] = {}
+        missing, rows, reached_base, todo = set(base.missing), 0, False, [head]
+        while todo:
+            if len(found) + len(todo) > _EXTEND_AT_MOST:
+                return None
+            uids = [f"{scope}|{sha}" for sha in todo for scope in scopes]
+            for sha, shas, scope, date in self._read(tenant, READ_COMMIT_PARENTS, {"uids": uids}):
+                rows += 1
+                if sha in found and rank[found[sha][2]] <= rank[str(scope)]:
+                    continue
+                found[str(sha)] = (list(shas or []), str(date or ""), str(scope))
+            step, todo = todo, []
+            for sha in step:
+                if sha not in found:
+                    missing.add(sha)
+                    continue
+                for parent in found[sha][0]:
+                    reached_base = reached_base or parent == base.head
+                    known = parent in base.dates or parent in found or parent in missing
+                    if not known and parent not in todo:
+                        todo.append(parent)
+        if not reached_base or count < base.count + rows:
+            return None  # not a fast-forward, or commits went while these came
+        if not self._gaps_unfilled(tenant, scopes, base):
+            return None
+        dates = {**base.dates, **{sha: date for sha, (_, date, _) in found.items()}}
+        holders = {**base.scope_of, **{sha: scope for sha, (_, _, scope) in found.items()}}
+        depth = _depths(dates, {sha: shas for sha, (shas, _, _) in found.items()}, base.depth)
+        return _CommitGraph(head, dates, holders, depth, count,
+                            frozenset(missing - found.keys()))  # fmt: skip
+
+    def _gaps_unfilled(self, tenant: str, scopes: list[str], base: _CommitGraph) -> bool:
+        """None of the parents ``base`` could not find has arrived since."""
+        if not base.missing:
+            return True
+        uids = [f"{scope}|{sha}" for sha in base.missing for scope in scopes]
+        return not self._read(tenant, READ_COMMIT_PARENTS, {"uids": uids})
 
     def _history_cache(
         self,
@@ -159,9 +234,12 @@ class HistoryReads(DiscussionReads):
         return cache  # type: ignore[no-any-return]
 
 
-def _depths(shas: dict[str, str], parents: dict[str, list[str]]) -> dict[str, int]:
-    """Each commit's longest path to a root among ``shas`` (iterative: histories are deep)."""
-    depth: dict[str, int] = {}
+def _depths(
+    shas: dict[str, str], parents: dict[str, list[str]], known: dict[str, int] | None = None
+) -> dict[str, int]:
+    """Each commit's longest path to a root among ``shas`` (iterative: histories are deep),
+    on top of the ``known`` depths of an earlier walk."""
+    depth: dict[str, int] = dict(known or {})
     for start in shas:
         stack = [start]
         while stack:

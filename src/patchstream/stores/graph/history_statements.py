@@ -57,6 +57,10 @@ READ_PARENTS = (
     "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) "
     "RETURN k.sha, k.parents, k.scope, k.date"
 )
+# The records of given commits (``$uids``: scope|sha), for a push's few new commits.
+READ_COMMIT_PARENTS = (
+    "UNWIND $uids AS uid MATCH (k:Commit {uid: uid}) RETURN k.sha, k.parents, k.scope, k.date"
+)
 # Which commits changed each path: keys only (a file of sympy's core has hundreds; their
 # whole records were most of a context's time). ``READ_PATH_CHANGES`` then reads the few a
 # reader keeps. The reader keeps the view's scopes: a ``WHERE k.scope IN $scopes`` here made
