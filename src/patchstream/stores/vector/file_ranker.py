@@ -26,6 +26,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from patchstream.stores.vector.ranking import ranks_of
+
 FEATURES = (
     "fused_rr",  # 1 / the file's rank by its best fused row (0: no fused row)
     "named_rr",  # 1 / its rank among the files the question names (graph, frames, paths)
@@ -123,6 +125,11 @@ def _reciprocal_ranks(values: npt.NDArray[np.float64], present: npt.NDArray[np.b
     return np.where(present, 1.0 / ranks, 0.0)
 
 
+def _reciprocal(ranks: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """1 / rank where ranked (from 1), else 0."""
+    return np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0)
+
+
 def _shares(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     positive = np.maximum(values, 0.0)
     top = float(positive.max(initial=0.0))
@@ -133,15 +140,13 @@ def _best_by_file(
     rows: npt.NDArray[np.int64], slots: npt.NDArray[np.int64], scores: npt.NDArray[np.float64],
     count: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:  # fmt: skip
-    """Per slot: the best score of its rows and that row (-inf and -1 where none)."""
-    order = np.lexsort((-scores, slots))
-    first = np.ones(len(order), bool)
-    first[1:] = slots[order][1:] != slots[order][:-1]
+    """Per slot: the best score of its rows and that row, the first of a tie (-inf and -1
+    where none). No sort: two lexsorts of the candidates' rows were a tenth of a search."""
     best = np.full(count, -np.inf)
+    np.maximum.at(best, slots, scores)
     row = np.full(count, -1, np.int64)
-    picked = order[first]
-    best[slots[picked]] = scores[picked]
-    row[slots[picked]] = rows[picked]
+    tied = np.flatnonzero(scores == best[slots])[::-1]  # written last: the first of a tie
+    row[slots[tied]] = rows[tied]
     return best, row
 
 
@@ -200,10 +205,10 @@ def candidate_features(
                               for c in codes.tolist()])  # fmt: skip
     files_all = file_scores.astype(np.float64)
     names_all = name_scores.astype(np.float64)
-    file_rr = _reciprocal_ranks(files_all, files_all > 0)[codes]
-    name_rr = _reciprocal_ranks(names_all, names_all > 0)[codes]
+    file_rr = _reciprocal(ranks_of(file_scores, codes))
+    name_rr = _reciprocal(ranks_of(name_scores, codes))
     titles_all = title_scores.astype(np.float64)
-    title_rr = _reciprocal_ranks(titles_all, titles_all > 0)[codes]
+    title_rr = _reciprocal(ranks_of(title_scores, codes))
     code_list = codes.tolist()
     features = np.column_stack([
         _reciprocal_ranks(fused_score, fused_score >= 0),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +66,27 @@ def positive_top(scores: npt.NDArray[np.float32], k: int) -> list[int]:
     return top(scores, min(k, positive)) if positive else []
 
 
+def ranks_of(values: npt.NDArray[Any], at: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+    """The rank from 1 of ``values[at]`` among the positive ``values``, best first, ties in
+    index order (as a stable sort of every value would rank them); 0 where not positive.
+    Sorting only the positive values: a view of 30k files (a history's pages) made a stable
+    argsort of every file's score, five a search, a sixth of a search's time."""
+    wanted = values[at]
+    ranks = np.zeros(len(at), np.int64)
+    positive = wanted > 0
+    if not positive.any():
+        return ranks
+    ordered = np.sort(values[values > 0])
+    mine = wanted[positive]
+    above = len(ordered) - np.searchsorted(ordered, mine, side="right")
+    ties = np.searchsorted(ordered, mine, side="right") - np.searchsorted(ordered, mine)
+    found = above + 1
+    for i in np.flatnonzero(ties > 1).tolist():  # rare: equal scores, the lower index first
+        found[i] += int(np.count_nonzero(values[: at[positive][i]] == mine[i]))
+    ranks[positive] = found
+    return ranks
+
+
 def top(scores: npt.NDArray[np.float32], k: int) -> list[int]:
     if k <= 0:
         return []
@@ -119,14 +141,26 @@ def file_bm25(
             at = (found.token >= first) & (found.token < first + tokens)
             cells = (found.token[at] - first) * files + of_row[at]
             counts = found.tfs[at]
-        summed = np.bincount(cells, weights=counts, minlength=tokens * files).astype(
-            np.float64, copy=False
-        )
-        held = np.flatnonzero(summed)
-        tfs: npt.NDArray[np.float64] = summed[held]
+        held, tfs = _summed_by_cell(cells, counts, tokens * files)
         which, file = np.divmod(held, files)
         df = np.bincount(which, minlength=tokens)
         term = (found.weights[first : first + tokens] * idf(df, count))[which]
         scored = term * saturated(tfs, norms[file])
         scores += np.bincount(file, weights=scored, minlength=files)
     return scores.astype(np.float32)
+
+
+def _summed_by_cell(
+    cells: npt.NDArray[np.int64], counts: npt.NDArray[np.float32], size: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The distinct values of ``cells`` (each in ``[0, size)``), in no order, and the sum of
+    ``counts`` over each, in O(len(cells)): every match points to the last match written to
+    its cell. Summing into, then scanning, a table of every cell was most of file BM25 once
+    a view held 30k files (a large history's pages)."""
+    at = np.arange(len(cells), dtype=np.int32)
+    owner = np.empty(size, np.int32)
+    owner[cells] = at
+    first = owner[cells]
+    summed = np.bincount(first, weights=counts, minlength=len(cells)).astype(np.float64, copy=False)
+    kept = np.flatnonzero(first == at)
+    return cells[kept], summed[kept]

@@ -41,6 +41,7 @@ from patchstream.stores.vector.ranking import (
     Matches,
     file_bm25,
     positive_top,
+    ranks_of,
     row_bm25,
     spread,
     top,
@@ -430,12 +431,11 @@ class TenantIndex:
         for weight, scores in ((file_weight, file_scores), (name_weight, names)):
             if weight <= 0 or not fused:
                 continue
-            ranks = np.empty(len(scores), np.int64)
-            ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
-            for row in fused:
-                code = self.path[row]
-                if scores[code] > 0:
-                    fused[row] += weight / (RRF_K + int(ranks[code]))
+            rows = np.fromiter(fused, np.int64, len(fused))
+            for row, rank in zip(rows.tolist(), ranks_of(scores, self.path[rows]).tolist(),
+                                 strict=True):  # fmt: skip
+                if rank:
+                    fused[row] += weight / (RRF_K + rank)
         explicit = named_files if named_explicit is None else named_files[:named_explicit]
         exempt = {self.paths.ids.get(path) for path in explicit}
         for row in fused:
