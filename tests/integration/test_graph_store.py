@@ -369,26 +369,63 @@ def test_callers_through_a_subclass_that_inherits_the_method(
     assert graph.callers(tenant, "app::pkg/base.py::Base.other") == []
 
 
+RETURNED_SUBCLASS = {
+    "pkg/use.py": "from pkg.sub import make\n\n\ndef go():\n    make().send()\n",
+    # ``build`` returns ``Sub`` from another file; ``own`` returns a class defining ``send``.
+    "pkg/far.py": "from pkg.sub import Sub, Own\n\n\ndef build() -> Sub:\n    return Sub()\n\n\n"
+    "def own() -> Own:\n    return Own()\n",
+    "pkg/call.py": "from pkg.far import build, own\n\n\ndef away():\n    build().send()\n\n\n"
+    "def mine():\n    own().send()\n",
+    "pkg/sub.py": "from pkg.base import Base\n\n\nclass Sub(Base):\n    pass\n\n\n"
+    "def make() -> Sub:\n    return Sub()\n\n\nclass Own(Sub):\n    def send(self):\n"
+    "        return 2\n",
+    "pkg/base.py": "class Base:\n    def send(self):\n        return 1\n\n"
+    "    def quiet(self):\n        pass\n",
+}
+
+
 def test_callers_through_a_function_returning_a_subclass_that_inherits_the_method(
     graph: CypherGraphStore, tenant: str
 ) -> None:
     """``make().send()`` with ``make() -> Sub`` (another file) calls ``Base.send``; the walk
     reads a method's subclasses only where such a call of its name exists in the scope."""
-    base = (
-        "class Base:\n    def send(self):\n        return 1\n\n    def quiet(self):\n        pass\n"
-    )
-    subclass = (
-        "from pkg.base import Base\n\n\nclass Sub(Base):\n    pass\n\n\n"
-        "def make() -> Sub:\n    return Sub()\n"
-    )
-    use = "from pkg.sub import make\n\n\ndef go():\n    make().send()\n"
-    for version, (path, text) in enumerate(
-        (("pkg/use.py", use), ("pkg/sub.py", subclass), ("pkg/base.py", base)), start=1
-    ):
+    for version, (path, text) in enumerate(RETURNED_SUBCLASS.items(), start=1):
         graph.apply(upsert(tenant, path, text, version))
     callers = graph.callers(tenant, "app::pkg/base.py::Base.send")
-    assert [(n.symbol.id, n.resolution) for n in callers] == [("app::pkg/use.py::go", "exact")]
+    assert sorted((n.symbol.id, n.resolution) for n in callers) == [
+        ("app::pkg/call.py::away", "exact"), ("app::pkg/use.py::go", "exact"),
+    ]  # fmt: skip
+    own = graph.callers(tenant, "app::pkg/sub.py::Own.send")
+    assert [n.symbol.id for n in own] == ["app::pkg/call.py::mine"]
     assert graph.callers(tenant, "app::pkg/base.py::Base.quiet") == []  # no call of its name
+
+
+def test_a_graph_written_before_result_call_marks_gets_them_when_opened(
+    falkordb_service: Service, tenant: str
+) -> None:
+    """A graph whose Wants lack ``rtail`` (written before it existed) gets it once, when a
+    store first creates its index: the call through a returned subclass is found again."""
+    graph = FalkorGraphStore(port=falkordb_service.port, password=falkordb_service.password)
+    try:
+        for version, (path, text) in enumerate(RETURNED_SUBCLASS.items(), start=1):
+            graph.apply(upsert(tenant, path, text, version))
+        named = graph.graph_name(tenant)
+        raw = graph.db.select_graph(named)
+        raw.query("DROP INDEX FOR (n:Want) ON (n.rtail)")
+        raw.query("MATCH (w:Want) WHERE w.rtail IS NOT NULL REMOVE w.rtail")
+        assert graph.callers(tenant, "app::pkg/base.py::Base.send") == []  # as it read before
+        reopened = FalkorGraphStore(port=falkordb_service.port,
+                                    password=falkordb_service.password)  # fmt: skip
+        try:
+            reopened.apply(upsert(tenant, "pkg/other.py", "X = 1\n", 9))
+            found = reopened.callers(tenant, "app::pkg/base.py::Base.send")
+            assert sorted(n.symbol.id for n in found) == ["app::pkg/call.py::away",
+                                                           "app::pkg/use.py::go"]  # fmt: skip
+        finally:
+            reopened.close()
+    finally:
+        graph.drop_tenant(tenant)
+        graph.close()
 
 
 PRICED_TS = {

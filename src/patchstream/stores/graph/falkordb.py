@@ -20,6 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from patchstream.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from patchstream.stores.graph.cypher import INDEXES, CypherGraphStore, Statement
+from patchstream.stores.graph.statements import BACKFILL_RTAILS
 
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
 
@@ -69,6 +70,8 @@ class FalkorGraphStore(CypherGraphStore):
         for label, prop in INDEXES:
             try:
                 graph.query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+                if (label, prop) == ("Want", "rtail"):  # new here: a graph of before it
+                    graph.query(BACKFILL_RTAILS)
             except ResponseError as exc:
                 if "already indexed" not in str(exc):
                     raise _store_error(f"index {label}.{prop}", exc) from exc

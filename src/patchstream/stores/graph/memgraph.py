@@ -12,6 +12,7 @@ from typing import Any
 
 from patchstream.errors import ConfigError, StoreError
 from patchstream.stores.graph.cypher import INDEXES, CypherGraphStore, Statement
+from patchstream.stores.graph.statements import BACKFILL_RTAILS
 
 try:  # the extra is optional: the embedded stack uses FalkorDB
     import mgclient
@@ -41,6 +42,7 @@ class MemgraphGraphStore(CypherGraphStore):
     def ensure_schema(self) -> None:
         for label, prop in INDEXES:
             self.memgraph.execute(f"CREATE INDEX ON :{label}({prop});")
+        self.memgraph.execute(BACKFILL_RTAILS)  # a graph of before ``rtail``: once, then a no-op
 
     def _read(self, tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
         try:

@@ -207,7 +207,9 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
             else:
                 call_rows.append({**ref_row, "resolution": key[3]})
             if (tail := name_only_tail(scope, edge)) is not None:
-                tails += [{"key": k, "tail": tail} for k in wanted]
+                on_result = "()." + tail.rpartition("|")[2]
+                tails += [{"key": k, "tail": tail, "rtail": tail if k.endswith(on_result) else None}
+                          for k in wanted]  # fmt: skip
         if plain_rows:
             statements.append((ADD_REFERS, {"rows": plain_rows}))
         if call_rows:

@@ -40,6 +40,7 @@ INDEXES = (
     ("Symbol", "qualified_name"),
     ("Want", "uid"),
     ("Want", "tail"),
+    ("Want", "rtail"),
     ("Fence", "uid"),
     ("Fence", "scope"),
     ("TraceMark", "uid"),
@@ -89,8 +90,11 @@ ADD_CALL_REFERS = (
     "MERGE (s)-[:REFERS {type: row.type, dst: row.dst, resolution: row.resolution}]->(w)"
 )
 # ``tail`` (``scope|m``) marks the Wants of an unresolvable method call for the name-only
-# walks; a key is wanted by one reference string, so its tail never changes.
-MARK_TAILS = "UNWIND $rows AS row MATCH (w:Want {uid: row.key}) SET w.tail = row.tail"
+# walks; a key is wanted by one reference string, so its tail never changes. ``rtail``, the
+# same, marks only the keys of a call on a function's result (``<f's key>().m``).
+MARK_TAILS = (
+    "UNWIND $rows AS row MATCH (w:Want {uid: row.key}) SET w.tail = row.tail, w.rtail = row.rtail"
+)
 DROP_RESOLVED_INTO = (
     "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
     "WHERE r.via IS NOT NULL DELETE r"
@@ -362,17 +366,50 @@ def _callers_through_subclasses(edge: str, marker: str, wanted_at_all: str) -> t
     )
 
 
-# A ``<f's key>().m`` call marks its Wants with the tail ``scope|m`` (``MARK_TAILS``), as
-# does ``recv.m()`` on an unknown receiver: no Want of that tail whose key ends ``().m``, no
-# call of a method named ``m`` on a function's result in the scope.
-_CALLED_ON_A_RESULT = (
-    "WITH t, t.scope + '|' + t.name AS tail MATCH (w:Want {tail: tail}) "
-    "WHERE w.uid ENDS WITH ('().' + t.name) WITH DISTINCT t "
+# A graph written before ``rtail`` existed gets it once, when its index is first created.
+BACKFILL_RTAILS = (
+    "MATCH (w:Want) WHERE w.tail IS NOT NULL AND w.rtail IS NULL "
+    "WITH w, split(w.tail, '|') AS parts WITH w, parts[size(parts) - 1] AS m "
+    "WHERE w.uid ENDS WITH ('().' + m) SET w.rtail = w.tail"
 )
+
+
+def _callers_on_returned_subclasses() -> tuple[str, str]:
+    """``_callers_through_subclasses`` for RETURNS, read from the calls instead: each
+    ``<f's key>().m`` call of the method's name in the scope (a Want whose ``rtail`` is
+    ``scope|m``, ``MARK_TAILS``), its ``f``, the class ``f`` returns, and whether that class
+    inherits ``m`` from the method's class. A method of sympy's ``Basic`` has thousands of
+    subclasses within three levels: gathering them cost ~0.1 s a level-2 read of a context's
+    walk; the calls of a name on a function's result are few."""
+    calls = (
+        "UNWIND $frontier AS uid MATCH (t:Symbol {uid: uid}) WHERE t.rkey IS NOT NULL "
+        "WITH t, t.scope + '|' + t.name AS tail MATCH (w:Want {rtail: tail}) "
+        "WITH t, w, left(w.uid, size(w.uid) - size(t.name) - 3) AS fkey "
+        "MATCH (f:Symbol {rkey: fkey}) WITH t, w, f "
+    )
+    inherited = (
+        "WITH t, w, s MATCH (t)<-[:DEFINES]-(c:Symbol) WITH t, w, s, c "
+        "MATCH (s)-[:INHERITS_FROM*1..3]->(c) WITH DISTINCT t, w, s "
+        "OPTIONAL MATCH (s)-[:DEFINES]->(own:Symbol {name: t.name}) "
+        + _OWN_MEMBER
+        + "WITH t, w, own WHERE own IS NULL "
+        "MATCH (w)<-[r:REFERS]-(n:Symbol) "
+        "WHERE n.tenant = $tenant AND r.type IN ['CALLS', 'INSTANTIATES'] "
+        "AND coalesce(r.resolution, 'exact') IN $allowed "
+        "WITH n, collect(DISTINCT [t.uid, coalesce(r.resolution, 'exact')]) AS srcs "
+        "RETURN srcs, n.uid AS uid, properties(n) AS props LIMIT $cap"
+    )
+    return (
+        calls + "MATCH (f)-[q:REFERS]->(v:Want) WHERE q.type = 'RETURNS' WITH t, w, v "
+        "MATCH (s:Symbol {rkey: v.uid}) " + inherited,
+        calls + "MATCH (f)-[q:RETURNS]->(s:Symbol) WHERE q.via IS NULL " + inherited,
+    )
+
+
 CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
     *_callers_through("RETURNS", "()", _OWNED_METHOD),
-    *_callers_through_subclasses("RETURNS", "()", _CALLED_ON_A_RESULT),
+    *_callers_on_returned_subclasses(),
 )
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
 # (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
