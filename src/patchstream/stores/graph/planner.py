@@ -195,7 +195,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
         # unresolvable method calls mark their Wants' tails: no per-row SETs.
         plain_rows: list[dict[str, Any]] = []
         call_rows: list[dict[str, Any]] = []
-        tails: list[dict[str, str]] = []
+        tails: list[dict[str, str | None]] = []
         for key in sorted(refs_new, key=lambda e: (e[0], e[1], e[2], e[3] or "")):
             edge = new_refs[key]
             assert edge.ref is not None
