@@ -75,6 +75,12 @@ def test_definers_answer_every_name_of_a_question_in_one_read(
     found = graph.definers(tenant, ["run", "Base.run", "helper", "nowhere"], "app", "main")
     assert found == {"run": {"pkg/util.py", "pkg/app.py"}, "Base.run": {"pkg/util.py"},
                      "helper": {"pkg/util.py"}, "nowhere": set()}  # fmt: skip
+    # A name defined in more files than ``at_most`` comes back with none (a hub name says
+    # nothing of where a question belongs); the others as they are.
+    assert graph.definers(tenant, ["run", "Base.run"], "app", "main", at_most=1) == {
+        "run": set(), "Base.run": {"pkg/util.py"}}  # fmt: skip
+    assert graph.definers(tenant, ["run"], "app", "main", at_most=2) == {
+        "run": {"pkg/util.py", "pkg/app.py"}}  # fmt: skip
     assert graph.definers(tenant + "x", ["run"], "app", "main") == {"run": set()}
     assert graph.definers(tenant, ['x" OR 1=1 //', "run\n"], "app", "main") == {
         'x" OR 1=1 //': set(), "run\n": set()}  # fmt: skip

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from patchstream.query.question import MAX_NAMES, file_name_index, named_files, named_in
+from patchstream.query.question import (
+    MAX_DEFINERS,
+    MAX_NAMES,
+    file_name_index,
+    named_files,
+    named_in,
+)
 
 ISSUE = """Session.send fails with a KeyError when the adapter is mounted twice
 
@@ -113,3 +119,19 @@ def test_a_ruby_backtrace_and_a_dotnet_stack_trace_name_their_frames() -> None:
     hostile = "at " + "a." * 5000 + "b(" + "x" * 400 + ") in c.cs:line 1"
     assert named_in(hostile).frames == []
     assert named_in("a/" * 20_000 + "x.rb:1 in").frames == []  # no ``:in `m'``: no frame
+
+
+def test_a_name_defined_in_too_many_files_points_at_none() -> None:
+    """``__init__`` in 10k files of a monorepo says nothing of where a question belongs: it
+    adds no file and no weight; a rarer name's files rank as before."""
+    named = named_in("ProgressBar.__init__ breaks when render_bar is called")
+    hub = {f"pkg{i}/m.py" for i in range(MAX_DEFINERS + 1)}
+
+    def definers(names: object) -> dict[str, set[str]]:
+        return {"__init__": hub, "render_bar": {"ui/bar.py", "ui/old.py"}}
+
+    pointed = named_files(named, definers, {})
+    assert set(pointed.files) == {"ui/bar.py", "ui/old.py"}
+    assert pointed.weights == {"ui/bar.py": 0.5, "ui/old.py": 0.5}
+    at_cap = named_files(named, lambda names: {"__init__": set(list(hub)[:MAX_DEFINERS])}, {})
+    assert len(at_cap.files) == MAX_DEFINERS  # at the cap it still counts

@@ -113,6 +113,13 @@ def named_in(question: str, max_names: int = MAX_NAMES, by_position: bool = Fals
     return found
 
 
+# A name defined in more files than this says nothing of where a question belongs (each would
+# get less than 1/2,000 of a name's weight); the graph does not send them. At 20k files,
+# ``__init__`` alone was ~10k rows of a search's definers read. The SWE-bench repositories the
+# weights were chosen on have fewer files than this, so none of their names reaches it.
+MAX_DEFINERS = 2000
+
+
 def file_name_index(paths: Iterable[str]) -> dict[str, list[str]]:
     """Paths by their file name (``a/b/c.py`` under ``c.py``): what ``named_files`` matches a
     question's paths against. The search copy keeps one as it learns paths."""
@@ -129,7 +136,8 @@ def named_files(
     """Files of the view the question points at, best first: traceback frames (the
     innermost first), files its paths name (by path suffix; ``by_name``: the known paths by
     file name, ``file_name_index``), then files defining the most of its names (a name
-    defined in many files counts less in each)."""
+    defined in many files counts less in each, and one in over ``MAX_DEFINERS`` not at
+    all)."""
     ranked: list[str] = []
     for path, _ in reversed(named.frames):
         ranked += _by_suffix(path, by_name)
@@ -138,6 +146,8 @@ def named_files(
     explicit = len(_unique(ranked))
     weights: defaultdict[str, float] = defaultdict(float)
     for files in map(set, definers(named.names).values()):
+        if len(files) > MAX_DEFINERS:
+            continue
         for path in files:
             weights[path] += 1.0 / len(files)
     ranked += [path for path, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -24,7 +24,7 @@ from patchstream.query.file_map import (
     named_members,
     remaining_candidates,
 )
-from patchstream.query.question import NamedFiles, named_files, named_in
+from patchstream.query.question import MAX_DEFINERS, NamedFiles, named_files, named_in
 from patchstream.query.through_macros import through_macros
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.discussions import is_discussion_path
@@ -107,7 +107,7 @@ class QueryService:
             return None
 
         def definers(names: Sequence[str]) -> dict[str, set[str]]:
-            return self.graph.definers(tenant, names, repo, ref)
+            return self.graph.definers(tenant, names, repo, ref, at_most=MAX_DEFINERS)
 
         def pointed(by_name: Mapping[str, Sequence[str]]) -> NamedFiles:
             return named_files(named, definers, by_name)

@@ -208,11 +208,15 @@ class GraphStore(abc.ABC):
         """Symbols whose name or qualified name equals ``name``."""
 
     def definers(
-        self, tenant: str, names: Sequence[str], repo: str | None = None, ref: str | None = None
-    ) -> dict[str, set[str]]:
+        self, tenant: str, names: Sequence[str], repo: str | None = None,
+        ref: str | None = None, at_most: int | None = None,
+    ) -> dict[str, set[str]]:  # fmt: skip
         """Name -> paths of the symbols whose name or qualified name it is (adapters answer
-        all names in one round trip)."""
-        return {n: {s.path for s in self.symbols_by_name(tenant, n, repo, ref)} for n in names}
+        all names in one round trip); none for a name defined in more than ``at_most``
+        files."""
+        found = {n: {s.path for s in self.symbols_by_name(tenant, n, repo, ref)} for n in names}
+        return {n: set() if at_most is not None and len(paths) > at_most else paths
+                for n, paths in found.items()}  # fmt: skip
 
     @abc.abstractmethod
     def callers(
