@@ -215,8 +215,7 @@ class GraphStore(abc.ABC):
         all names in one round trip); none for a name defined in more than ``at_most``
         files."""
         found = {n: {s.path for s in self.symbols_by_name(tenant, n, repo, ref)} for n in names}
-        return {n: set() if at_most is not None and len(paths) > at_most else paths
-                for n, paths in found.items()}  # fmt: skip
+        return capped_definers(found, at_most)
 
     @abc.abstractmethod
     def callers(
@@ -359,3 +358,10 @@ class GraphStore(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+
+def capped_definers(found: dict[str, set[str]], at_most: int | None) -> dict[str, set[str]]:
+    """``found`` (name -> paths) with no paths for a name defined in more than ``at_most``."""
+    if at_most is None:
+        return found
+    return {name: set() if len(paths) > at_most else paths for name, paths in found.items()}

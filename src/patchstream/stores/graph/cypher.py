@@ -26,6 +26,7 @@ from patchstream.stores.graph.base import (
     GraphStore,
     Neighbor,
     StoredSymbol,
+    capped_definers,
 )
 from patchstream.stores.graph.fence_reads import FenceReads
 from patchstream.stores.graph.history_reads import HistoryReads
@@ -216,13 +217,12 @@ class CypherGraphStore(ViewReads, FenceReads, RuntimeEdges, HistoryReads, GraphS
             f"UNION UNWIND $names AS n MATCH (s:Symbol {{qualified_name: n}}) {where}{each}",
             {"tenant": tenant, "names": list(names), "repo": repo, "ref": ref, "cap": cap},
         )
-        over: set[str] = set()
+        over: set[str] = set()  # a side past the cap sent no paths: the name is past it too
         for name, count, paths in rows:
             found.setdefault(str(name), set()).update(str(path) for path in paths or [])
             if int(count) > cap:
                 over.add(str(name))
-        return {name: set() if name in over or len(paths) > cap else paths
-                for name, paths in found.items()}  # fmt: skip
+        return capped_definers({n: set() if n in over else p for n, p in found.items()}, at_most)
 
     def _walks(
         self, tenant: str, symbol_ids: Sequence[str], depth: int, ref: str, types: str,

@@ -81,8 +81,9 @@ def ranks_of(values: npt.NDArray[Any], at: npt.NDArray[np.integer[Any]]) -> npt.
     above = len(ordered) - np.searchsorted(ordered, mine, side="right")
     ties = np.searchsorted(ordered, mine, side="right") - np.searchsorted(ordered, mine)
     found = above + 1
+    where = at[positive]
     for i in np.flatnonzero(ties > 1).tolist():  # rare: equal scores, the lower index first
-        found[i] += int(np.count_nonzero(values[: at[positive][i]] == mine[i]))
+        found[i] += int(np.count_nonzero(values[: where[i]] == mine[i]))
     ranks[positive] = found
     return ranks
 
