@@ -203,11 +203,8 @@ def candidate_features(
     best_lexical, lexical_row = _best_by_file(rows, rows_slots, row_lexical, count)
     fused_score = np.asarray([fused_best[c][0] if c in fused_best else -1.0
                               for c in codes.tolist()])  # fmt: skip
-    files_all = file_scores.astype(np.float64)
-    names_all = name_scores.astype(np.float64)
     file_rr = _reciprocal(ranks_of(file_scores, codes))
     name_rr = _reciprocal(ranks_of(name_scores, codes))
-    titles_all = title_scores.astype(np.float64)
     title_rr = _reciprocal(ranks_of(title_scores, codes))
     code_list = codes.tolist()
     features = np.column_stack([
@@ -219,9 +216,9 @@ def candidate_features(
         _reciprocal_ranks(best_lexical, best_lexical > 0),
         _shares(best_lexical),
         file_rr,
-        _shares(files_all[codes]),
+        _shares(file_scores[codes].astype(np.float64)),
         name_rr,
-        _shares(names_all[codes]),
+        _shares(name_scores[codes].astype(np.float64)),
         np.asarray([float(auxiliary[c]) for c in code_list]),
         np.log1p(row_count),
         np.log1p(token_count),
@@ -229,7 +226,7 @@ def candidate_features(
         np.asarray([definer_weights.get(c, 0.0) for c in code_list]),
         np.asarray([float(mentions.get(c, 0)) for c in code_list]),
         title_rr,
-        _shares(titles_all[codes]),
+        _shares(title_scores[codes].astype(np.float64)),
     ]) if count else np.zeros((0, len(FEATURES)))  # fmt: skip
     best_row = np.asarray([fused_best[c][1] if c in fused_best else int(lexical_row[i])
                            for i, c in enumerate(code_list)], np.int64)  # fmt: skip
