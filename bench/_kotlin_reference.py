@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from _c_reference import c_tree
-from patchstream.schemas.graph import SymbolKind
+from patchstream.schemas.graph import Symbol, SymbolKind
 from patchstream.schemas.state import FileState
 
 Edge = tuple[str, str]
@@ -106,6 +106,7 @@ _CONVENTIONS = re.compile(r"^(getValue|setValue|provideDelegate|invoke|get|set|c
                           r"hashCode|toString)$")  # fmt: skip
 _ACCESSOR = re.compile(r"^(get|set|is)[A-Z]")
 _EITHER = "?either:"
+_JVM_NAME = re.compile(r'@(?:get:)?JvmName\("(\w+)"\)')
 _EXTENSION = re.compile(r"\bfun\s+(?:<.*?>\s*)?[\w.<>?, ]+?\.\w+\s*\(")  # fun T.name(
 
 
@@ -244,8 +245,10 @@ def compared_edges(
     classes: set[str] = set()
     # (source file name, function) -> [(its receiver's type, full name)]
     top_level: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    jvm_named: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)  # as compiled
     inline: set[str] = set()
     variables: set[str] = set()  # and Scala's parameterless defs: read, never called
+    variable_ids: set[str] = set()  # ours: a function named as a property stays a call
     aliases = _type_aliases(states)
     for path, state in states.items():
         package = next((s.qualified_name for s in state.symbols
@@ -265,12 +268,16 @@ def compared_edges(
             )  # ``def peer: JButton``: read as a value, never called with parentheses
             if symbol.kind is SymbolKind.VARIABLE or parameterless:
                 variables.add(name)
+                variable_ids.add(symbol.id)
             if symbol.kind is SymbolKind.FUNCTION:
                 if symbol.parent_id == module_id or _EXTENSION.search(symbol.signature):
                     receiver = symbol.qualified_name.rsplit(".", 2)[-2] if (
                         "." in symbol.qualified_name) else ""  # fmt: skip
                     receiver = aliases.get(receiver, receiver)  # a typealias's type
                     top_level[(Path(path).name, symbol.name)].append((receiver, name))
+                    renamed = _JVM_NAME.search(_annotations(path, symbol))
+                    if renamed:  # ``@JvmName("get") fun Class<*>.asClassName()``
+                        jvm_named[(Path(path).name, renamed.group(1))].append((receiver, name))
                 if "inline" in symbol.signature.split("fun", 1)[0].split():
                     inline.add(name)
     known = set(full.values())
@@ -347,6 +354,10 @@ def compared_edges(
         if caller and method.startswith("access$"):
             return None  # a bridge the compiler made: its caller is the call
         method = method.removesuffix("$default").removeprefix("access$")
+        renamed = jvm_named.get((calls.files.get(owner, ""), method), [])
+        if renamed and "$" not in owner and owner not in classes:  # a file facade's
+            chosen = list(dict.fromkeys(n for r, n in renamed if r == first))
+            return chosen[0] if len(chosen) == 1 else None
         if not caller and _CONVENTIONS.match(method):
             return None
         parts = [p for p in owner.split("$") if p not in ("Companion", "DefaultImpls")]
@@ -362,8 +373,12 @@ def compared_edges(
             return cls if caller or cls in classes else None
         if method.startswith("lambda$"):
             return None
-        accessor = _ACCESSOR.match(method) and f"{cls}.{method}" not in known
-        if accessor or f"{cls}.{method}" in variables:
+        # Kotlin reads a property through ``getX`` (``isX`` for ``val isX``): a method named
+        # as a property otherwise (``indent(levels)`` beside ``val indent``) is the function.
+        accessor = _ACCESSOR.match(method) and (
+            f"{cls}.{method}" not in known or f"{cls}.{method}" in variables
+        )
+        if accessor or (language == "scala" and f"{cls}.{method}" in variables):
             return cls if caller else None  # a property's accessor: no written call
         if cls not in classes:  # a file's facade (``ShapesKt``): its top-level functions,
             # an extension told apart by its receiver (the first parameter)
@@ -371,6 +386,7 @@ def compared_edges(
             chosen = [n for r, n in candidates if r == first] or [n for r, n in candidates if not r]
             if not chosen and len(candidates) == 1:
                 chosen = [candidates[0][1]]
+            chosen = list(dict.fromkeys(chosen))  # overloads of one receiver share a name
             if len(chosen) != 1 and caller:  # a lambda's overload is unknown: its calls
                 return _EITHER + "|".join(n for _, n in candidates)  # are left out of both
             return chosen[0] if len(chosen) == 1 else None
@@ -424,10 +440,11 @@ def compared_edges(
                 reference.add(edge)
     reference -= dropped
     ranked: dict[Edge, int] = {}
-    named = {(full[s], full[d]): r for (s, d), r in ours.items() if s in full and d in full}
+    named = {(full[s], full[d]): r for (s, d), r in ours.items()
+             if s in full and d in full and d not in variable_ids}  # fmt: skip
     through = _through_inline(named, inline)
     for (src, dst), rank in through.items():
-        if dst in inline or dst in variables:
+        if dst in inline:
             continue
         src = anonymous.get(src, src)
         edge = (as_class(src), as_class(dst))
@@ -464,6 +481,17 @@ def _type_aliases(states: dict[str, FileState]) -> dict[str, str]:
 
 
 _ROOTS: dict[str, Path] = {}  # state path -> the file (``remember_sources``)
+
+
+def _annotations(path: str, symbol: Symbol) -> str:
+    """What is written before a function's ``fun``: its signature's head and, where the
+    source is known, the two lines above it (``@JvmName("get")`` on a line of its own)."""
+    head = symbol.signature.split("fun", 1)[0]
+    source = _ROOTS.get(path)
+    if source is None:
+        return head
+    lines = source.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(lines[max(0, symbol.start_line - 3) : symbol.start_line - 1]) + head
 
 
 def remember_sources(root: Path) -> None:

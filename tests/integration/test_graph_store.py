@@ -230,6 +230,18 @@ def test_file_state_reads_back_what_was_applied(graph: CypherGraphStore, tenant:
     assert graph.file_state(tenant, "app", "main", "pkg/app.py") is None
 
 
+def test_scope_counts_count_what_the_branch_holds(graph: CypherGraphStore, tenant: str) -> None:
+    deltas = [upsert(tenant, "pkg/app.py", APP, 1), upsert(tenant, "pkg/util.py", UTIL, 1)]
+    for delta in deltas:
+        graph.apply(delta)
+    symbols = sum(len(d.symbols) for d in deltas)
+    references = {(e.src, e.type, e.dst) for d in deltas for e in d.edges if e.ref is not None}
+    held = graph.scope_counts(tenant, "app", "main")
+    assert held[0] == symbols and held[2] == len(references) > 0
+    assert held[1] > 0  # DEFINES at least, between the files' symbols
+    assert graph.scope_counts(tenant, "app", "other") == (0, 0, 0)
+
+
 def test_impact_on_a_fan_out_graph_is_level_by_level_and_capped(
     graph: CypherGraphStore, tenant: str
 ) -> None:

@@ -110,3 +110,85 @@ fun make(specs: List<Spec>): Int {
     states = {"b.kt": build_state(builder, "b.kt", source)}
     called = {callee for caller, callee in joined_callers(states, "kotlin") if caller == "make"}
     assert called == {"Builder", "Builder.add", "Builder.build", "Spec.size"}
+
+
+BUILDERS = {
+    "k/Code.kt": b"""package k
+
+typealias Block = Code
+
+class Code private constructor(val parts: List<String>) {
+    fun isEmpty() = parts.isEmpty()
+
+    class Builder internal constructor() {
+        val parts = mutableListOf<String>()
+
+        fun add(s: String) = apply { parts += s }
+
+        fun build() = Code(parts.frozen())
+    }
+
+    companion object {
+        @JvmStatic fun builder() = Builder()
+    }
+}
+
+fun Block.blank() = isEmpty()
+""",
+    "k/Util.kt": b"""package k
+
+import kotlin.reflect.KClass
+
+internal fun <T> Collection<T>.frozen(): List<T> = ArrayList(this)
+
+fun KClass<*>.label(): String = "x"
+""",
+    "k/Use.kt": b"""package k
+
+import kotlin.reflect.KClass
+
+class Use(val names: List<String>) {
+    val kept = mutableListOf<String>()
+
+    fun scoped() = with(Code.builder()) { add("a") }
+
+    fun applied(b: Code.Builder) = b.apply { add("b") }.build()
+
+    fun lists() = names.frozen() + kept.frozen()
+
+    fun named(type: KClass<*>) = type.label()
+}
+""",
+    "k/ext/Ext.kt": b"""package k.ext
+
+import k.Code
+
+fun Code.Builder.twice(s: String) = add(s)
+""",
+}
+
+
+def test_kotlin_builders_scope_functions_and_library_receivers(builder: FileStateBuilder) -> None:
+    """``fun builder() = Builder()`` and ``= apply { .. }`` return their class; a bare call
+    in ``with(x) { .. }`` is x's; ``b.apply { .. }.build()`` is b's; a ``List``,
+    ``mutableListOf()`` and an imported library type reach the package's extensions of them
+    (``Collection.frozen``, ``KClass.label``); a ``typealias`` receiver is its type's; a
+    receiver written with its outer class keeps it."""
+    states = {path: build_state(builder, path, text) for path, text in BUILDERS.items()}
+    called = joined_callers(states, "kotlin")
+    assert {
+        ("Use.scoped", "Code.builder"),
+        ("Use.scoped", "Code.Builder.add"),  # with(Code.builder()): what builder() returns
+        ("Use.applied", "Code.Builder.add"),
+        ("Use.applied", "Code.Builder.build"),  # apply { .. } gives back b
+        ("Use.lists", "Collection.frozen"),  # List<String> and mutableListOf() are Collections
+        ("Use.named", "KClass.label"),  # KClass is kotlin.reflect's; the extension is k's
+        ("Code.Builder.build", "Collection.frozen"),
+        ("Block.blank", "Code.isEmpty"),  # typealias Block = Code
+        ("Code.Builder.twice", "Code.Builder.add"),  # from k.ext, Code imported
+    } <= called
+    code = states["k/Code.kt"]
+    returns = {(e.src.rsplit("::", 1)[1], e.dst.rsplit("::", 1)[1]) for e in code.edges
+               if e.type is EdgeType.RETURNS and e.ref is None}  # fmt: skip
+    assert {("Code.builder", "Code.Builder"), ("Code.Builder.add", "Code.Builder"),
+            ("Code.Builder.build", "Code")} <= returns  # fmt: skip

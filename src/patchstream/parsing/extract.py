@@ -30,6 +30,7 @@ from patchstream.parsing.cpp_language import (
 from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
+from patchstream.parsing.kotlin_types import type_aliases
 from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
@@ -169,6 +170,8 @@ class _Extractor(TypeEdges):
             self.file_scope = ".".join(name_parts(package)) if package else ""
         self.cpp_aliases = using_aliases([self.src.text(m["alias"][0]) for m in captures
                                           if "alias" in m and "using" in m])  # fmt: skip
+        if self.language == "kotlin":
+            self.type_aliases = type_aliases(self.tree.root_node, self.src)
         self._collect_defs(captures)
         self._nest()
         self._mark_alternatives()
@@ -469,6 +472,8 @@ class _Extractor(TypeEdges):
                     ["base"],
                 ):
                     found = self._delegated_constructor(parts[0], around)  # Java's this(...)
+                if found is None and self.language == "kotlin" and receiver is None:
+                    found = self._scope_member(node, parts[0], around) if len(parts) == 1 else None
                 target = found if found is not None else self._resolve(parts, around)
                 if (
                     self.language in SCOPED_LANGUAGES
@@ -545,7 +550,18 @@ class _Extractor(TypeEdges):
         function (members are never imported), ``T.convert`` of the import's package
         (``T``: the receiver's type, when known; the graph also tries plain ``convert``)."""
         imported = self._binding(method, around)
-        if imported is None or imported.name in ("", "*") or isinstance(target, _Def):
+        if isinstance(target, _Def):
+            return target
+        if imported is None or imported.name in ("", "*"):
+            package = self.module + "".join(f"+{opened}" for opened in self.opened)
+            if (
+                target.module
+                and "+" not in target.module
+                and target.module != self.module
+                and (target.name.count(".") == 1 and "(" not in target.name)
+            ):  # ``type.asTypeName()`` on an imported ``KClass``: an extension of this
+                # package's too (the graph tries the type's own package first)
+                return Reference(name=target.name, module=f"{target.module}+{package}")
             return target
         owner = target.name.rpartition(".")[0].rsplit(".", 1)[-1]
         typed = owner and "?" not in target.name and class_like(owner)

@@ -163,6 +163,13 @@ _KOTLIN_FACTS = f"""
   (call_expression . [(identifier) (navigation_expression)] @call)) @fact
 (function_declaration name: (identifier) @returns (function_value_parameters) . {_KT_TYPE} @type)
   @fact
+(function_declaration name: (identifier) @returns (function_value_parameters) .
+  (function_body . (call_expression . [(identifier) (navigation_expression)] @type))
+  (#match? @type "(^|[.])[A-Z][A-Za-z0-9_]*$")) @fact
+(function_declaration name: (identifier) @returns (function_value_parameters) .
+  (function_body . [(this_expression)
+                    (call_expression . (identifier) @scoped (#any-of? @scoped "apply" "also")
+                      . (annotated_lambda))] @self)) @fact
 (for_statement (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
 (for_statement (variable_declaration (identifier) @name .)
   [(identifier) (navigation_expression)] @iter) @loop

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from patchstream.parsing.kotlin_types import RETURNS_RECEIVER, scope_receivers
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import SCOPED, _Def
@@ -67,6 +68,14 @@ class BuiltReceivers(ReceiverJoins):
             return self._member_of_type(item, method, around) if item else None
         if receiver.type not in _BUILT:
             return None
+        if self.language == "kotlin" and receiver.type == "call_expression":
+            callee = receiver.named_children[0] if receiver.named_child_count else None
+            if (
+                callee is not None
+                and callee.type == "navigation_expression"
+                and (self.src.text(callee.named_children[-1]) in RETURNS_RECEIVER)
+            ):  # ``b.apply { .. }.build()``: ``apply`` gives back ``b``
+                return self._member_of_value(callee.named_children[0], method, around)
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
             asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
@@ -151,3 +160,32 @@ class BuiltReceivers(ReceiverJoins):
             # joined through f's RETURNS edge.
             return Reference(name=f"{link.name}().{method}") if "(" not in link.name else None
         return self._member_of_returned(link, method)
+
+    def _member_of_value(
+        self, value: ts.Node, method: str, around: _Def | None
+    ) -> _Def | Reference | None:
+        """``method`` of what the expression ``value`` holds: a name typed as any receiver,
+        or what a call builds or returns; None where its type is unknown."""
+        if value.type in _BUILT:
+            return self._member_of_built(value, method, around)
+        text = "".join(self.src.text(value).split())
+        if not DOTTED.match(text):
+            return None
+        found = self._resolve([*text.split("."), method], around)
+        return None if isinstance(found, Reference) and found.module is None else found
+
+    def _scope_member(
+        self, node: ts.Node, name: str, around: _Def | None
+    ) -> _Def | Reference | None:
+        """Kotlin: a bare call inside a scope function's lambda (``with(b) { add(x) }``) is a
+        member of that lambda's receiver when its type says so. Where the receiver is
+        another file's class, a definition of this file the name reaches still wins (the
+        other class's members are not known here)."""
+        for value in scope_receivers(node, self.src):
+            found = self._member_of_value(value, name, around)
+            if isinstance(found, _Def):
+                return found
+            if found is not None:
+                plain = self._resolve([name], around)
+                return plain if isinstance(plain, _Def) else found
+        return None

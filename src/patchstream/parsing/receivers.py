@@ -30,6 +30,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.declared_types import cpp_declared_type, declared_type
 from patchstream.parsing.fact_queries import facts_query
+from patchstream.parsing.kotlin_types import FACTORIES, SUPERTYPES
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
@@ -230,6 +231,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 facts.append(TypeFact(match["field"][0], name, parts, owner="this"))
             continue
         node = match["fact"][0]
+        if "self" in match:  # Kotlin's ``fun add(..) = apply { .. }``: its own class
+            facts.append(TypeFact(node, src.text(match["returns"][0]), ("Self",), returns=True))
+            continue
         if "returns" in match:
             written = _written_type(match["type"][0], language, src)
             function = src.text(match["returns"][0])
@@ -284,7 +288,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 or (language == "php" and literal.type == "object_creation_expression")
                 or (language == "swift" and "object" not in match and class_like(parts[-1]))
             )  # Swift's ``Logger(prefix: p)``: an initializer, so a Logger
-            if DOTTED.match(text):
+            if language == "kotlin" and text in FACTORIES:  # ``mutableListOf<T>()``
+                facts.append(TypeFact(node, name, (FACTORIES[text],), owner))
+            elif DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
         written = _written_type(match["type"][0], language, src)
@@ -299,6 +305,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         for kind, element in containers.items():
             facts.append(TypeFact(node, name, element, owner, container=kind))
         parts = None if containers else type_parts(written)
+        if containers and language == "kotlin":  # ``List<T>`` is a List too (its extensions)
+            outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
+            parts = (outer,) if outer in SUPERTYPES else None
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     return facts

@@ -12,6 +12,7 @@ from collections import defaultdict
 import tree_sitter as ts
 
 from patchstream.parsing.c_language import c_parameters
+from patchstream.parsing.kotlin_types import aliased_types
 from patchstream.parsing.modules import C_GLOBAL, ImportBinding
 from patchstream.parsing.node_text import class_like, python_parameters
 from patchstream.parsing.receiver_calls import BuiltReceivers
@@ -75,6 +76,7 @@ class Resolution(BuiltReceivers):
         self._element_returns: dict[str, tuple[str, ...]] = {}  # -> list[T] and the like
         # Qualified name of an alias (``scope.name``) -> what it names (None: ambiguous).
         self._aliases: dict[str, tuple[str, ...] | None] = {}
+        self.type_aliases: dict[str, str] = {}  # Kotlin's ``typealias A = B``: A -> B
         self._alias_depth = 0
         self._parameters_of: dict[int, list[str]] = {}  # a function's node id -> parameters
         self._typing = False
@@ -110,6 +112,7 @@ class Resolution(BuiltReceivers):
                 prefixes.append(current.qualified_name)
                 if current.receiver is not None and self.language in ("cpp", "kotlin"):
                     prefixes.append(current.receiver)  # ``Foo::Run``'s body sees Foo's members
+                    prefixes += aliased_types(current.receiver, self.type_aliases)  # Kotlin's
             current = current.parent
         if self.file_scope:  # C#'s ``namespace ns;``
             prefixes.append(self.file_scope)
@@ -262,7 +265,7 @@ class Resolution(BuiltReceivers):
             owner = self._enclosing_class(around)
             bare_call = len(parts) == 1 and not class_like(dotted) and not self._typing
             if owner is not None and bare_call and not self._building:
-                return Reference(name=f"{owner.rsplit('.', 1)[-1]}.{dotted}", module=package)
+                return self._member_of_owner(owner, dotted, around, package)
             return Reference(name=dotted, module=package)
         if self.language == "go" and len(parts) == 1 and dotted not in _GO_PREDECLARED:
             # Go: a name no definition of this file or import binds is one of the package's
@@ -281,6 +284,20 @@ class Resolution(BuiltReceivers):
             if first:
                 return Reference(name=".".join(parts[first:]), module=".".join(parts[:first]))
         return Reference(name=dotted)
+
+    def _member_of_owner(
+        self, owner: str, name: str, around: _Def | None, package: str
+    ) -> Reference:
+        """Kotlin: ``name`` of the class or extension receiver ``owner`` that no definition
+        here holds. A receiver written with its outer class (``FunSpec.Builder``) keeps it,
+        looked up where its head is imported from; a plain one is the package's."""
+        head, dot, rest = owner.partition(".")
+        if not dot or not class_like(head):
+            return Reference(name=f"{owner.rsplit('.', 1)[-1]}.{name}", module=package)
+        binding = self._binding(head, around)
+        if binding is not None and binding.name not in ("", "*"):
+            return Reference(name=f"{binding.name}.{rest}.{name}", module=binding.module)
+        return Reference(name=f"{owner}.{name}", module=package)
 
     def _a_type_wanted(self) -> bool:
         """A C# name read as a type (what ``new`` builds, a declared type), where a

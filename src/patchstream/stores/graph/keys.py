@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from patchstream.parsing.cpp_language import is_scoped_lookup, lookup_keys
 from patchstream.parsing.csharp_language import extended_type, extension_key
+from patchstream.parsing.kotlin_types import supertypes
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
@@ -149,6 +150,9 @@ def reference_keys(scope: str, reference: Reference, language: str | None) -> li
             # PHP: the root namespace's (``\\Foo``), and a bare function's fallback there.
             keys.append(f"{scope}||{'.'.join(name_parts)}")
         if language == "kotlin" and len(name_parts) >= 2:
-            # ``Receiver.f`` of an import: an extension function, or a plain one.
+            # ``Receiver.f``: an extension of the receiver's library supertypes
+            # (``MutableList.f`` runs ``Collection.f``); of an import, also a plain function.
+            for supertype in supertypes(name_parts[-2]) if len(name_parts) == 2 else ():
+                keys.append(f"{scope}|{reference.module}|{supertype}.{name_parts[-1]}")
             keys.append(f"{scope}|{reference.module}|{name_parts[-1]}")
     return list(dict.fromkeys(keys))

@@ -1,0 +1,132 @@
+"""Kotlin's types as a call's receiver needs them: what the standard library says about the
+types a project's extension functions extend, and a file's ``typealias`` declarations.
+
+A project extends library types (``fun Collection<T>.toImmutableList()``); a call reaches such
+an extension through its receiver's type or any of that type's supertypes, and the library's
+factory functions (``mutableListOf()``) say which type they build. These tables are the
+library's own, fixed by the language, not guessed per project.
+"""
+
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from patchstream.parsing.node_text import without_generics
+from patchstream.parsing.source import Source
+
+_ITERABLE = ("Iterable", "Any")
+_COLLECTION = ("Collection", *_ITERABLE)
+_MUTABLE_COLLECTION = ("MutableCollection", "MutableIterable", *_COLLECTION)
+_LIST = ("List", *_COLLECTION)
+_MUTABLE_LIST = ("MutableList", *_MUTABLE_COLLECTION[:2], *_LIST)
+_SET = ("Set", *_COLLECTION)
+_MUTABLE_SET = ("MutableSet", *_MUTABLE_COLLECTION[:2], *_SET)
+_MAP = ("Map", "Any")
+_MUTABLE_MAP = ("MutableMap", *_MAP)
+_CHARS = ("CharSequence", "Comparable", "Any")
+
+# A library type -> itself and its supertypes, nearest first.
+SUPERTYPES: dict[str, tuple[str, ...]] = {
+    "Any": ("Any",),
+    "Iterable": _ITERABLE,
+    "MutableIterable": ("MutableIterable", *_ITERABLE),
+    "Collection": _COLLECTION,
+    "MutableCollection": _MUTABLE_COLLECTION,
+    "List": _LIST,
+    "MutableList": _MUTABLE_LIST,
+    "ArrayList": ("ArrayList", *_MUTABLE_LIST),
+    "Set": _SET,
+    "MutableSet": _MUTABLE_SET,
+    "HashSet": ("HashSet", *_MUTABLE_SET),
+    "LinkedHashSet": ("LinkedHashSet", *_MUTABLE_SET),
+    "Map": _MAP,
+    "MutableMap": _MUTABLE_MAP,
+    "HashMap": ("HashMap", *_MUTABLE_MAP),
+    "LinkedHashMap": ("LinkedHashMap", *_MUTABLE_MAP),
+    "Sequence": ("Sequence", "Any"),
+    "Array": ("Array", "Any"),
+    "String": ("String", *_CHARS),
+    "CharSequence": _CHARS[::2],
+    "StringBuilder": ("StringBuilder", "CharSequence", "Appendable", "Any"),
+    "Int": ("Int", "Number", "Comparable", "Any"),
+    "Long": ("Long", "Number", "Comparable", "Any"),
+    "Double": ("Double", "Number", "Comparable", "Any"),
+    "Boolean": ("Boolean", "Comparable", "Any"),
+    "Char": ("Char", "Comparable", "Any"),
+}
+
+# A library factory function -> the type it builds (as declared by the library).
+FACTORIES: dict[str, str] = {
+    "listOf": "List", "emptyList": "List", "listOfNotNull": "List",
+    "mutableListOf": "MutableList", "arrayListOf": "ArrayList",
+    "setOf": "Set", "emptySet": "Set", "mutableSetOf": "MutableSet",
+    "hashSetOf": "HashSet", "linkedSetOf": "LinkedHashSet",
+    "mapOf": "Map", "emptyMap": "Map", "mutableMapOf": "MutableMap",
+    "hashMapOf": "HashMap", "linkedMapOf": "LinkedHashMap",
+    "sequenceOf": "Sequence", "emptySequence": "Sequence",
+    "arrayOf": "Array", "emptyArray": "Array", "buildString": "String",
+}  # fmt: skip
+
+
+def supertypes(name: str) -> tuple[str, ...]:
+    """The library supertypes of the library type ``name`` (itself excluded); () for any
+    other name."""
+    return SUPERTYPES.get(name, ("",))[1:]
+
+
+_MAX_ALIAS_HOPS = 4  # ``RawOption`` -> ``NullableOption`` -> ``OptionWithValues``
+
+
+def type_aliases(root: ts.Node, src: Source) -> dict[str, str]:
+    """A file's top-level ``typealias A<..> = B<..>``: A -> B (generics dropped)."""
+    found: dict[str, str] = {}
+    for node in root.named_children:
+        if node.type != "type_alias" or node.named_child_count < 2:
+            continue
+        named, aliased = node.named_children[0], node.named_children[-1]
+        if named.type == "identifier" and aliased.type == "user_type":
+            found[src.text(named)] = without_generics("".join(src.text(aliased).split()))
+    return found
+
+
+def aliased_types(name: str, aliases: dict[str, str]) -> list[str]:
+    """What ``name`` stands for through the file's aliases, nearest first (none: [])."""
+    chain: list[str] = []
+    while (name := aliases.get(name, "")) and name not in chain and len(chain) < _MAX_ALIAS_HOPS:
+        chain.append(name)
+    return chain
+
+
+# Scope functions whose lambda runs with the value as ``this`` (``with(b) { add(x) }``,
+# ``b.apply { add(x) }``, ``b.run { build() }``), and those that give back the value itself.
+_RECEIVER_SCOPES = frozenset({"apply", "run"})
+RETURNS_RECEIVER = frozenset({"apply", "also"})
+_BOUNDARIES = frozenset({"function_declaration", "class_body", "source_file", "object_literal"})
+
+
+def scope_receivers(node: ts.Node, src: Source) -> list[ts.Node]:
+    """The values whose members a bare call at ``node`` reaches through the scope functions'
+    lambdas around it, innermost first (the function around them ends the search)."""
+    found: list[ts.Node] = []
+    current = node.parent
+    while current is not None and current.type not in _BOUNDARIES:
+        holder = current.parent if current.type == "lambda_literal" else None
+        call = holder.parent if holder is not None and holder.type == "annotated_lambda" else None
+        callee = call.named_children[0] if call is not None and call.named_child_count else None
+        if callee is not None and callee.type == "call_expression" and callee.named_child_count:
+            head = callee.named_children[0]
+            listed = callee.named_children[-1]
+            if (
+                src.text(head) == "with"
+                and listed.type == "value_arguments"
+                and (listed.named_child_count and listed.named_children[0].named_child_count)
+            ):
+                found.append(listed.named_children[0].named_children[0])
+        elif (
+            callee is not None
+            and callee.type == "navigation_expression"
+            and src.text(callee.named_children[-1]) in _RECEIVER_SCOPES
+        ):
+            found.append(callee.named_children[0])
+        current = current.parent
+    return found
