@@ -219,6 +219,7 @@ def _returned_methods(
             if name not in own and f"{key_of[cls]}.{name}" not in by_key:
                 out[f"{key_of[cls]}.{name}"].append(member)
     markers = {EdgeType.RETURNS: "()", EdgeType.CALLBACK_PARAM: "(*)"}
+    returned: dict[str, list[str]] = defaultdict(list)  # a function -> the classes it returns
     for state in states.values():
         for edge in state.edges:
             marker = markers.get(edge.type)
@@ -227,9 +228,20 @@ def _returned_methods(
             classes = ([edge.dst] if edge.ref is None else
                        [c for k in reference_keys(SCOPE, edge.ref, state.language)
                         for c in by_key.get(k, ())])  # fmt: skip
+            if marker == "()":
+                returned[edge.src] += classes
             for cls in classes:
                 for name, member in inherited(cls):
                     out[f"{key_of[edge.src]}{marker}.{name}"].append(member)
+    # ``<f's key>().g().m``: what g returns, for each g of the class f returns
+    # (statements.CALLERS_THROUGH_TWO_RETURNS).
+    for key, members_of in list(out.items()):
+        if key.count("().") != 1 or "(*)" in key:
+            continue
+        for g in members_of:
+            for cls in returned.get(g, ()):
+                for name, member in inherited(cls):
+                    out[f"{key}().{name}"].append(member)
     return out
 
 

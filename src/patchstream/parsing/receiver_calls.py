@@ -10,7 +10,7 @@ import tree_sitter as ts
 from patchstream.parsing.kotlin_types import RETURNS_RECEIVER, scope_receivers
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
-from patchstream.parsing.receiver_types import SCOPED, _Def
+from patchstream.parsing.receiver_types import SCOPED, _Def, two_returns
 from patchstream.parsing.receivers import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 
@@ -158,7 +158,8 @@ class BuiltReceivers(ReceiverJoins):
         if self.language in SCOPED and isinstance(link, Reference) and link.module is None:
             # Another file's ``T.f``: ``T.f().m``, looked up from the call's scope and
             # joined through f's RETURNS edge.
-            return Reference(name=f"{link.name}().{method}") if "(" not in link.name else None
+            chained = "(" not in link.name or two_returns(link.name)
+            return Reference(name=f"{link.name}().{method}") if chained else None
         return self._member_of_returned(link, method)
 
     def _member_of_value(

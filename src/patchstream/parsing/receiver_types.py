@@ -404,10 +404,19 @@ def constructed(target: _Def | Reference) -> _Def | Reference:
 def joined(target: _Def | Reference | None, tail: str) -> Reference | None:
     """``target`` (another file's name) followed by ``tail`` (``().m``, ``.field().m``,
     ``(*).m``): a key the graph joins at read time. None when the target is this file's,
-    unknown, or already such a join."""
-    if isinstance(target, Reference) and target.module is not None and "(" not in target.name:
+    unknown, or already such a join, except that a call on a call's result may follow one
+    (``A.f().g().m``: two RETURNS joins, ``statements.CALLERS_THROUGH_TWO_RETURNS``)."""
+    if not isinstance(target, Reference) or target.module is None:
+        return None
+    if "(" not in target.name or (two_returns(target.name) and tail.startswith("().")):
         return Reference(name=f"{target.name}{tail}", module=target.module)
     return None
+
+
+def two_returns(name: str) -> bool:
+    """``A.f().g``: one call on a function's result, which one more call may follow."""
+    head, marker, method = name.partition("().")
+    return bool(marker) and "(" not in head and method.isidentifier()
 
 
 def _scope_key(scope: _Def | None) -> str:

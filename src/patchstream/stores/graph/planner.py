@@ -208,7 +208,7 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
                 call_rows.append({**ref_row, "resolution": key[3]})
             if (tail := name_only_tail(scope, edge)) is not None:
                 on_result = "()." + tail.rpartition("|")[2]
-                tails += [{"key": k, "tail": tail, "rtail": tail if k.endswith(on_result) else None}
+                tails += [{"key": k, "tail": tail, **_result_tails(k, on_result, tail)}
                           for k in wanted]  # fmt: skip
         if plain_rows:
             statements.append((ADD_REFERS, {"rows": plain_rows}))
@@ -348,6 +348,13 @@ def overlay_props(delta: FileDelta, now: float) -> dict[str, Any] | None:
     if delta.closes_overlay:
         props["closed_at"] = now
     return props
+
+
+def _result_tails(key: str, on_result: str, tail: str) -> dict[str, str | None]:
+    """``rtail`` for a key of a call on a function's result (``<f's key>().m``), ``rtail2`` for
+    one on a call's result (``<f's key>().g().m``): how many calls the walk joins through."""
+    calls = key.count("().") if key.endswith(on_result) else 0
+    return {"rtail": tail if calls == 1 else None, "rtail2": tail if calls == 2 else None}
 
 
 def name_only_tail(scope: str, edge: Edge) -> str | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from patchstream.schemas.graph import CallResolution, EdgeType
 from patchstream.stores.graph.history_statements import HISTORY_INDEXES
+from patchstream.stores.graph.return_chains import CALLERS_THROUGH_TWO_RETURNS
 
 Statement = tuple[str, dict[str, Any]]
 
@@ -41,6 +42,7 @@ INDEXES = (
     ("Want", "uid"),
     ("Want", "tail"),
     ("Want", "rtail"),
+    ("Want", "rtail2"),
     ("Fence", "uid"),
     ("Fence", "scope"),
     ("TraceMark", "uid"),
@@ -91,9 +93,11 @@ ADD_CALL_REFERS = (
 )
 # ``tail`` (``scope|m``) marks the Wants of an unresolvable method call for the name-only
 # walks; a key is wanted by one reference string, so its tail never changes. ``rtail``, the
-# same, marks only the keys of a call on a function's result (``<f's key>().m``).
+# same, marks only the keys of a call on a function's result (``<f's key>().m``); ``rtail2``
+# those of a call on a call's result (``<f's key>().g().m``, ``return_chains``).
 MARK_TAILS = (
-    "UNWIND $rows AS row MATCH (w:Want {uid: row.key}) SET w.tail = row.tail, w.rtail = row.rtail"
+    "UNWIND $rows AS row MATCH (w:Want {uid: row.key}) "
+    "SET w.tail = row.tail, w.rtail = row.rtail, w.rtail2 = row.rtail2"
 )
 DROP_RESOLVED_INTO = (
     "UNWIND $uids AS uid MATCH (:Symbol)-[r]->(t:Symbol {uid: uid}) "
@@ -410,6 +414,7 @@ CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
     *_callers_through("RETURNS", "()", _OWNED_METHOD),
     *_callers_on_returned_subclasses(),
+    *CALLERS_THROUGH_TWO_RETURNS,
 )
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
 # (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
