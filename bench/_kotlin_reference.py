@@ -284,6 +284,7 @@ def compared_edges(
     # Scala: code in a method of an anonymous class (``new Listener { def changed() .. }``
     # inside ``def peer``) is its enclosing class's in the bytecode (``Outer$$anon$1``).
     anonymous: dict[str, str] = {}
+    local_defs: dict[str, str] = {}  # a def inside a def -> that method
     if language == "scala":
         by_id = {s.id: s for state in states.values() for s in state.symbols}
         for symbol in by_id.values():
@@ -295,7 +296,12 @@ def compared_edges(
                 chain.append(parent)
                 parent = by_id.get(parent.parent_id or "")
             if chain and parent is not None and symbol.id in full and parent.id in full:
-                anonymous[full[symbol.id]] = full[parent.id]
+                # A local def (``def applyp`` inside ``def repN``) is its method's code, as
+                # the bytecode has it (``applyp$1``, or the closure's around it).
+                if _in_anonymous_class(symbol):
+                    anonymous[full[symbol.id]] = full[parent.id]
+                else:  # called, it is its method's code too: a call of it is no edge
+                    anonymous[full[symbol.id]] = local_defs[full[symbol.id]] = full[chain[-1].id]
 
     def as_class(name: str) -> str:
         owner, _, last = name.rpartition(".")
@@ -446,7 +452,7 @@ def compared_edges(
     for (src, dst), rank in through.items():
         if dst in inline:
             continue
-        src = anonymous.get(src, src)
+        src, dst = anonymous.get(src, src), local_defs.get(dst, dst)
         edge = (as_class(src), as_class(dst))
         if edge[0] == edge[1] or _CONVENTIONS.match(edge[1].rsplit(".", 1)[-1]):
             continue  # as on the reference's side
@@ -494,9 +500,27 @@ def _annotations(path: str, symbol: Symbol) -> str:
     return "\n".join(lines[max(0, symbol.start_line - 3) : symbol.start_line - 1]) + head
 
 
-def remember_sources(root: Path) -> None:
-    for path in root.rglob("*.kt"):
+def remember_sources(root: Path, pattern: str = "*.kt") -> None:
+    for path in root.rglob(pattern):
         _ROOTS[str(path.relative_to(root.parent))] = path
+
+
+def _in_anonymous_class(symbol: Symbol) -> bool:
+    """Whether the brace that opens the body around ``symbol`` is a ``new T { .. }``'s (by
+    the source's braces, read backwards from the symbol's line); unknown source: yes."""
+    source = _ROOTS.get(symbol.path)
+    if source is None:
+        return True
+    lines = source.read_text(encoding="utf-8", errors="replace").splitlines()
+    before = lines[symbol.start_line - 1].split("def ", 1)[0]  # ``new P { def apply ..``
+    depth = before.count("}") - before.count("{")
+    if depth < 0:
+        return "new " in before
+    for line in reversed(lines[: symbol.start_line - 1]):
+        depth += line.count("}") - line.count("{")
+        if depth < 0:
+            return "new " in line
+    return False
 
 
 def _through_inline(edges: dict[Edge, int], inline: set[str]) -> dict[Edge, int]:

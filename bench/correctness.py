@@ -421,6 +421,7 @@ def measure_scala(name: str) -> dict[str, float]:
     """A Scala project against the calls its bytecode makes (``_kotlin_reference``)."""
     corpus = SCALA_CORPORA[name]
     root = kotlin_tree(corpus)
+    remember_sources(root, "*.scala")
     states = build_states(root, name, "*.scala")
     calls = scalac_calls(root, c_tree(corpus) / corpus.beside if corpus.beside else None)
     reference, ranked, figures = kotlin_compared(states, our_edges(states), calls, "scala")

@@ -157,3 +157,21 @@ trait Parsers {
         ("Parsers.commit", "Parsers.Parser.apply"),
         ("Parsers.guard", "Parsers.Parser.apply"),
     }
+
+
+def test_this_called_in_a_method_is_the_class_apply(builder: FileStateBuilder) -> None:
+    """``this(in)`` in a method (a lambda's too) is the class's own ``apply``; in an auxiliary
+    constructor (``def this``) it is another constructor."""
+    source = b"""package acme
+
+abstract class Parser {
+  def apply(in: Int): Int
+  def twice(in: Int): Int = this(this(in))
+  def map(f: Int => Int): Int = List(1).map { in => f(this(in)) }.head
+  def this(x: String) = this()
+}
+"""
+    states = {"Parser.scala": build_state(builder, "acme/Parser.scala", source)}
+    called = joined_callers(states, "scala")
+    assert {("Parser.twice", "Parser.apply"), ("Parser.map", "Parser.apply")} <= called
+    assert ("Parser.this", "Parser.apply") not in called

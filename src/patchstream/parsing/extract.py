@@ -444,7 +444,13 @@ class _Extractor(TypeEdges):
                         edge_type = EdgeType.INSTANTIATES if building else edge_type
                         parts = ["super"] if building else ["super", around.name]
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
-                if self.language == "scala" and receiver is None and len(parts) == 1:
+                # Scala's ``this(in)`` in a method is the class's own ``apply`` (in an
+                # auxiliary constructor, ``def this``, it is another constructor).
+                if self.language == "scala" and receiver is None and parts == ["this"] and (
+                    around is not None and around.name != "this"
+                ):
+                    receiver, parts = "this", ["this", "apply"]
+                elif self.language == "scala" and receiver is None and len(parts) == 1:
                     applied = self._applied_value(parts[0], around)
                     if applied is not None:  # ``p(in)`` with ``p: Parser[T]``: ``p.apply(in)``
                         receiver, parts = parts[0], applied
