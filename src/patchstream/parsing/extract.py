@@ -446,8 +446,11 @@ class _Extractor(TypeEdges):
                 self._guessed, self._inferred, self._at = False, False, node.start_byte
                 # Scala's ``this(in)`` in a method is the class's own ``apply`` (in an
                 # auxiliary constructor, ``def this``, it is another constructor).
-                if self.language == "scala" and receiver is None and parts == ["this"] and (
-                    around is not None and around.name != "this"
+                if (
+                    self.language == "scala"
+                    and receiver is None
+                    and parts == ["this"]
+                    and (around is not None and around.name != "this")
                 ):
                     receiver, parts = "this", ["this", "apply"]
                 elif self.language == "scala" and receiver is None and len(parts) == 1:
