@@ -240,6 +240,28 @@ def test_scope_counts_count_what_the_branch_holds(graph: CypherGraphStore, tenan
     assert held[0] == symbols and held[2] == len(references) > 0
     assert held[1] > 0  # DEFINES at least, between the files' symbols
     assert graph.scope_counts(tenant, "app", "other") == (0, 0, 0)
+    graph.apply(delete(tenant, "pkg/app.py", 2))  # its references go with it
+    app = {(e.src, e.type, e.dst) for e in deltas[0].edges if e.ref is not None}
+    assert graph.scope_counts(tenant, "app", "main")[2] == len(references - app)
+
+
+def test_scope_counts_of_fences_written_before_they_counted_references(
+    falkordb_service: Service, tenant: str
+) -> None:
+    """Fences of an older graph carry no count: the references are counted on the graph."""
+    graph = FalkorGraphStore(port=falkordb_service.port, password=falkordb_service.password)
+    try:
+        for version, (path, text) in enumerate((("pkg/app.py", APP), ("pkg/util.py", UTIL)), 1):
+            graph.apply(upsert(tenant, path, text, version))
+        counted = graph.scope_counts(tenant, "app", "main")
+        raw = graph.db.select_graph(graph.graph_name(tenant))
+        raw.query("MATCH (f:Fence {path: 'pkg/app.py'}) REMOVE f.references")
+        left = raw.query("MATCH (f:Fence) RETURN count(f), count(f.references)").result_set
+        assert left == [[2, 1]]
+        assert graph.scope_counts(tenant, "app", "main") == counted
+        assert counted[2] > 0
+    finally:
+        graph.close()
 
 
 def test_impact_on_a_fan_out_graph_is_level_by_level_and_capped(

@@ -186,12 +186,25 @@ class FenceReads(abc.ABC):
         for query in (
             "MATCH (s:Symbol {scope: $scope}) RETURN count(s)",
             "MATCH (s:Symbol {scope: $scope})-[r]->(:Symbol) RETURN count(r)",
-            "MATCH (s:Symbol {scope: $scope})-[r:REFERS]->(:Want) "
-            "RETURN count(DISTINCT s.uid + '|' + r.type + '|' + r.dst)",
         ):
             rows = self._read(tenant, query, params)
             counts.append(int(rows[0][0]) if rows else 0)
-        return (counts[0], counts[1], counts[2])
+        # Each file's fence says how many references it has (``planner``); a fence written
+        # before it did leaves the count to the graph's edges (one per candidate key).
+        fenced = (
+            "MATCH (f:Fence {scope: $scope}) WHERE f.deleted = false "
+            "RETURN sum(f.references), count(f), count(f.references)"
+        )
+        rows = self._read(tenant, fenced, params)
+        summed, fences, counted = rows[0] if rows else (0, 0, 0)
+        if fences == counted:
+            return (counts[0], counts[1], int(summed or 0))
+        edges = (
+            "MATCH (s:Symbol {scope: $scope})-[r:REFERS]->(:Want) "
+            "RETURN count(DISTINCT s.uid + '|' + r.type + '|' + r.dst)"
+        )
+        rows = self._read(tenant, edges, params)
+        return (counts[0], counts[1], int(rows[0][0]) if rows else 0)
 
     def file_hashes(self, tenant: str, repo: str, ref: str) -> dict[str, str]:
         if not tenant:

@@ -261,6 +261,9 @@ def plan_apply(delta: FileDelta, fence: FenceRow | None, stored: Stored, now: fl
         "session_id": delta.session_id,
         "occurred_at": delta.occurred_at.timestamp() if delta.occurred_at else None,
         "changed": sorted(r["id"] for r in rows),
+        # What ``scope_counts`` sums: counting them in the graph (one REFERS edge per
+        # candidate key) timed out at 20k files.
+        "references": len({(e.src, e.type, e.dst) for e in new_edges if e.ref is not None}),
     }
     statements.append((UPSERT_FENCES, {"rows": [{"fuid": fuid, "props": fence_props}]}))
     if is_virtual(delta.path):
