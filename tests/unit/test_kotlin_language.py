@@ -120,6 +120,8 @@ typealias Block = Code
 class Code private constructor(val parts: List<String>) {
     fun isEmpty() = parts.isEmpty()
 
+    fun filled() = !isEmpty()
+
     class Builder internal constructor() {
         val parts = mutableListOf<String>()
 
@@ -157,6 +159,10 @@ class Use(val names: List<String>) {
     fun lists() = names.frozen() + kept.frozen()
 
     fun named(type: KClass<*>) = type.label()
+
+    fun literal() = Use::class.label()
+
+    fun negated(b: Code.Builder) = !b.build().isEmpty() && b.let { it.add("c") } != null
 }
 """,
     "k/ext/Ext.kt": b"""package k.ext
@@ -186,6 +192,10 @@ def test_kotlin_builders_scope_functions_and_library_receivers(builder: FileStat
         ("Code.Builder.build", "Collection.frozen"),
         ("Block.blank", "Code.isEmpty"),  # typealias Block = Code
         ("Code.Builder.twice", "Code.Builder.add"),  # from k.ext, Code imported
+        ("Use.literal", "KClass.label"),  # Use::class is a KClass
+        ("Use.negated", "Code.isEmpty"),  # !b.build().isEmpty(): the grammar's (!x)()
+        ("Use.negated", "Code.Builder.add"),  # b.let { it.add(..) }: it is b
+        ("Code.filled", "Code.isEmpty"),  # !isEmpty()
     } <= called
     code = states["k/Code.kt"]
     returns = {(e.src.rsplit("::", 1)[1], e.dst.rsplit("::", 1)[1]) for e in code.edges

@@ -30,7 +30,7 @@ from patchstream.parsing.cpp_language import (
 from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
-from patchstream.parsing.kotlin_types import type_aliases
+from patchstream.parsing.kotlin_types import it_value, type_aliases
 from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
@@ -117,6 +117,9 @@ def file_id(repo: str, path: str) -> str:
 
 def module_id(repo: str, path: str) -> str:
     return f"{repo}::{path}::{MODULE_MARKER}"
+
+
+_CLASS_LITERALS = {"class": "KClass", "class.java": "Class"}  # ``T::class``, ``T::class.java``
 
 
 class _Extractor(TypeEdges):
@@ -425,6 +428,8 @@ class _Extractor(TypeEdges):
                 parts = name_parts(written)
                 around = self._enclosing_def(node)
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
+                if receiver is not None and self.language == "kotlin":
+                    receiver = receiver.lstrip("!-+")  # ``!x.isEmpty()``: see kotlin.scm
                 if receiver is not None:
                     written = f"{receiver}.{written}"
                     parts = [*name_parts(receiver), *parts]
@@ -483,6 +488,12 @@ class _Extractor(TypeEdges):
                     found = self._delegated_constructor(parts[0], around)  # Java's this(...)
                 if found is None and self.language == "kotlin" and receiver is None:
                     found = self._scope_member(node, parts[0], around) if len(parts) == 1 else None
+                elif found is None and self.language == "kotlin" and receiver is not None:
+                    found = self._class_literal_member(receiver, parts[-1])
+                    if found is None and parts[0] == "it" and len(parts) == 2:
+                        value = it_value(node, self.src)  # ``b.let { it.add(x) }``
+                        found = None if value is None else self._member_of_value(
+                            value, parts[-1], around)  # fmt: skip
                 target = found if found is not None else self._resolve(parts, around)
                 if (
                     self.language in SCOPED_LANGUAGES
@@ -551,6 +562,15 @@ class _Extractor(TypeEdges):
         found = self._scoped(Reference(name=f"{named}.{parts[-1]}"), call_context(around))
         assert isinstance(found, Reference)
         return found
+
+    def _class_literal_member(self, receiver: str, method: str) -> Reference | None:
+        """Kotlin's ``Any::class.asTypeName()`` (a ``KClass``) and ``T::class.java.f()`` (a
+        ``Class``): an extension of this package's (``_imported_extension`` adds imports)."""
+        literal = _CLASS_LITERALS.get(receiver.rpartition("::")[2]) if "::" in receiver else None
+        if literal is None:
+            return None
+        package = self.module + "".join(f"+{opened}" for opened in self.opened)
+        return Reference(name=f"{literal}.{method}", module=package)
 
     def _imported_extension(
         self, target: _Def | Reference, method: str, around: _Def | None

@@ -110,9 +110,7 @@ def scope_receivers(node: ts.Node, src: Source) -> list[ts.Node]:
     found: list[ts.Node] = []
     current = node.parent
     while current is not None and current.type not in _BOUNDARIES:
-        holder = current.parent if current.type == "lambda_literal" else None
-        call = holder.parent if holder is not None and holder.type == "annotated_lambda" else None
-        callee = call.named_children[0] if call is not None and call.named_child_count else None
+        callee = _called_with(current) if current.type == "lambda_literal" else None
         if callee is not None and callee.type == "call_expression" and callee.named_child_count:
             head = callee.named_children[0]
             listed = callee.named_children[-1]
@@ -130,3 +128,35 @@ def scope_receivers(node: ts.Node, src: Source) -> list[ts.Node]:
             found.append(callee.named_children[0])
         current = current.parent
     return found
+
+
+_IT_SCOPES = frozenset({"let", "also", "takeIf", "takeUnless"})  # ``x.let { it.m() }``
+
+
+def it_value(node: ts.Node, src: Source) -> ts.Node | None:
+    """The value ``it`` names at ``node``: the receiver of the innermost lambda around it
+    when that lambda is a scope function's (``b.let { it.add(x) }``) with no parameters of
+    its own; None where ``it`` is anything else (``items.forEach { it.m() }``)."""
+    current = node.parent
+    while current is not None and current.type not in _BOUNDARIES:
+        if current.type == "lambda_literal":
+            if any(c.type == "lambda_parameters" for c in current.named_children):
+                return None
+            callee = _called_with(current)
+            if (
+                callee is not None
+                and callee.type == "navigation_expression"
+                and (src.text(callee.named_children[-1]) in _IT_SCOPES)
+            ):
+                return callee.named_children[0]
+            return None
+        current = current.parent
+    return None
+
+
+def _called_with(lambda_literal: ts.Node) -> ts.Node | None:
+    """What is called with ``lambda_literal`` as its trailing lambda (``with(b)``,
+    ``b.apply``); None for a lambda passed any other way."""
+    holder = lambda_literal.parent
+    call = holder.parent if holder is not None and holder.type == "annotated_lambda" else None
+    return call.named_children[0] if call is not None and call.named_child_count else None

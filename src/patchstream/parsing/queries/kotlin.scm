@@ -29,6 +29,9 @@
 ; (``s.area()``, ``s?.area()``, ``this.area()``, ``super.area()``).
 (call_expression . (identifier) @name) @reference.call
 (call_expression . (navigation_expression . (_) @receiver (identifier) @name .)) @reference.call
+; The grammar reads ``!isEmpty()`` as ``(!isEmpty)()`` (and ``!x.isEmpty()``'s receiver as
+; ``!x``, which extraction strips): the call is the name's.
+(call_expression . (unary_expression . (identifier) @name .)) @reference.call
 
 (import) @reference.import
 (package_header (qualified_identifier) @package)
