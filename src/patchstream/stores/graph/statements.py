@@ -414,7 +414,7 @@ CALLERS_THROUGH_RETURNS = (
     *_callers_through("RETURNS", "()"),
     *_callers_through("RETURNS", "()", _OWNED_METHOD),
     *_callers_on_returned_subclasses(),
-    *CALLERS_THROUGH_TWO_RETURNS,
+    CALLERS_THROUGH_TWO_RETURNS,
 )
 # ``operate((source, subscriber) => source.subscribe())`` wants ``<operate's key>(*).subscribe``
 # (``receiver_types._callback_member``); operate's CALLBACK_PARAM edges name the classes its
