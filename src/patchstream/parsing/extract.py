@@ -569,8 +569,7 @@ class _Extractor(TypeEdges):
         literal = _CLASS_LITERALS.get(receiver.rpartition("::")[2]) if "::" in receiver else None
         if literal is None:
             return None
-        package = self.module + "".join(f"+{opened}" for opened in self.opened)
-        return Reference(name=f"{literal}.{method}", module=package)
+        return Reference(name=f"{literal}.{method}", module=self._package_modules())
 
     def _imported_extension(
         self, target: _Def | Reference, method: str, around: _Def | None
@@ -582,7 +581,6 @@ class _Extractor(TypeEdges):
         if isinstance(target, _Def):
             return target
         if imported is None or imported.name in ("", "*"):
-            package = self.module + "".join(f"+{opened}" for opened in self.opened)
             if (
                 target.module
                 and "+" not in target.module
@@ -590,7 +588,8 @@ class _Extractor(TypeEdges):
                 and (target.name.count(".") == 1 and "(" not in target.name)
             ):  # ``type.asTypeName()`` on an imported ``KClass``: an extension of this
                 # package's too (the graph tries the type's own package first)
-                return Reference(name=target.name, module=f"{target.module}+{package}")
+                return Reference(name=target.name,
+                                 module=f"{target.module}+{self._package_modules()}")  # fmt: skip
             return target
         owner = target.name.rpartition(".")[0].rsplit(".", 1)[-1]
         typed = owner and "?" not in target.name and class_like(owner)

@@ -120,12 +120,8 @@ def scope_receivers(node: ts.Node, src: Source) -> list[ts.Node]:
                 and (listed.named_child_count and listed.named_children[0].named_child_count)
             ):
                 found.append(listed.named_children[0].named_children[0])
-        elif (
-            callee is not None
-            and callee.type == "navigation_expression"
-            and src.text(callee.named_children[-1]) in _RECEIVER_SCOPES
-        ):
-            found.append(callee.named_children[0])
+        elif (value := scoped_value(callee, _RECEIVER_SCOPES, src)) is not None:
+            found.append(value)
         current = current.parent
     return found
 
@@ -142,16 +138,16 @@ def it_value(node: ts.Node, src: Source) -> ts.Node | None:
         if current.type == "lambda_literal":
             if any(c.type == "lambda_parameters" for c in current.named_children):
                 return None
-            callee = _called_with(current)
-            if (
-                callee is not None
-                and callee.type == "navigation_expression"
-                and (src.text(callee.named_children[-1]) in _IT_SCOPES)
-            ):
-                return callee.named_children[0]
-            return None
+            return scoped_value(_called_with(current), _IT_SCOPES, src)
         current = current.parent
     return None
+
+
+def scoped_value(callee: ts.Node | None, names: frozenset[str], src: Source) -> ts.Node | None:
+    """``b`` when ``callee`` is ``b.f`` with ``f`` one of ``names`` (``b.apply``)."""
+    if callee is None or callee.type != "navigation_expression":
+        return None
+    return callee.named_children[0] if src.text(callee.named_children[-1]) in names else None
 
 
 def _called_with(lambda_literal: ts.Node) -> ts.Node | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from patchstream.parsing.kotlin_types import RETURNS_RECEIVER, scope_receivers
+from patchstream.parsing.kotlin_types import RETURNS_RECEIVER, scope_receivers, scoped_value
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import SCOPED, _Def, two_returns
@@ -70,12 +70,9 @@ class BuiltReceivers(ReceiverJoins):
             return None
         if self.language == "kotlin" and receiver.type == "call_expression":
             callee = receiver.named_children[0] if receiver.named_child_count else None
-            if (
-                callee is not None
-                and callee.type == "navigation_expression"
-                and (self.src.text(callee.named_children[-1]) in RETURNS_RECEIVER)
-            ):  # ``b.apply { .. }.build()``: ``apply`` gives back ``b``
-                return self._member_of_value(callee.named_children[0], method, around)
+            value = scoped_value(callee, RETURNS_RECEIVER, self.src)
+            if value is not None:  # ``b.apply { .. }.build()``: ``apply`` gives back ``b``
+                return self._member_of_value(value, method, around)
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
             asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()

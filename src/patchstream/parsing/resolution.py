@@ -252,7 +252,7 @@ class Resolution(BuiltReceivers):
                 return Reference(name=".".join(parts[1:]), module="")
             return Reference(name=dotted, module=self.module)
         # Kotlin's and Scala's package, then what the file's wildcard imports bring.
-        package = self.module + "".join(f"+{opened}" for opened in self.opened)
+        package = self._package_modules()
         if self.language == "scala" and (len(parts) == 1 or class_like(parts[0])):
             return Reference(name=dotted, module=package)  # the package's, as Kotlin's
         if self.language == "kotlin" and (len(parts) == 1 or class_like(parts[0])):
@@ -284,6 +284,11 @@ class Resolution(BuiltReceivers):
             if first:
                 return Reference(name=".".join(parts[first:]), module=".".join(parts[:first]))
         return Reference(name=dotted)
+
+    def _package_modules(self) -> str:
+        """Kotlin's and Scala's lookup modules: the file's package, then each package its
+        wildcard imports open (``keys.reference_keys`` splits them at ``+``)."""
+        return self.module + "".join(f"+{opened}" for opened in self.opened)
 
     def _member_of_owner(
         self, owner: str, name: str, around: _Def | None, package: str
