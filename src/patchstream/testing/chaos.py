@@ -73,6 +73,9 @@ class ChaosReport:
     equal: bool = False
     differences: list[str] = field(default_factory=list)
     stale_answers: list[str] = field(default_factory=list)  # what each stale answer held
+    # Kills, pauses and query outcomes by second of the run, runs of one outcome folded:
+    # where a run answered too few queries, it says what was down when.
+    timeline: list[str] = field(default_factory=list)
 
     def passed(self) -> bool:
         return (self.equal and not self.lost and not self.resurrected
@@ -102,11 +105,25 @@ class ChaosRun:
         # A killed ``up``: its pid and its children.
         self.up_killed: queue.Queue[tuple[int, set[int]]] = queue.Queue()
         self.written = 0
+        self.t0 = time.monotonic()
+        self._events: list[list[Any]] = []  # [second, what, times]
         keys = {KEY: FAULT_TENANT}
         soak.settings = soak.settings.model_copy(update={
             "gateway": GatewaySettings(port=soak.settings.gateway.port, api_keys=keys),
             "query": QuerySettings(port=soak.settings.query.port, api_keys=keys),
         })  # fmt: skip
+
+    def event(self, what: str) -> None:
+        """One entry of the timeline; a repeat of the last one only counts."""
+        with self.lock:
+            if self._events and self._events[-1][1] == what:
+                self._events[-1][2] += 1
+            else:
+                self._events.append([round(time.monotonic() - self.t0), what, 1])
+
+    def timeline(self) -> list[str]:
+        with self.lock:
+            return [f"{t}s {what}" + (f" x{n}" if n > 1 else "") for t, what, n in self._events]
 
     # -- the stack's processes --------------------------------------------------------------
 
@@ -122,14 +139,13 @@ class ChaosRun:
                 return pid
         return None  # being restarted
 
-    def faults(self, until: float) -> None:
+    def faults(self) -> None:
         """Kills every ``kill_every_s``, each victim in turn in a shuffled order (so a run of
-        any length spreads them evenly), and a pause every ``pause_every_s``."""
+        any length spreads them evenly), and a pause every ``pause_every_s``, until the run
+        stops."""
         order: list[str] = []
         next_pause = time.monotonic() + self.pause_every_s
         while not self.stop.wait(self.rng.uniform(*self.kill_every_s)):
-            if time.monotonic() >= until:
-                return
             if not order:
                 order = self.rng.sample(VICTIMS, len(VICTIMS))
             victim = order.pop()
@@ -148,6 +164,7 @@ class ChaosRun:
                 order.append(victim)
                 continue
             self.report.kills[victim] += 1
+            self.event(f"kill {victim}")
             # The next pause is due only once one happened: a pause whose victim was being
             # restarted (often the one just killed) was dropped, and a 2-minute CI run with a
             # pause every 40 s ended with none.
@@ -170,9 +187,11 @@ class ChaosRun:
         except ProcessLookupError:
             return False
         self.report.pauses[victim] += 1
+        self.event(f"pause {victim}")
         self.stop.wait(self.rng.uniform(*self.pause_s))
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)  # it may have been killed and replaced meanwhile
+        self.event(f"resume {victim}")
         return True
 
     # -- the load ---------------------------------------------------------------------------
@@ -264,15 +283,20 @@ class ChaosRun:
                 body = {"query": question, "repo": REPO, "budget_tokens": 4000}
             try:
                 answer = httpx.post(f"{url}{path}", json=body, headers=headers, timeout=30)
-            except httpx.TransportError:
+            except httpx.TransportError as error:
                 self.report.queries["retryable"] += 1
+                self.event(f"query {type(error).__name__}")
                 continue
             if answer.status_code in _RETRYABLE:
                 self.report.queries["retryable"] += 1
+                self.event(f"query {answer.status_code} {answer.text[:80]!r}")
             elif answer.status_code != 200:
                 self.report.queries["unclear"] += 1
+                self.event(f"query {answer.status_code} {answer.text[:80]!r}")
             else:
-                self.report.queries[self._judged(path, answer.json())] += 1
+                outcome = self._judged(path, answer.json())
+                self.report.queries[outcome] += 1
+                self.event(f"query {outcome}")
             if turn % 10 == 0:
                 self.lag()
 
@@ -338,6 +362,7 @@ class ChaosRun:
             killed, children = (self.up_killed.get(timeout=wait_s) if wait_s
                                 else self.up_killed.get_nowait())  # fmt: skip
             self.soak.restart_up(children, killed)
+            self.event("up started again")
 
     def wait_converged(self, timeout_s: float) -> float:
         started = time.monotonic()
@@ -351,25 +376,37 @@ class ChaosRun:
             time.sleep(2.0)
         return time.monotonic() - started
 
-    def run(self, seconds: float, checkpoint_every_s: float = 0.0,
-            converge_s: float = 600.0) -> ChaosReport:  # fmt: skip
+    def covered(self, min_answered: int) -> bool:
+        """Every kind of process was killed once and ``min_answered`` queries were answered."""
+        return (len(self.report.kills) == len(VICTIMS)
+                and self.report.queries["answered"] >= min_answered)  # fmt: skip
+
+    def run(self, seconds: float, checkpoint_every_s: float = 0.0, converge_s: float = 600.0,
+            min_answered: int = 0, max_seconds: float = 0.0) -> ChaosReport:  # fmt: skip
         """Index the corpus, then ``seconds`` of load and faults (with a checkpoint every
         ``checkpoint_every_s``: writes held until the stores hold the working copy), then the
-        drain and the comparison with a clean rebuild."""
+        drain and the comparison with a clean rebuild.
+
+        With ``max_seconds``, the load goes on past ``seconds`` (up to ``max_seconds``) until
+        every kind of process was killed once and ``min_answered`` queries were answered: a
+        loaded machine restarts the stack slowly (Milvus Lite took 35 s to start beside three
+        other stacks on 2 cores), and a run of fixed length then covered less than it says."""
         self.soak.index_once()
-        started = time.monotonic()
-        until = started + seconds
+        started = self.t0 = time.monotonic()
+        until, last = started + seconds, started + max(seconds, max_seconds)
         gateway = gateway_url(self.soak.client_settings())
         clients = [PatchClient(gateway, KEY, timeout_s=15) for _ in range(self.writers)]
         threads = [threading.Thread(target=self.agent, args=(i, c), daemon=True)
                    for i, c in enumerate(clients)]  # fmt: skip
         threads += [threading.Thread(target=self.queries, daemon=True),
-                    threading.Thread(target=self.faults, args=(until,), daemon=True)]  # fmt: skip
+                    threading.Thread(target=self.faults, daemon=True)]  # fmt: skip
         for thread in threads:
             thread.start()
         next_checkpoint = started + checkpoint_every_s if checkpoint_every_s else float("inf")
         try:
-            while time.monotonic() < until:
+            while (now := time.monotonic()) < until or (
+                now < last and not self.covered(min_answered)
+            ):
                 self.tend_up(wait_s=1.0)
                 if time.monotonic() >= next_checkpoint:
                     self.hold.set()
@@ -385,6 +422,7 @@ class ChaosRun:
             for client in clients:
                 client.close()
         self.report.seconds = round(time.monotonic() - started, 1)
+        self.report.timeline = self.timeline()
         self.report.drain_s = round(self.wait_converged(converge_s), 1)
         self.report.final_lag_s = self.lag()
         result = self.soak.rebuild_and_compare()
