@@ -202,3 +202,63 @@ def test_kotlin_builders_scope_functions_and_library_receivers(builder: FileStat
                if e.type is EdgeType.RETURNS and e.ref is None}  # fmt: skip
     assert {("Code.builder", "Code.Builder"), ("Code.Builder.add", "Code.Builder"),
             ("Code.Builder.build", "Code")} <= returns  # fmt: skip
+
+
+WRITERS = {
+    "w/Taggable.kt": b"""package w
+
+interface Taggable {
+  interface Builder<out T : Builder<T>> {
+    fun tag(tag: Any?): T = this as T
+  }
+}
+""",
+    "w/Writer.kt": b"""package w
+
+class LineWrapper(out: Appendable) {
+  fun append(s: String) {}
+}
+
+class TypeName {
+  fun emit(w: Writer) {}
+}
+
+class Writer(
+  out: Appendable,
+  private val names: List<Any>,
+) {
+  private var out = LineWrapper(out)
+  private var pending: TypeName? = null
+
+  fun write(s: String) {
+    out.append(s.braced())
+    val name = names[0] as TypeName
+    name.emit(this)
+    pending!!.emit(this)
+  }
+
+  private fun String.braced(): String = "{$this}"
+
+  class Builder : Taggable.Builder<Builder> {
+    override fun tag(tag: Any?): Builder = super.tag(tag)
+  }
+}
+""",
+}
+
+
+def test_kotlin_properties_casts_member_extensions_and_interface_super(
+    builder: FileStateBuilder,
+) -> None:
+    """Members see a property, not the constructor parameter it renames (``out``); ``x as T``
+    types x; ``x!!.m()`` is x's; a member extension ``String.braced`` is the class's own;
+    ``super.tag()`` reaches an interface's default method (another file's)."""
+    states = {path: build_state(builder, path, text) for path, text in WRITERS.items()}
+    called = joined_callers(states, "kotlin")
+    assert {
+        ("Writer.write", "LineWrapper.append"),  # the property, not ``out: Appendable``
+        ("Writer.write", "TypeName.emit"),  # ``as TypeName`` and ``pending!!``
+        ("Writer.write", "Writer.braced"),
+        ("Writer.Builder.tag", "Taggable.Builder.tag"),
+    } <= called
+    assert not {edge for edge in called if edge[1].startswith("Appendable.")}

@@ -257,6 +257,10 @@ class _Extractor(TypeEdges):
             # An impl is only a naming scope for what it contains, never a parent of another impl.
             definition.parent = stack[-1] if stack else None
             if self.language == "kotlin" and definition.parent is not None:
+                if definition.receiver is not None:  # called as ``x.m()`` inside the class
+                    self._member_extensions[definition.name].append(
+                        (definition, definition.receiver)
+                    )
                 definition.receiver = None  # a member extension is its class's member
             if definition.receiver is not None:
                 if self.language == "cpp" and definition.parent is not None:
@@ -392,6 +396,7 @@ class _Extractor(TypeEdges):
                 # first base of a class whose constructors delegate to ``super(..)``) gives
                 # members to a bare call; its constructor runs with Q's.
                 built = match["name"][0].parent.type == "constructor_invocation"  # type: ignore[union-attr]
+                self._supertypes[deriving.qualified_name].append(target)
                 first = not self._bases[deriving.qualified_name]
                 if built or (first and _SUPER_DELEGATION.search(self.src.raw(deriving.node))):
                     self._bases[deriving.qualified_name].append(target)
@@ -429,7 +434,7 @@ class _Extractor(TypeEdges):
                 around = self._enclosing_def(node)
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
                 if receiver is not None and self.language == "kotlin":
-                    receiver = receiver.lstrip("!-+")  # ``!x.isEmpty()``: see kotlin.scm
+                    receiver = receiver.replace("!!", "").lstrip("!-+")  # ``!x.f()``, ``x!!.f()``
                 if receiver is not None:
                     written = f"{receiver}.{written}"
                     parts = [*name_parts(receiver), *parts]
@@ -580,6 +585,8 @@ class _Extractor(TypeEdges):
         imported = self._binding(method, around)
         if isinstance(target, _Def):
             return target
+        if (extension := self._member_extension(target, method, around)) is not None:
+            return extension
         if imported is None or imported.name in ("", "*"):
             if (
                 target.module
@@ -595,6 +602,23 @@ class _Extractor(TypeEdges):
         typed = owner and "?" not in target.name and class_like(owner)
         name = f"{owner}.{imported.name}" if typed else imported.name
         return Reference(name=name, module=imported.module)
+
+    def _member_extension(self, target: Reference, method: str, around: _Def | None) -> _Def | None:
+        """Kotlin's ``s.withBrace()`` inside a class that declares ``fun String.withBrace()``
+        (a member extension) with the type ``target`` found for ``s`` as its receiver."""
+        typed = target.name.rpartition(".")[0].rsplit(".", 1)[-1]
+        for extension, written in self._member_extensions.get(method, ()):
+            owner = extension.parent
+            receiver = without_generics(written).rstrip("?")
+            if (
+                typed
+                and receiver.rsplit(".", 1)[-1] == typed
+                and owner is not None
+                and around is not None
+                and owner.node.start_byte <= around.node.start_byte < owner.node.end_byte
+            ):
+                return extension
+        return None
 
     def _use_namespace(self, binding: ImportBinding, src: str) -> None:
         """C#'s ``using``: a namespace (or a class, ``using static``) opened for lookups, or

@@ -161,6 +161,8 @@ _KOTLIN_FACTS = f"""
 (property_declaration (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
 (property_declaration (variable_declaration (identifier) @name .)
   (call_expression . [(identifier) (navigation_expression)] @call)) @fact
+(property_declaration (variable_declaration (identifier) @name .)
+  (as_expression {_KT_TYPE} @type .)) @fact
 (function_declaration name: (identifier) @returns (function_value_parameters) . {_KT_TYPE} @type)
   @fact
 (function_declaration name: (identifier) @returns (function_value_parameters) .

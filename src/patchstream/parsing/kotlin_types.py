@@ -156,3 +156,31 @@ def _called_with(lambda_literal: ts.Node) -> ts.Node | None:
     holder = lambda_literal.parent
     call = holder.parent if holder is not None and holder.type == "annotated_lambda" else None
     return call.named_children[0] if call is not None and call.named_child_count else None
+
+
+def shadowed_parameters(bound: list[tuple[ts.Node, str]]) -> set[int]:
+    """Which of ``bound`` (each fact's node and name) are a class's plain constructor
+    parameters (no ``val``/``var``) that a property of the same class renames: in
+    ``class W(out: Appendable) { private var out = LineWrapper(out) }`` the members'
+    ``out`` is the property (the parameter is seen by initializers only)."""
+    properties = {
+        (owner.id, name)
+        for node, name in bound
+        if node.type == "property_declaration" and (owner := _class_of(node)) is not None
+    }
+    return {
+        at
+        for at, (node, name) in enumerate(bound)
+        if node.type == "class_parameter"
+        and not any(child.type in ("val", "var") for child in node.children)
+        and (owner := _class_of(node)) is not None
+        and (owner.id, name) in properties
+    }
+
+
+def _class_of(node: ts.Node) -> ts.Node | None:
+    """The class or object ``node`` is declared in (its nearest)."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("class_declaration", "object_declaration"):
+        parent = parent.parent
+    return parent

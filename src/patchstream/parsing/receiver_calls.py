@@ -94,7 +94,9 @@ class BuiltReceivers(ReceiverJoins):
             return None
         text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
         if self.language == "kotlin":
-            text = text.lstrip("!-+")  # ``!b.build().isEmpty()``: the grammar's ``(!b)``
+            text = text.replace("!!", "").lstrip(
+                "!-+"
+            )  # ``!b.build().f()`` (the grammar's ``(!b)``)
         if self.language == "swift" and built.type == "simple_identifier" and class_like(text):
             return self._member_of_type((text,), method, around, called=False)  # ``T(..).m()``
         if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):

@@ -30,7 +30,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.declared_types import cpp_declared_type, declared_type
 from patchstream.parsing.fact_queries import facts_query
-from patchstream.parsing.kotlin_types import FACTORIES, SUPERTYPES
+from patchstream.parsing.kotlin_types import FACTORIES, SUPERTYPES, shadowed_parameters
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
@@ -310,6 +310,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             parts = (outer,) if outer in SUPERTYPES else None
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
+    if language == "kotlin":
+        shadowed = shadowed_parameters([(fact.node, fact.name) for fact in facts])
+        facts = [fact for at, fact in enumerate(facts) if at not in shadowed]
     return facts
 
 

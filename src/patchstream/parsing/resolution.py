@@ -68,6 +68,10 @@ class Resolution(BuiltReceivers):
         # Every base as resolved (local or imported), in declaration order: super() and
         # inherited members walk it.
         self._bases: dict[str, list[_Def | Reference]] = defaultdict(list)
+        # Kotlin's ``super.m()`` may name an interface's default method: every supertype.
+        self._supertypes: dict[str, list[_Def | Reference]] = defaultdict(list)
+        # Kotlin's member extensions by name, each with its receiver type as written.
+        self._member_extensions: dict[str, list[tuple[_Def, str]]] = defaultdict(list)
         # Receiver types: scope qualified name ("" for the module) -> name -> type;
         # class qualified name -> attribute -> type; function -> returned type.
         self._var_types: dict[str, dict[str, _Typed]] = defaultdict(dict)
@@ -411,8 +415,9 @@ class Resolution(BuiltReceivers):
 
     def _super_member(self, method: str, around: _Def | None) -> _Def | Reference:
         """``super().m()``: ``m`` in the bases of the enclosing class, in order."""
-        owner = self._enclosing_class(around)
-        for base in self._bases.get(owner or "", ()):
+        owner = self._enclosing_class(around) or ""
+        bases = self._supertypes if self.language == "kotlin" else self._bases
+        for base in bases.get(owner, ()):
             if isinstance(base, _Def):
                 found = self._member(base.qualified_name, method)
                 if found is not None:
