@@ -215,26 +215,37 @@ interface Taggable {
 """,
     "w/Writer.kt": b"""package w
 
+fun Collection<Any>.joined(): String = ""
+
 class LineWrapper(out: Appendable) {
   fun append(s: String) {}
 }
 
 class TypeName {
   fun emit(w: Writer) {}
+  fun name(): String = ""
 }
 
 class Writer(
   out: Appendable,
+  seed: TypeName,
   private val names: List<Any>,
 ) {
   private var out = LineWrapper(out)
   private var pending: TypeName? = null
+  private val label = seed.name()
+
+  fun relabel(): String {
+    val seed = TypeName()  // a local of the name: it renames no parameter
+    return seed.name()
+  }
 
   fun write(s: String) {
     out.append(s.braced())
     val name = names[0] as TypeName
     name.emit(this)
     pending!!.emit(this)
+    names.filter { it != s }.joined()
   }
 
   private fun String.braced(): String = "{$this}"
@@ -252,7 +263,8 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
 ) -> None:
     """Members see a property, not the constructor parameter it renames (``out``); ``x as T``
     types x; ``x!!.m()`` is x's; a member extension ``String.braced`` is the class's own;
-    ``super.tag()`` reaches an interface's default method (another file's)."""
+    ``super.tag()`` reaches an interface's default method (another file's); a library
+    collection's ``filter { }`` gives a List."""
     states = {path: build_state(builder, path, text) for path, text in WRITERS.items()}
     called = joined_callers(states, "kotlin")
     assert {
@@ -260,5 +272,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer.write", "TypeName.emit"),  # ``as TypeName`` and ``pending!!``
         ("Writer.write", "Writer.braced"),
         ("Writer.Builder.tag", "Taggable.Builder.tag"),
+        ("Writer", "TypeName.name"),  # an initializer's ``seed`` is the parameter
+        ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
     } <= called
     assert not {edge for edge in called if edge[1].startswith("Appendable.")}

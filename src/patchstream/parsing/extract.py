@@ -30,7 +30,7 @@ from patchstream.parsing.cpp_language import (
 from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
-from patchstream.parsing.kotlin_types import it_value, type_aliases
+from patchstream.parsing.kotlin_types import collected_call, it_value, type_aliases
 from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
@@ -482,7 +482,11 @@ class _Extractor(TypeEdges):
                     # ``Foo(x).m()``, ``items[0].m()``: a written receiver with a call (or an
                     # index) in it.
                     found = self._member_of_call(match["name"][0], around)
-                elif receiver is not None and (")" in receiver or "]" in receiver):
+                elif receiver is not None and (
+                    ")" in receiver
+                    or "]" in receiver
+                    or (self.language == "kotlin" and receiver.endswith("}"))
+                ):  # fmt: skip
                     # Java's ``make().m()``, C++'s ``shard_[i].Insert()``
                     found = self._member_of_built(match["receiver"][0], parts[-1], around)
                 elif edge_type is EdgeType.INSTANTIATES and parts in (
@@ -516,6 +520,10 @@ class _Extractor(TypeEdges):
                     target = Reference(name=f"?.{parts[-1]}")
                 if self.language == "kotlin" and receiver is not None:
                     target = self._imported_extension(target, parts[-1], around)
+                    if isinstance(target, Reference) and (
+                        collected := collected_call(target.name)
+                    ):  # ``items.map { }.joinToCode()``: a List's
+                        target = Reference(name=collected, module=target.module)
                 if (
                     self.language in ("ruby", "swift")
                     and receiver is not None

@@ -68,6 +68,59 @@ FACTORIES: dict[str, str] = {
 }  # fmt: skip
 
 
+# What the library's collection operations give, on any Iterable (``items.map { }`` is a List).
+_LISTED = (
+    "map",
+    "mapNotNull",
+    "mapIndexed",
+    "filter",
+    "filterNot",
+    "filterNotNull",
+    "filterIsInstance",
+    "flatMap",
+    "sorted",
+    "sortedBy",
+    "sortedWith",
+    "sortedDescending",
+    "sortedByDescending",
+    "distinct",
+    "distinctBy",
+    "reversed",
+    "take",
+    "takeWhile",
+    "drop",
+    "dropWhile",
+    "toList",
+    "plus",
+    "minus",
+    "zip",
+    "withIndex",
+    "chunked",
+    "windowed",
+    "shuffled",
+    "asReversed",
+)
+COLLECTED: dict[str, str] = {
+    **dict.fromkeys(_LISTED, "List"), "toMutableList": "MutableList", "toSet": "Set",
+    "toMutableSet": "MutableSet", "toHashSet": "HashSet", "toSortedSet": "Set",
+    "associate": "Map", "associateBy": "Map", "associateWith": "Map", "groupBy": "Map",
+    "toMap": "Map", "asSequence": "Sequence",
+}  # fmt: skip
+
+
+def collected_call(name: str) -> str | None:
+    """``List.map().joinToCode`` (a call on what a collection operation of a library
+    collection gives) as ``List.joinToCode``; also through calls before it
+    (``MutableList.toImmutableList().map().m``: the last operation says); None for any other
+    name."""
+    head, dot, rest = name.partition(".")
+    *calls, method = rest.split("().")
+    if not dot or not calls or "(" in method or "Iterable" not in SUPERTYPES.get(head, ()):
+        return None
+    result = COLLECTED.get(calls[-1])
+    return f"{result}.{method}" if result is not None else None
+
+
 def supertypes(name: str) -> tuple[str, ...]:
     """The library supertypes of the library type ``name`` (itself excluded); () for any
     other name."""
@@ -166,7 +219,10 @@ def shadowed_parameters(bound: list[tuple[ts.Node, str]]) -> set[int]:
     properties = {
         (owner.id, name)
         for node, name in bound
-        if node.type == "property_declaration" and (owner := _class_of(node)) is not None
+        if node.type == "property_declaration"
+        and node.parent is not None
+        and node.parent.type == "class_body"  # a member, not a function's local ``val``
+        and (owner := _class_of(node)) is not None
     }
     return {
         at

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from patchstream.parsing.kotlin_types import RETURNS_RECEIVER, scope_receivers, scoped_value
+from patchstream.parsing.kotlin_types import (
+    COLLECTED,
+    RETURNS_RECEIVER,
+    collected_call,
+    scope_receivers,
+    scoped_value,
+)
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import SCOPED, _Def, two_returns
@@ -73,6 +79,13 @@ class BuiltReceivers(ReceiverJoins):
             value = scoped_value(callee, RETURNS_RECEIVER, self.src)
             if value is not None:  # ``b.apply { .. }.build()``: ``apply`` gives back ``b``
                 return self._member_of_value(value, method, around)
+            text = without_generics("".join(self.src.text(callee).split())) if callee else ""
+            if DOTTED.match(text) and text.rsplit(".", 1)[-1] in COLLECTED:
+                operation = self._resolve(text.split("."), around)  # ``items.filter``
+                if isinstance(operation, Reference) and (
+                    collected := collected_call(f"{operation.name}().{method}")
+                ):  # ``items.filter { }.joined()``: a List's
+                    return Reference(name=collected, module=operation.module)
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
             asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()
