@@ -3,6 +3,7 @@ one in flight across it), and each added file had the round's name, so the secon
 the first while both deleted one. The restart soak's corpus of 100 modules shrank by one a
 round until, at round 84, a round's 20 edits no longer fitted in it."""
 
+import time
 from pathlib import Path
 
 from patchstream.testing.faults import FaultSoak, synthetic_corpus
@@ -28,7 +29,6 @@ def test_a_kill_of_an_up_already_replaced_restarts_nothing(tmp_path: Path) -> No
     retry started the ``up`` now running, and the second restart then waited 30 s on that
     healthy one and failed the run. A kill is of one pid: once it is replaced, nothing to do."""
     import subprocess
-    import time
 
     synthetic_corpus(tmp_path / "corpus", 5, seed=1)
     soak = FaultSoak(tmp_path / "soak", tmp_path / "corpus", seed=1)
@@ -71,3 +71,26 @@ def test_a_pause_goes_to_a_running_process_and_is_only_due_again_once_it_happene
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_an_old_answer_that_says_it_is_old_is_behind_not_stale(tmp_path: Path) -> None:
+    """A CI run counted a context stale that hit a file deleted 88 s before while its own
+    freshness said the vector tier was 89 s behind: the judge read the lag beside it, and
+    that read met the query service just killed. The answer's own freshness counts first."""
+    from patchstream.testing.chaos import ChaosRun
+
+    synthetic_corpus(tmp_path / "corpus", 5, seed=1)
+    chaos = ChaosRun(FaultSoak(tmp_path / "soak", tmp_path / "corpus", seed=1))
+    chaos.lag = lambda: None  # type: ignore[method-assign]  # the query service is down
+    chaos.deleted_at["pkg0/gone.py"] = time.monotonic() - 88.0
+    hit = {"blocks": [{"provenance": {"path": "pkg0/gone.py"}}]}
+
+    def freshness(vector_lag: float) -> dict[str, object]:
+        return {"graph": {"lag_s": 0.5}, "vector": {"lag_s": vector_lag}}
+
+    assert chaos._judged("/v1/context", {**hit, "freshness": freshness(89.4)}) == "behind"
+    assert chaos.report.stale_answers == []
+    assert chaos._judged("/v1/context", {**hit, "freshness": freshness(0.2)}) == "stale"
+    assert chaos._judged("/v1/context", hit) == "stale"  # nothing said, nothing read
+    assert len(chaos.report.stale_answers) == 2
+    assert chaos._judged("/v1/context", {"blocks": []}) == "answered"
