@@ -217,6 +217,13 @@ interface Taggable {
 
 fun Collection<Any>.joined(): String = ""
 
+fun emitAny(o: Any, w: Writer) {
+  if (o is TypeName && w != null) o.emit(w)
+  when (o) {
+    is LineWrapper -> o.append("smart cast")
+  }
+}
+
 class LineWrapper(out: Appendable) {
   fun append(s: String) {}
 }
@@ -264,7 +271,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
     """Members see a property, not the constructor parameter it renames (``out``); ``x as T``
     types x; ``x!!.m()`` is x's; a member extension ``String.braced`` is the class's own;
     ``super.tag()`` reaches an interface's default method (another file's); a library
-    collection's ``filter { }`` gives a List."""
+    collection's ``filter { }`` gives a List; ``is`` checks narrow (smart casts)."""
     states = {path: build_state(builder, path, text) for path, text in WRITERS.items()}
     called = joined_callers(states, "kotlin")
     assert {
@@ -274,5 +281,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer.Builder.tag", "Taggable.Builder.tag"),
         ("Writer", "TypeName.name"),  # an initializer's ``seed`` is the parameter
         ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
+        ("emitAny", "TypeName.emit"),  # if (o is TypeName ..) o.emit(w): a smart cast
+        ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }
     } <= called
     assert not {edge for edge in called if edge[1].startswith("Appendable.")}
