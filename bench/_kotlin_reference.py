@@ -356,10 +356,11 @@ def compared_edges(
             if f"{owner}.{method}" in variables:
                 return owner if caller else None  # a val's or a parameterless def's read
             return f"{owner}.{method}" if owner in classes else None
-        method = method.removesuffix(f"${_MODULE}")
+        # An ``internal`` function's default arguments' bridge is ``f$bench$default``.
+        method = method.removesuffix("$default").removesuffix(f"${_MODULE}")
         if caller and method.startswith("access$"):
             return None  # a bridge the compiler made: its caller is the call
-        method = method.removesuffix("$default").removeprefix("access$")
+        method = method.removeprefix("access$")
         renamed = jvm_named.get((calls.files.get(owner, ""), method), [])
         if renamed and "$" not in owner and owner not in classes:  # a file facade's
             chosen = list(dict.fromkeys(n for r, n in renamed if r == first))

@@ -222,6 +222,7 @@ fun emitAny(o: Any, w: Writer) {
   when (o) {
     is LineWrapper -> o.append("smart cast")
   }
+  if (o !is TypeName) o.name()  // not narrowed: ``!is``
 }
 
 class LineWrapper(out: Appendable) {
@@ -285,3 +286,4 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }
     } <= called
     assert not {edge for edge in called if edge[1].startswith("Appendable.")}
+    assert ("emitAny", "TypeName.name") not in called

@@ -173,12 +173,13 @@ _KOTLIN_FACTS = f"""
                     (call_expression . (identifier) @scoped (#any-of? @scoped "apply" "also")
                       . (annotated_lambda))] @self)) @fact
 (for_statement (variable_declaration (identifier) @name {_KT_TYPE} @type)) @fact
-(if_expression condition: [(is_expression left: (identifier) @name right: {_KT_TYPE} @type)
-                           (binary_expression left: (is_expression left: (identifier) @name
-                                                                   right: {_KT_TYPE} @type))]
+(if_expression
+  condition: [(is_expression left: (identifier) @name "is" right: {_KT_TYPE} @type)
+              (binary_expression left: (is_expression left: (identifier) @name "is"
+                                                      right: {_KT_TYPE} @type))]
   . (_) @narrowed)
 (when_expression (when_subject (identifier) @name)
-  (when_entry condition: (type_test {_KT_TYPE} @type) . (_) @narrowed))
+  (when_entry condition: (type_test "is" {_KT_TYPE} @type) . (_) @narrowed))
 (for_statement (variable_declaration (identifier) @name .)
   [(identifier) (navigation_expression)] @iter) @loop
 (call_expression (navigation_expression . [(identifier) (navigation_expression)] @iter
