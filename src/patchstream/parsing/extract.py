@@ -30,7 +30,12 @@ from patchstream.parsing.cpp_language import (
 from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
-from patchstream.parsing.kotlin_types import collected_call, it_value, type_aliases
+from patchstream.parsing.kotlin_types import (
+    collected_call,
+    it_value,
+    plain_receiver,
+    type_aliases,
+)
 from patchstream.parsing.languages import C_FAMILY, get_query
 from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings, module_name
 from patchstream.parsing.node_text import (
@@ -434,7 +439,7 @@ class _Extractor(TypeEdges):
                 around = self._enclosing_def(node)
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
                 if receiver is not None and self.language == "kotlin":
-                    receiver = receiver.replace("!!", "").lstrip("!-+")  # ``!x.f()``, ``x!!.f()``
+                    receiver = plain_receiver(receiver)
                 if receiver is not None:
                     written = f"{receiver}.{written}"
                     parts = [*name_parts(receiver), *parts]

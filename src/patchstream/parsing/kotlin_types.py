@@ -121,6 +121,12 @@ def collected_call(name: str) -> str | None:
     return f"{result}.{method}" if result is not None else None
 
 
+def plain_receiver(text: str) -> str:
+    """A receiver as written, less what does not change its type: ``x!!`` is ``x``, and
+    the grammar reads ``!x.isEmpty()``'s receiver as ``!x`` (see ``kotlin.scm``)."""
+    return text.replace("!!", "").lstrip("!-+")
+
+
 def supertypes(name: str) -> tuple[str, ...]:
     """The library supertypes of the library type ``name`` (itself excluded); () for any
     other name."""

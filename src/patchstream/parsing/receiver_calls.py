@@ -11,6 +11,7 @@ from patchstream.parsing.kotlin_types import (
     COLLECTED,
     RETURNS_RECEIVER,
     collected_call,
+    plain_receiver,
     scope_receivers,
     scoped_value,
 )
@@ -107,9 +108,7 @@ class BuiltReceivers(ReceiverJoins):
             return None
         text = without_generics("".join(self.src.text(built).split())).replace("::", ".")
         if self.language == "kotlin":
-            text = text.replace("!!", "").lstrip(
-                "!-+"
-            )  # ``!b.build().f()`` (the grammar's ``(!b)``)
+            text = plain_receiver(text)  # ``!b.build().f()``, ``b!!.build().f()``
         if self.language == "swift" and built.type == "simple_identifier" and class_like(text):
             return self._member_of_type((text,), method, around, called=False)  # ``T(..).m()``
         if receiver.type == "method_invocation" and (on := receiver.child_by_field_name("object")):
