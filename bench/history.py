@@ -46,8 +46,7 @@ from patchstream.embedded.services import free_port
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from pipeline import percentile
-from query import _settle as settle
-from query import issue_queries, timed, wait_for_search_copy
+from query import issue_queries, settle, timed, wait_for_search_copy
 
 SECRET = "bench-secret"
 KEY = "bench-key"

@@ -56,8 +56,7 @@ from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.producer import EventPublisher
 from patchstream.testing.faults import normalized
 from pipeline import percentile
-from query import QUERIES
-from query import _settle as settle
+from query import QUERIES, settle
 
 TENANT, CLEAN, REPO = "tload4f2", "tclean9e1", "corpus"  # names no code holds
 GOALS = {"graph": 0.5, "search": 0.15, "context": 0.3}

@@ -106,7 +106,7 @@ def _gc_during(before: Pauses, after: Pauses) -> str:
     )
 
 
-def _settle(
+def settle(
     stack: Supervisor, quiet_cpu_s: float = 0.1, window_s: float = 2.0, limit_s: float = 300.0
 ) -> str:
     """Wait until the vector tier is quiet: the timed requests measure a settled service, not
@@ -169,7 +169,7 @@ def main() -> None:
             search = wait_for_search_copy(client)
             rows["search copy"] = (f"{search}, {time.perf_counter() - loading:.0f} s after the "
                                    "index completed")  # fmt: skip
-            rows["stack settled (background work after the index)"] = _settle(stack)
+            rows["stack settled (background work after the index)"] = settle(stack)
             graph = open_graph_store(stack.settings)
             functions = [s for q in ("run", "validate", "get", "send", "example", "process")
                          for s in graph.symbols_by_name("bench", q)]  # fmt: skip

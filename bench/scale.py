@@ -54,7 +54,7 @@ from _scale_plot import PLOT, write_plot
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.indexing.run import index_directory
 from pipeline import measure_edits, percentile
-from query import QUERIES, _settle, issue_queries, timed, wait_for_search_copy
+from query import QUERIES, issue_queries, settle, timed, wait_for_search_copy
 
 FIVE_K = ["scipy", "sympy", "pandas", "numpy", "networkx"]
 TWENTY_K = [
@@ -166,9 +166,9 @@ def run_step(step: str, edits: int, requests: int) -> dict[str, Any]:
             ) as client:
                 wait_for_search_copy(client)  # its in-process copy, as served
             copy_s = time.perf_counter() - loading
-            settled = _settle(stack, limit_s=900)
+            settled = settle(stack, limit_s=900)
             latencies = asyncio.run(measure_edits(stack.settings, corpus, "corpus", edits))
-            _settle(stack, limit_s=300)  # the edits' embedding done: queries see a quiet stack
+            settle(stack, limit_s=300)  # the edits' embedding done: queries see a quiet stack
             p99 = query_p99(stack, requests)
             at_once = memory.stop()
             peaks = {
