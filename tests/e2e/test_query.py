@@ -16,9 +16,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from patchstream.embedded.outbox_relay import republish
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.errors import ContractError
 from patchstream.indexing.run import index_directory
+from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.streams.producer import EventPublisher
@@ -203,6 +205,41 @@ def test_read_your_writes_and_session_context(indexed: Supervisor) -> None:
             "/v1/wait", params={"read_token": make_read_token([event]), "timeout": 1}
         )
         assert other.status_code == 404
+
+
+def test_an_acknowledged_write_no_bus_holds_makes_freshness_say_behind(
+    indexed: Supervisor,
+) -> None:
+    """A write the outbox holds and the bus does not (a restarted broker holds nothing; a CI
+    chaos run searched a file deleted 61 s before while freshness said lag 0) makes both tiers
+    report it, and a lag at least its age, until the tiers hold it."""
+    event = PatchEvent(tenant="acme", repo="billing", path="billing/refunds.py", op="upsert",
+                       content="def refund(amount):\n    return -amount\n",
+                       version=time.time_ns(), source="agent")  # fmt: skip
+    outbox = Outbox(outbox_path(indexed.settings))
+    try:
+        [entry_id] = outbox.append([event])  # acknowledged, never published
+        [entry] = [e for e in outbox.pending() if e.id == entry_id]
+    finally:
+        outbox.close()
+    seen: dict[str, Any] = {}
+
+    def freshness(client: httpx.Client) -> dict[str, Any]:
+        seen.update(client.get("/v1/freshness", params={"repo": "billing"}).json())
+        return seen
+
+    with _client(indexed) as client:  # an answer computed before the write lasts a second
+        wait_for(lambda: freshness(client)["graph"]["oldest_owed_at"] is not None, 10)
+        for tier in ("graph", "vector"):
+            assert seen[tier]["oldest_owed_at"] == pytest.approx(entry.created_at), seen
+            assert seen[tier]["lag_s"] >= seen["as_of"] - entry.created_at - 0.01, seen
+        other = _client(indexed, "key-default").get("/v1/freshness", params={"repo": "billing"})
+        assert other.json()["graph"]["oldest_owed_at"] is None  # another tenant's write
+        asyncio.run(republish(indexed.settings, [entry]))  # what the supervisor's replay does
+        wait_for(lambda: all(freshness(client)[tier]["oldest_owed_at"] is None
+                             for tier in ("graph", "vector")), 60, "the write applied")  # fmt: skip
+    hits = _client(indexed).post("/v1/search", json={"query": "refund amount"}).json()["hits"]
+    assert "billing/refunds.py" in {hit["path"] for hit in hits}
 
 
 def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:

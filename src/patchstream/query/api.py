@@ -392,6 +392,9 @@ def create_api(
                     with contextlib.suppress(Exception):
                         held = (await state["lag"].backlog_by_repo(tier)).get((tenant, repo))
                         oldest += [held.oldest_at] if held is not None else []
+                # An acknowledged write not on the bus (a restarted broker holds nothing) waits
+                # in the outbox for its replay: as late as the oldest one this tier lacks.
+                oldest += [info["oldest_owed_at"]] if info.get("oldest_owed_at") else []
                 if oldest:  # this repository's write waits there
                     info["lag_s"] = max(info["lag_s"], round(now - min(oldest), 3))
         return tiers

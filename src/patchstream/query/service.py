@@ -15,6 +15,7 @@ from patchstream.config.settings import Settings
 from patchstream.errors import StoreError
 from patchstream.parsing.prose import extension_of
 from patchstream.parsing.tokens import TokenCounter
+from patchstream.producers.outbox import outbox_path
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import (
     entry_hits,
@@ -24,6 +25,7 @@ from patchstream.query.file_map import (
     named_members,
     remaining_candidates,
 )
+from patchstream.query.owed import owed_by_tier
 from patchstream.query.question import MAX_DEFINERS, NamedFiles, named_files, named_in
 from patchstream.query.through_macros import through_macros
 from patchstream.query.working_state import memory_candidate, working_state_candidates
@@ -378,6 +380,8 @@ class QueryService:
         )
         held = self.mirror.last_applied(tenant, repo) if self.mirror is not None else None
         files, vector_last = held if held is not None else self.vectors.last_applied(tenant, repo)
+        owed = owed_by_tier(outbox_path(self.settings), self.graph, self.vectors, tenant, repo,
+                            chain)  # fmt: skip
         now = time.time()
         return {
             **flag_report(self.graph.flagged_files(tenant, repo, ref)),
@@ -385,10 +389,12 @@ class QueryService:
                 "files": visible,
                 "last_version": max(v.max_version for v in layers),
                 "last_applied_at": max(applied) if applied else None,
+                "oldest_owed_at": owed["graph"],
             },
             "vector": {
                 "files": files,
                 "last_applied_at": vector_last,
+                "oldest_owed_at": owed["vector"],
                 # Who answers searches: the in-process copy ("ready"), or Milvus meanwhile.
                 "search": self.mirror.state(tenant) if self.mirror is not None else "milvus",
             },

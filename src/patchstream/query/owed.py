@@ -1,0 +1,100 @@
+"""Writes the stack acknowledged and a tier does not hold yet, read from the outbox.
+
+The bus's consumer lag says nothing of an acknowledged write that is not on the bus: the
+embedded broker keeps its log in memory, so after it (or the whole stack) restarts, the
+writes it held wait in the outbox until the supervisor publishes them again. A CI run of the
+chaos test met that: a search right after a restart hit a file deleted 61 s before while
+the freshness answer said lag 0 (the new broker held nothing, so nothing was pending).
+Freshness therefore also asks the outbox for this repository's oldest entries not yet
+marked applied, and checks each against the tiers (the supervisor marks entries applied
+every 30 s, so most of them are in fact held).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchstream.schemas.events import view_ref
+from patchstream.stores.graph.base import GraphStore
+from patchstream.stores.vector.milvus import MilvusVectorStore
+
+OWED_CHECKED = 64  # entries checked per answer, oldest first: the oldest decides the lag
+
+
+@dataclass(frozen=True)
+class UnmarkedEntry:
+    """An outbox entry of one repository the supervisor has not yet seen both tiers hold."""
+
+    ref: str  # the view it is read through (``main~agent-42`` for a workspace's write)
+    path: str
+    version: int
+    created_at: float
+
+
+def unmarked_entries(
+    outbox: Path, tenant: str, repo: str, limit: int = OWED_CHECKED
+) -> list[UnmarkedEntry]:
+    """The oldest ``limit`` entries of ``repo`` not marked applied; none without an outbox.
+
+    Read-only (the query service never writes the outbox), and a busy or missing file
+    answers nothing rather than failing a read."""
+    if not outbox.exists():
+        return []
+    with contextlib.suppress(sqlite3.Error):
+        db = sqlite3.connect(f"{outbox.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            rows = db.execute(
+                "SELECT ref, workspace, path, version, created_at FROM outbox WHERE applied = 0 "
+                "AND tenant = ? AND repo = ? ORDER BY id LIMIT ?",
+                (tenant, repo, limit),
+            ).fetchall()
+        finally:
+            db.close()
+        return [UnmarkedEntry(view_ref(ref, workspace), path, int(version), float(created))
+                for ref, workspace, path, version, created in rows]  # fmt: skip
+    return []
+
+
+HeldVersion = Callable[[str, str], int | None]  # (ref, path) -> the version a tier holds
+
+
+def owed_since(
+    entries: list[UnmarkedEntry], tiers: dict[str, HeldVersion]
+) -> dict[str, float | None]:
+    """Per tier, when the oldest entry it does not hold was acknowledged (None: it holds all
+    of them). A tier that cannot be asked holds nothing for this answer: the lag it then
+    reports is the honest upper bound, not a zero."""
+    since: dict[str, float | None] = {}
+    for tier, held in tiers.items():
+        since[tier] = None
+        for entry in entries:
+            try:
+                version = held(entry.ref, entry.path)
+            except Exception:  # a store restarting: the write is not known to be there
+                version = None
+            if version is None or version < entry.version:
+                since[tier] = entry.created_at
+                break
+    return since
+
+
+def owed_by_tier(
+    outbox: Path, graph: GraphStore, vectors: MilvusVectorStore, tenant: str, repo: str,
+    chain: list[str],
+) -> dict[str, float | None]:  # fmt: skip
+    """Per tier, when the oldest acknowledged write of the view (``chain``: its layers) that
+    the tier lacks was written; None when it lacks none of those checked."""
+    entries = [e for e in unmarked_entries(outbox, tenant, repo) if e.ref in chain]
+
+    def in_graph(ref: str, path: str) -> int | None:
+        fence = graph.file_version(tenant, repo, ref, path)
+        return fence.version if fence is not None else None
+
+    def in_vectors(ref: str, path: str) -> int | None:
+        return vectors.file_version(tenant, repo, ref, path)
+
+    return owed_since(entries, {"graph": in_graph, "vector": in_vectors})
