@@ -240,6 +240,18 @@ def shadowed_parameters(bound: list[tuple[ts.Node, str]]) -> set[int]:
     }
 
 
+def initializers_of(parameter: ts.Node) -> list[ts.Node]:
+    """The property declarations and ``init`` blocks of the class whose constructor declares
+    ``parameter``: where a parameter a property renames is still the parameter
+    (``private val names = names.toImmutableList()`` reads the ``List`` it was given)."""
+    owner = _class_of(parameter)
+    body = next((c for c in owner.children if c.type == "class_body"), None) if owner else None
+    if body is None:
+        return []
+    return [child for child in body.named_children
+            if child.type in ("property_declaration", "anonymous_initializer")]  # fmt: skip
+
+
 def _class_of(node: ts.Node) -> ts.Node | None:
     """The class or object ``node`` is declared in (its nearest)."""
     parent = node.parent

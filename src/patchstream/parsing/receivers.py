@@ -24,13 +24,18 @@ returned by functions without annotations.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import tree_sitter as ts
 
 from patchstream.parsing.declared_types import cpp_declared_type, declared_type
 from patchstream.parsing.fact_queries import facts_query
-from patchstream.parsing.kotlin_types import FACTORIES, SUPERTYPES, shadowed_parameters
+from patchstream.parsing.kotlin_types import (
+    FACTORIES,
+    SUPERTYPES,
+    initializers_of,
+    shadowed_parameters,
+)
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
@@ -312,7 +317,17 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             facts.append(TypeFact(node, name, parts, owner))
     if language == "kotlin":
         shadowed = shadowed_parameters([(fact.node, fact.name) for fact in facts])
-        facts = [fact for at, fact in enumerate(facts) if at not in shadowed]
+        # A renamed parameter is seen by its class's initializers only: a fact bound there.
+        facts = [
+            narrowed
+            for at, fact in enumerate(facts)
+            for narrowed in (
+                [fact] if at not in shadowed
+                else [replace(fact, node=initializer, block=True)
+                      for initializer in initializers_of(fact.node)] if fact.container is None
+                else []
+            )
+        ]  # fmt: skip
     return facts
 
 
