@@ -238,8 +238,10 @@ class Writer(
   out: Appendable,
   seed: TypeName,
   private val names: List<Any>,
+  tags: List<Any>,
 ) {
   private var out = LineWrapper(out)
+  private val tags = tags.joined()  // the List it was given: a property renames it later
   private var pending: TypeName? = null
   private val label = seed.name()
 
@@ -281,6 +283,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer.write", "Writer.braced"),
         ("Writer.Builder.tag", "Taggable.Builder.tag"),
         ("Writer", "TypeName.name"),  # an initializer's ``seed`` is the parameter
+        ("Writer", "Collection.joined"),  # and so is its ``tags``, renamed by that property
         ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
         ("emitAny", "TypeName.emit"),  # if (o is TypeName ..) o.emit(w): a smart cast
         ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }
