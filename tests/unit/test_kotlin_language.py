@@ -256,6 +256,10 @@ class Writer(
     name.emit(this)
     pending!!.emit(this)
     names.filter { it != s }.joined()
+    names.forEach(this::note)  // a function reference runs where it is passed
+  }
+
+  fun note(x: Any) {
   }
 
   private fun String.braced(): String = "{$this}"
@@ -274,7 +278,8 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
     """Members see a property, not the constructor parameter it renames (``out``); ``x as T``
     types x; ``x!!.m()`` is x's; a member extension ``String.braced`` is the class's own;
     ``super.tag()`` reaches an interface's default method (another file's); a library
-    collection's ``filter { }`` gives a List; ``is`` checks narrow (smart casts)."""
+    collection's ``filter { }`` gives a List; ``is`` checks narrow (smart casts); a function
+    reference (``this::note``) is a call where it is passed."""
     states = {path: build_state(builder, path, text) for path, text in WRITERS.items()}
     called = joined_callers(states, "kotlin")
     assert {
@@ -284,6 +289,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer.Builder.tag", "Taggable.Builder.tag"),
         ("Writer", "TypeName.name"),  # an initializer's ``seed`` is the parameter
         ("Writer", "Collection.joined"),  # and so is its ``tags``, renamed by that property
+        ("Writer.write", "Writer.note"),  # forEach(this::note)
         ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
         ("emitAny", "TypeName.emit"),  # if (o is TypeName ..) o.emit(w): a smart cast
         ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }

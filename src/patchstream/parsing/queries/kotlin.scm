@@ -32,6 +32,11 @@
 ; The grammar reads ``!isEmpty()`` as ``(!isEmpty)()`` (and ``!x.isEmpty()``'s receiver as
 ; ``!x``, which extraction strips): the call is the name's.
 (call_expression . (unary_expression . (identifier) @name .)) @reference.call
+; A function reference runs the function where it is passed (``forEach(this::addModifier)``,
+; ``map(::parse)``, ``map(TypeName::emit)``): the compiler calls it there.
+(callable_reference . "::" . (identifier) @name .) @reference.call
+(navigation_expression . [(this_expression) (identifier)] @receiver . "::" . (identifier) @name .)
+  @reference.call
 
 (import) @reference.import
 (package_header (qualified_identifier) @package)
