@@ -213,9 +213,21 @@ interface Taggable {
   }
 }
 """,
+    "w/Block.kt": b"""package w
+
+class Block {
+  fun toBuilder(): BlockBuilder = BlockBuilder()
+}
+
+class BlockBuilder {
+  fun build(): Block = Block()
+}
+""",
     "w/Writer.kt": b"""package w
 
 fun Collection<Any>.joined(): String = ""
+
+fun Block.ended(): Block = with(toBuilder()) { build() }  // the receiver's toBuilder
 
 fun emitAny(o: Any, w: Writer) {
   if (o is TypeName && w != null) o.emit(w)
@@ -290,6 +302,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer", "TypeName.name"),  # an initializer's ``seed`` is the parameter
         ("Writer", "Collection.joined"),  # and so is its ``tags``, renamed by that property
         ("Writer.write", "Writer.note"),  # forEach(this::note)
+        ("Block.ended", "BlockBuilder.build"),  # with(toBuilder()) { build() }, another file's
         ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
         ("emitAny", "TypeName.emit"),  # if (o is TypeName ..) o.emit(w): a smart cast
         ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }

@@ -272,6 +272,12 @@ class ReceiverTypes(abc.ABC):
         if known == ("Self",):  # Rust's (and typing's) ``Self``: the class around
             enclosing = self._enclosing_class(around)
             return self._member(enclosing, method) if enclosing is not None else None
+        if self.language == "kotlin" and called and len(known) == 1 and not class_like(known[0]):
+            # ``with(toBuilder()) { build() }`` in ``fun CodeBlock.f()``: the bare call is the
+            # receiver's member (``CodeBlock.toBuilder``), joined through what it returns.
+            function = self._resolve([known[0]], around)
+            if isinstance(function, Reference) and function.module and "." in function.name:
+                return Reference(name=f"{function.name}().{method}", module=function.module)
         owner = self._resolve_type(list(known), around)
         if isinstance(owner, Reference) and owner.module is None and self.language in SCOPED:
             # A declared type of another file: looked up from the call's scope outward
