@@ -281,3 +281,46 @@ def test_a_constructor_builds_the_fields_its_class_holds_by_value(
     assert built == {"n.Cache.Cache"}  # both constructors: one name; Copying's copies it
     assert len([e for e in state.edges if e.type is EdgeType.INSTANTIATES]) == 2
     assert not any(dst == "n.Plain" for _, dst in callers)
+
+
+def test_casts_template_aliases_delegating_overloads_and_brace_temporaries(
+    builder: FileStateBuilder,
+) -> None:
+    """yaml-cpp's shapes: ``static_cast<const node_ref&>(*p).begin()`` is ``node_ref``'s;
+    ``typedef AnchorDict<void*> AnchorMap;`` inherits ``AnchorDict``; ``Load(const char*)``
+    calling ``Load(stream)`` reaches the other overloads, never itself; ``Guard<500> g(d);``
+    and ``throw Deep{d};`` build their classes; ``Parser::Parser(int) : Parser()`` beside a
+    class of another file builds the class, not its other constructor."""
+    header = (b"namespace n {\nclass node_ref {\n public:\n  int begin() const { return 0; }\n};\n"
+              b"template <typename T>\nclass AnchorDict {\n public:\n"
+              b"  T Get(int a) const { return T(); }\n};\n"
+              b"class Deep {\n public:\n  Deep(int d) {}\n};\n"
+              b"template <int N>\nclass Guard {\n public:\n"
+              b"  Guard(int d) { if (d > N) throw Deep{d}; }\n};\n"
+              b"class Parser {\n public:\n  Parser();\n  Parser(int in);\n};\n}\n")  # fmt: skip
+    source = (b"namespace n {\nclass node {\n public:\n"
+              b"  int begin() const { return static_cast<const node_ref&>(*m_pRef).begin(); }\n"
+              b"  void* Find(int a) { return m_anchors.Get(a); }\n"
+              b" private:\n  typedef AnchorDict<void*> AnchorMap;\n"
+              b"  node_ref* m_pRef;\n  AnchorMap m_anchors;\n};\n"
+              b"int Load(int input) { return 0; }\n"
+              b"int Load(const char* input) { return Load(1); }\n"
+              b"int Handle(int depth) { Guard<500> guard(depth); return depth; }\n"
+              b"Parser::Parser() {}\nParser::Parser(int in) : Parser() {}\n}\n")  # fmt: skip
+    states = {"node.h": build_state(builder, "node.h", header),
+              "node.cpp": build_state(builder, "node.cpp", source)}  # fmt: skip
+    callers = joined_callers(states, "cpp")
+    assert {
+        ("n.node.begin", "n.node_ref.begin"),
+        ("n.node.Find", "n.AnchorDict.Get"),
+        ("n.Handle", "n.Guard"),
+        ("n.Guard.Guard", "n.Deep"),
+    } <= callers, sorted(callers)
+    edges = {(e.type, e.src.rsplit("::", 1)[-1], e.dst.rsplit("::", 1)[-1])
+             for e in states["node.cpp"].edges}  # fmt: skip
+    assert (EdgeType.CALLS, "n.Load#2", "n.Load") in edges
+    assert (EdgeType.CALLS, "n.Load#2", "n.Load#2") not in edges  # never itself by name
+    built = {(src, dst) for kind, src, dst in edges if kind is EdgeType.INSTANTIATES}
+    assert ("n.Parser.Parser#2", "n.Parser.Parser") not in built, built
+    assert any(src == "n.Parser.Parser#2" and "Parser" in dst for src, dst in built), built
+    assert ("n.Parser.Parser", "n.Parser") in callers  # the class, joined from the header

@@ -112,3 +112,20 @@ def cpp_declared_type(node: ts.Node, src: Source, depth: int = 0) -> str:
         key, value = (cpp_declared_type(a, src, depth + 1) for a in arguments[:2])
         return f"dict[{key}, {value}]"
     return src.text(node).replace("::", ".")
+
+
+_CASTS = frozenset({"static_cast", "dynamic_cast", "const_cast", "reinterpret_cast"})
+
+
+def cast_type(call: ts.Node, src: Source) -> str | None:
+    """``static_cast<const node_ref&>(*p)`` (any of the four named casts): the type it gives,
+    as ``cpp_declared_type`` writes it (``node_ref``); None for any other call."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "template_function":
+        return None
+    name, listed = function.child_by_field_name("name"), function.child_by_field_name("arguments")
+    if name is None or src.text(name) not in _CASTS or listed is None:
+        return None
+    described = next((c for c in listed.named_children if c.type == "type_descriptor"), None)
+    written = described.child_by_field_name("type") if described is not None else None
+    return cpp_declared_type(written, src) if written is not None else None

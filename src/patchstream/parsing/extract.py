@@ -389,6 +389,8 @@ class _Extractor(TypeEdges):
             written = self.src.text(match["name"][0])
             if self.language == "cpp" and deriving.node.type in _CPP_ALIASES:
                 written = cpp_declared_type(match["name"][0], self.src)  # what a pointer holds
+                if "<" in written and not written.startswith("std."):
+                    written = without_generics(written)  # ``AnchorDict<void*>``: AnchorDict's
                 if not DOTTED.match(written):
                     continue  # a container's or a function's alias: no class's members
             target = self._resolve_type(name_parts(written), deriving)
@@ -549,16 +551,35 @@ class _Extractor(TypeEdges):
                     target = self._scoped(target, call_context(around), arity)
                 if edge_type is EdgeType.INSTANTIATES:
                     target = constructed(target)
+                    if self.language == "cpp":
+                        target = self._class_of_constructor(target, around)
                 elif self.language == "cpp" and constructed(target) is not target:
                     # ``return Status(kNotFound, msg);``: a call of a constructor builds one
                     edge_type, target = EdgeType.INSTANTIATES, constructed(target)
                 src = around.symbol_id if around is not None else self.module_id
                 certainty = self._certainty()
                 if isinstance(target, _Def) and target.alternative:
-                    for each in self._variants(target, node):
+                    variants = self._variants(target, node)
+                    # An overload calling its own name (``Load(const std::string&)`` runs
+                    # ``Load(stream)``) delegates to another of the set, not to itself.
+                    others = [each for each in variants if each.symbol_id != src]
+                    for each in others if len(variants) > 1 and others else variants:
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+
+    def _class_of_constructor(
+        self, target: _Def | Reference, around: _Def | None
+    ) -> _Def | Reference:
+        """C++'s ``Parser::Parser(std::istream& in) : Parser() {..}`` beside a class declared
+        in a header: the delegated constructor (this file's other ``Parser::Parser``) builds
+        the class."""
+        if not isinstance(target, _Def) or target.kind != "function":
+            return target
+        head, _, last = target.qualified_name.rpartition(".")
+        if not head or head.rsplit(".", 1)[-1] != last:
+            return target
+        return self._scoped(self._resolve_type(head.split("."), around), call_context(around))
 
     def _applied_value(self, name: str, around: _Def | None) -> list[str] | None:
         """Scala: a value called as a function is its type's ``apply`` (a parameter, a local

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from patchstream.parsing.declared_types import cast_type
 from patchstream.parsing.kotlin_types import (
     COLLECTED,
     RETURNS_RECEIVER,
@@ -87,6 +88,11 @@ class BuiltReceivers(ReceiverJoins):
                     collected := collected_call(f"{operation.name}().{method}")
                 ):  # ``items.filter { }.joined()``: a List's
                     return Reference(name=collected, module=operation.module)
+        if self.language == "cpp" and receiver.type == "call_expression":
+            named = cast_type(receiver, self.src)  # ``static_cast<const T&>(*p).m()``: T's
+            asserted = type_parts(named) if named is not None else None
+            if asserted is not None:
+                return self._member_of_type(asserted, method, around)
         inner = receiver.named_children[0] if receiver.type == "parenthesized_expression" else None
         if inner is not None and inner.type == "as_expression" and inner.named_child_count == 2:
             asserted = type_parts(self.src.text(inner.named_children[1]))  # (x as T).m()

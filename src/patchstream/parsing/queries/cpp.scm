@@ -62,19 +62,23 @@
 (call_expression function: (field_expression argument: (_) @receiver
   field: (template_method name: (field_identifier) @name))) @reference.call
 (new_expression type: [(type_identifier) (qualified_identifier)] @name) @reference.instantiate
+; ``throw DeepRecursion{depth, mark, msg};``, ``Mark{}``: a temporary built with braces.
+(compound_literal_expression type: [(type_identifier) (qualified_identifier) (template_type)] @name)
+  @reference.instantiate
 ; A base class's constructor, called from a constructor's initializer list (``: EnvWrapper(e)``;
 ; a member's initializer names a field, in lower case by convention).
 (field_initializer (field_identifier) @name (#match? @name "^[A-Z]") (argument_list)) @reference.instantiate
 ; A local built by its declaration runs its class's constructor: ``WriteBatch batch;``,
-; ``Slice key(data, n);``, ``Options o{...};`` (a pointer or a reference builds nothing).
-(declaration type: [(type_identifier) (qualified_identifier)] @name
+; ``Slice key(data, n);``, ``Options o{...};``, ``DepthGuard<500> guard(depth);`` (a pointer or
+; a reference builds nothing).
+(declaration type: [(type_identifier) (qualified_identifier) (template_type)] @name
   declarator: [(identifier)
                (init_declarator declarator: (identifier) value: [(argument_list) (initializer_list)])]
   ) @reference.instantiate
 ; ``Repairer repairer(dbname, options);`` in a body: the grammar reads a function declaration
 ; (its arguments bare names, read as parameter types); inside a function it builds the object.
-(compound_statement (declaration type: [(type_identifier) (qualified_identifier)] @name
-  declarator: (function_declarator declarator: (identifier)
+(compound_statement (declaration type: [(type_identifier) (qualified_identifier) (template_type)]
+  @name declarator: (function_declarator declarator: (identifier)
     parameters: (parameter_list (parameter_declaration type: (type_identifier) !declarator))))
   @reference.instantiate)
 
