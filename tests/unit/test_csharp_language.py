@@ -241,3 +241,49 @@ sealed class Normal : MetaData {
     called = {callee for caller, callee in joined_callers(states, "csharp", CS_GLOBAL)
               if caller == "W.Normal.Run"}  # fmt: skip
     assert called == {"W.MetaData.Rows.Add", "W.IListener.OnEvent"}
+
+
+def test_extension_receivers_nested_usings_and_namespace_aliases(
+    builder: FileStateBuilder,
+) -> None:
+    """dnlib's and dbus-sharp's shapes: an extension method's ``this ITypeDefFinder self`` is
+    a parameter like any (``self`` is no keyword in C#); a parameter of a class of this file
+    reaches another file's extension (``a.RemoveModifiers()``); a list property is a list
+    too (``Items.GetSafe()``), also under ``using TS = System.Collections.Generic;``; and
+    ``using Protocol;`` inside ``namespace DBus`` opens ``DBus.Protocol``."""
+    files = {
+        "Finder.cs": b"namespace D {\n public interface IFinder {\n"
+                     b"  int Find(string name, bool reflection);\n }\n"
+                     b" public static class Extensions {\n"
+                     b"  public static int FindNormal(this IFinder self, string name) {\n"
+                     b"   return self.Find(name, false);\n  }\n }\n}\n",
+        "Sig.cs": b"namespace D {\n public abstract class Sig {\n"
+                  b"  public int Size() { return 0; }\n }\n public static class SigExtensions {\n"
+                  b"  public static Sig Unwrap(this Sig a) { return a.Stripped(); }\n }\n}\n",
+        "Strip.cs": b"namespace D {\n public static class More {\n"
+                    b"  public static Sig Stripped(this Sig s) { return s; }\n }\n}\n",
+        "Safe.cs": b"using System.Collections.Generic;\nnamespace D.T {\n"
+                   b" public static class Ext {\n"
+                   b"  public static int GetSafe<T>(this IList<T> list) { return 0; }\n }\n}\n",
+        "Holder.cs": b"using System.Collections.Generic;\nusing D.T;\n"
+                     b"using TS = System.Collections.Generic;\nnamespace D {\n"
+                     b" public class Holder {\n  public IList<Sig> Items { get { return null; } }\n"
+                     b"  public TS.IList<Sig> Aliased { get { return null; } }\n"
+                     b"  int Count() { return Items.GetSafe(); }\n"
+                     b"  int CountAliased() { return Aliased.GetSafe(); }\n }\n}\n",
+        "Protocol/Writer.cs": b"namespace DBus.Protocol {\n public class MessageWriter {\n"
+                              b"  public void Write(int v) {}\n }\n}\n",
+        "Bus.cs": b"namespace DBus {\n using Protocol;\n public class BusObject {\n"
+                  b"  void Send() { MessageWriter w = new MessageWriter(); w.Write(1); }\n }\n}\n",
+    }  # fmt: skip
+    states = {path: build_state(builder, path, text) for path, text in files.items()}
+    found = joined_callers(states, "csharp", CS_GLOBAL)
+    assert {
+        ("D.Extensions.FindNormal", "D.IFinder.Find"),
+        ("D.SigExtensions.Unwrap", "D.More.Stripped"),
+        ("D.Holder.Count", "D.T.Ext.GetSafe"),
+        ("D.Holder.CountAliased", "D.T.Ext.GetSafe"),
+        ("DBus.BusObject.Send", "DBus.Protocol.MessageWriter"),
+        ("DBus.BusObject.Send", "DBus.Protocol.MessageWriter.Write"),
+    } <= found, sorted(found)
+    assert ("D.Extensions.FindNormal", "D.Extensions.Find") not in found

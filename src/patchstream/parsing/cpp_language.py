@@ -128,6 +128,11 @@ def scoped_lookup(
         parts, context, opened = parts[1:], "", ()
     if parts and aliases and parts[0] in aliases:
         parts = [*aliases[parts[0]].split("."), *parts[1:]]
+        if marker == CS_GLOBAL and arity is not None and parts[0] in _UNRESOLVED_SCOPES:
+            # ``ThreadSafe.IList<T> Modules`` under ``using ThreadSafe =
+            # System.Collections.Generic;``: a .NET type, whose calls may still be the
+            # project's extension methods (``Modules.GetSafeEnumerable()``).
+            parts = parts[-2:]
     if not parts or "?" in parts or parts[0] in _UNRESOLVED_SCOPES:
         return target
     module = f"{marker}.{context}" if context else marker

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import re
 
+import tree_sitter as ts
+
 from patchstream.parsing.modules import CS_GLOBAL
+from patchstream.parsing.source import Source
 from patchstream.schemas.graph import Reference, Symbol, SymbolKind
 
 EXTENSION = "this"  # a keyword: never a namespace's or a class's name
@@ -96,3 +99,17 @@ def member_keys(
 
 def _joined(*parts: str) -> str:
     return ".".join(part for part in parts if part)
+
+
+def csharp_namespace_of(node: ts.Node, src: Source) -> str:
+    """The dotted namespace ``node`` is written in (``namespace A { namespace B { .. } }``:
+    ``A.B``); empty at the top of the file."""
+    names: list[str] = []
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("namespace_declaration", "file_scoped_namespace_declaration"):
+            named = parent.child_by_field_name("name")
+            if named is not None:
+                names.append("".join(src.text(named).split()))
+        parent = parent.parent
+    return ".".join(reversed(names))

@@ -27,6 +27,7 @@ from patchstream.parsing.cpp_language import (
     call_context,
     using_aliases,
 )
+from patchstream.parsing.csharp_language import csharp_namespace_of
 from patchstream.parsing.declared_types import cpp_declared_type
 from patchstream.parsing.hashing import hash_code
 from patchstream.parsing.incremental import ParseTimeout
@@ -333,7 +334,7 @@ class _Extractor(TypeEdges):
             local_to = around.qualified_name if around and around.kind == "function" else None
             for binding in import_bindings(self.language, node, self.path, self.module, self.src):
                 if self.language == "csharp":  # lookups, not bindings (``_use_namespace``)
-                    self._use_namespace(binding, src)
+                    self._use_namespace(binding, src, csharp_namespace_of(node, self.src))
                     continue
                 wildcard = binding.local is None and binding.name == "*"
                 if wildcard and self.language in _OPENING and len(self.opened) < _MAX_OPENED:
@@ -654,10 +655,15 @@ class _Extractor(TypeEdges):
                 return extension
         return None
 
-    def _use_namespace(self, binding: ImportBinding, src: str) -> None:
+    def _use_namespace(self, binding: ImportBinding, src: str, within: str = "") -> None:
         """C#'s ``using``: a namespace (or a class, ``using static``) opened for lookups, or
         an alias of one type, which the IMPORTS edge names by its full name. .NET's own are
-        left out of lookups: never the project's."""
+        left out of lookups: never the project's. Written inside ``namespace DBus``,
+        ``using Protocol;`` may name ``DBus.Protocol`` (``within``): both are opened."""
+        if within and binding.local is None and len(self.opened) < _MAX_OPENED:
+            nested = f"{within}.{binding.module}"
+            if nested not in self.opened:
+                self.opened = (*self.opened, nested)
         if binding.local is not None:
             full = f"{binding.module}.{binding.name}".lstrip(".")
             self.cpp_aliases[binding.local] = full

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from patchstream.parsing.node_text import class_like
 from patchstream.parsing.receiver_types import (
     SCOPED,
-    SELF_WORDS,
     ReceiverTypes,
     _Def,
+    is_self,
     joined,
 )
 from patchstream.parsing.receivers import callback_parameter_types
@@ -89,7 +89,7 @@ class ReceiverJoins(ReceiverTypes):
         RETURNS edge (its declared type) as for a function's."""
         if len(receiver) != 2 or (class_like(receiver[1]) and self.language != "csharp"):
             return None  # (C# names its properties like classes)
-        if receiver[0] in SELF_WORDS:
+        if is_self(receiver[0], self.language):
             return self._base_field_reference(receiver[1], method, around)
         typed = self._variable_type(receiver[0], around)
         if typed is not None:

@@ -28,6 +28,17 @@ from patchstream.schemas.graph import Reference
 SCOPED = SCOPED_LANGUAGES  # names looked up from where they are written (C++, C#)
 _FIELDS_BARE = frozenset({"java", "cpp", "csharp", "kotlin", "scala", "swift"})  # a field, bare
 SELF_WORDS = frozenset({"self", "this", "cls", "Self"})
+# Languages where ``self`` and ``cls`` are plain names (C#'s ``this ITypeDefFinder self``
+# parameter of an extension method, a Java local): only ``this`` is the object. Not
+# JavaScript's: ``const self = this;`` is the idiom there (rxjs's callers rely on it).
+_PLAIN_SELF = frozenset({"csharp", "java", "kotlin", "scala", "cpp", "c"})
+
+
+def is_self(word: str, language: str) -> bool:
+    """``word`` names the object a method runs on, in ``language``."""
+    return word in SELF_WORDS and (word == "this" or language not in _PLAIN_SELF)
+
+
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
 # A container's methods that give one of its items: a mapping's, and an array's.
 _GETTERS = frozenset({"get", "pop", "setdefault", "shift", "at", "find", "findLast"})
@@ -212,7 +223,7 @@ class ReceiverTypes(abc.ABC):
         receiver, method = parts[:-1], parts[-1]
         known: tuple[str, ...] | None = None
         called = False
-        if receiver[0] in SELF_WORDS and len(receiver) == 2:
+        if is_self(receiver[0], self.language) and len(receiver) == 2:
             owner = self._enclosing_class(around)
             known = self._attribute_type(owner, receiver[1]) if owner else None
             if known is None and self.language == "cpp" and owner:  # as for a bare field
@@ -305,7 +316,12 @@ class ReceiverTypes(abc.ABC):
             if returned is None or depth > 2:
                 return None
             return self._member_of_type(returned, method, owner, depth + 1)
-        return self._member(owner.qualified_name, method)
+        member = self._member(owner.qualified_name, method)
+        if member is None and self.language == "csharp" and owner.kind in ("class", "interface"):
+            # Not this file's member: a base's of another file, or an extension method
+            # (``a.RemoveModifiers()`` on ``this TypeSig a``), both found by the type's keys.
+            return Reference(name=f"{owner.qualified_name}.{method}")
+        return member
 
     def _member_of_returned(
         self, callee: _Def | Reference | None, method: str, depth: int = 0
@@ -321,7 +337,7 @@ class ReceiverTypes(abc.ABC):
     def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
         """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
         owner: _Def | Reference | None = None
-        if receiver[0] in SELF_WORDS:
+        if is_self(receiver[0], self.language):
             name = self._enclosing_class(around)
             owner = self.by_qualified.get(name) if name else None
         else:

@@ -313,6 +313,10 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if containers and language == "kotlin":  # ``List<T>`` is a List too (its extensions)
             outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
             parts = (outer,) if outer in SUPERTYPES else None
+        elif containers and language == "csharp":  # ``ThreadSafe.IList<T> Modules``: an
+            # IList too, whose extension methods (``Modules.GetSafeEnumerable()``) it takes
+            outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
+            parts = type_parts(outer) if DOTTED.match(outer) else None
         if parts is not None:
             facts.append(TypeFact(node, name, parts, owner))
     if language == "kotlin":

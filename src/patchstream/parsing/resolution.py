@@ -20,6 +20,7 @@ from patchstream.parsing.receiver_types import (
     SELF_WORDS,
     _Def,
     _Typed,
+    is_self,
 )
 from patchstream.parsing.source import Source
 from patchstream.schemas.graph import CallResolution, Reference
@@ -172,7 +173,7 @@ class Resolution(BuiltReceivers):
             found = self.by_qualified.get(owner)
             if found is not None:
                 return found  # cls(): the class itself
-        if parts[0] in SELF_WORDS and len(parts) == 2:
+        if is_self(parts[0], self.language) and len(parts) == 2:
             owner = self._enclosing_class(around)
             if owner is not None:
                 member = self._member(owner, parts[1])
