@@ -20,7 +20,7 @@ from patchstream.embedded.outbox_relay import republish
 from patchstream.embedded.supervisor import Supervisor
 from patchstream.errors import ContractError
 from patchstream.indexing.run import index_directory
-from patchstream.producers.outbox import Outbox, outbox_path
+from patchstream.producers.outbox import REPLAY_DUE_SINCE, Outbox, outbox_path
 from patchstream.schemas.events import PatchEvent
 from patchstream.schemas.read_tokens import make_read_token
 from patchstream.streams.producer import EventPublisher
@@ -240,6 +240,25 @@ def test_an_acknowledged_write_no_bus_holds_makes_freshness_say_behind(
                              for tier in ("graph", "vector")), 60, "the write applied")  # fmt: skip
     hits = _client(indexed).post("/v1/search", json={"query": "refund amount"}).json()["hits"]
     assert "billing/refunds.py" in {hit["path"] for hit in hits}
+    # While the supervisor's replay after a restart waits, nothing the outbox keeps is
+    # vouched for: both tiers are as late as the repository's oldest kept write.
+    outbox = Outbox(outbox_path(indexed.settings))
+    try:
+        oldest = min(e.created_at for e in outbox.pending(retained=True)
+                     if (e.tenant, e.repo) == ("acme", "billing"))  # fmt: skip
+        outbox.set_meta(REPLAY_DUE_SINCE, repr(time.time()))
+    finally:
+        outbox.close()
+    with _client(indexed) as client:
+        try:
+            wait_for(lambda: freshness(client)["vector"]["oldest_owed_at"] is not None, 10)
+            assert seen["graph"]["oldest_owed_at"] == pytest.approx(oldest), seen
+            assert seen["vector"]["lag_s"] >= seen["as_of"] - oldest - 0.01, seen
+        finally:
+            outbox = Outbox(outbox_path(indexed.settings))
+            outbox.delete_meta(REPLAY_DUE_SINCE)
+            outbox.close()
+        wait_for(lambda: freshness(client)["vector"]["oldest_owed_at"] is None, 10)
 
 
 def test_mcp_tools_over_stdio(indexed: Supervisor) -> None:

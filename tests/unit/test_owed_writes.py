@@ -5,8 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from patchstream.producers.outbox import Outbox
-from patchstream.query.owed import UnmarkedEntry, owed_since, unmarked_entries
+import pytest
+
+from patchstream.config.settings import EmbeddedSettings, Settings
+from patchstream.embedded import outbox_relay
+from patchstream.embedded.outbox_relay import OutboxTender
+from patchstream.producers.outbox import Outbox, outbox_path
+from patchstream.query.owed import UnmarkedEntry, owed_since, unmarked_entries, unverified_since
 from patchstream.schemas.events import PatchEvent
 
 
@@ -49,3 +54,41 @@ def test_each_tier_is_as_late_as_the_oldest_write_it_lacks() -> None:
         "older": lambda ref, path: older_a.get(path),
         "down": down})  # fmt: skip
     assert since == {"graph": None, "vector": 200.0, "older": 100.0, "down": 100.0}
+
+
+def test_while_a_replay_waits_every_kept_write_of_the_repository_is_unverified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor marks the outbox while its replay after a restart waits (the stores
+    may have lost anything it keeps); freshness then counts the repository's oldest kept
+    write as owed, and stops once the replay has run."""
+    settings = Settings(embedded=EmbeddedSettings(data_dir=str(tmp_path)))
+    outbox = Outbox(outbox_path(settings))
+    try:
+        outbox.append([_event("a.py")])
+        outbox.mark_applied(outbox.pending())  # applied: no longer owed by itself
+        outbox.append([_event("b.py").model_copy(update={"repo": "elsewhere"})])
+        [kept] = [e for e in outbox.pending(retained=True) if e.repo == "shop"]
+    finally:
+        outbox.close()
+    path = outbox_path(settings)
+    assert unverified_since(path, "acme", "shop") is None  # no replay waits
+    tender = OutboxTender(settings)
+    tender.replay_due = True
+    replays: list[bool] = []
+
+    def stores_down() -> None:
+        raise ConnectionError("milvus is starting")
+
+    monkeypatch.setattr(tender, "_opened", stores_down)
+    tender.tend(time.time())  # the stores do not answer: the replay still waits
+    assert tender.replay_due
+    assert unverified_since(path, "acme", "shop") == pytest.approx(kept.created_at)
+    assert unverified_since(path, "acme", "nothing-kept") is None
+    monkeypatch.setattr(tender, "_opened", lambda: (None, None))
+    monkeypatch.setattr(tender, "audit_vectors", lambda now: False)
+    monkeypatch.setattr(outbox_relay, "replay_and_prune",
+                        lambda *args, **kw: replays.append(kw["replay"]) or (0, 0))  # fmt: skip
+    tender.tend(time.time())
+    assert replays == [True] and not tender.replay_due
+    assert unverified_since(path, "acme", "shop") is None  # checked: vouched for again

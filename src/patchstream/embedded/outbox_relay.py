@@ -27,7 +27,7 @@ from patchstream.bus.producer import make_producer
 from patchstream.bus.topics import Topics
 from patchstream.config.settings import Settings
 from patchstream.embedded.stall_watch import read_lags
-from patchstream.producers.outbox import Outbox, OutboxEntry, outbox_path
+from patchstream.producers.outbox import REPLAY_DUE_SINCE, Outbox, OutboxEntry, outbox_path
 from patchstream.schemas.events import view_ref
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.graph.keys import scope_of
@@ -197,6 +197,7 @@ class OutboxTender:
         self.vectors_started = False
         self.suspects: RepairPlan | None = None
         self.redelivered: dict[int, int] = {}  # entry id -> times published again
+        self._unverified: bool | None = None  # what the outbox says of the replay (None: unread)
         self._stores: tuple[GraphStore, MilvusVectorStore] | None = None
 
     def vectors_restarted(self) -> None:
@@ -207,6 +208,9 @@ class OutboxTender:
             return
         if self.vectors_started:
             self.vectors_started, self.started_since = False, now
+        replaying = self.replay_due
+        if replaying:  # until it has run, freshness cannot vouch for what a store held
+            self._mark_unverified(True)
         try:
             graph, vectors = self._opened()
             if self.audit_vectors(now):
@@ -215,12 +219,30 @@ class OutboxTender:
             replay_and_prune(self.settings, graph, vectors, replay=self.replay_due,
                              redeliver=self.missed, recheck=recheck)  # fmt: skip
             self.replay_due = False
+            if replaying:
+                self._mark_unverified(False)
             self.next_prune = now + 30.0
             if recheck:
                 self.next_recheck = next_recheck_at(now, self.started_since)
         except Exception as exc:  # a store or the broker is not back yet: next round
             log.warning("event=outbox_deferred error=%s: %s", type(exc).__name__, str(exc)[:200])
             self.close()
+
+    def _mark_unverified(self, due: bool) -> None:
+        """Say in the outbox (``query.owed`` reads it) that a replay after a restart waits;
+        the first time it became due is kept until it has run."""
+        path = outbox_path(self.settings)
+        if not path.exists() or due == self._unverified:
+            return
+        outbox = Outbox(path)
+        try:
+            if due and outbox.meta(REPLAY_DUE_SINCE) is None:
+                outbox.set_meta(REPLAY_DUE_SINCE, repr(time.time()))
+            elif not due:
+                outbox.delete_meta(REPLAY_DUE_SINCE)
+        finally:
+            outbox.close()
+        self._unverified = due
 
     def missed(self, pending: list[OutboxEntry]) -> list[OutboxEntry]:
         """Of the owed entries, those overdue while every group has consumed all the bus

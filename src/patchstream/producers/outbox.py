@@ -55,6 +55,8 @@ _INDEXES = (
 
 
 _META = "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+# Set by the supervisor while a replay after a restart waits (``query.owed`` reads it).
+REPLAY_DUE_SINCE = "replay_due_since"
 
 _PUSHES = """
 CREATE TABLE IF NOT EXISTS pushes (
@@ -191,6 +193,10 @@ class Outbox:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
                              (name, value))  # fmt: skip
+
+    def delete_meta(self, name: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM meta WHERE name = ?", (name,))
 
     def values(self, after_id: int = 0, limit: int = 1000) -> list[tuple[int, bytes]]:
         """(id, value) of every entry after ``after_id``, applied or not, in id order."""

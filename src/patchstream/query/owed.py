@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchstream.producers.outbox import REPLAY_DUE_SINCE
 from patchstream.schemas.events import view_ref
 from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
@@ -82,12 +83,39 @@ def owed_since(
     return since
 
 
+def unverified_since(outbox: Path, tenant: str, repo: str) -> float | None:
+    """While the supervisor's replay after a restart has not run, the oldest write the
+    outbox keeps of ``repo`` (when it was acknowledged): until the replay checks them, any
+    of those a store lost (Milvus Lite is not crash-safe; FalkorDB may lose its last second;
+    the broker keeps nothing) may be missing from answers. None when no replay waits."""
+    if not outbox.exists():
+        return None
+    with contextlib.suppress(sqlite3.Error):
+        db = sqlite3.connect(f"{outbox.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            due = db.execute("SELECT value FROM meta WHERE name = ?",
+                             (REPLAY_DUE_SINCE,)).fetchone()  # fmt: skip
+            if due is None:
+                return None
+            oldest = db.execute("SELECT min(created_at) FROM outbox WHERE tenant = ? AND "
+                                "repo = ?", (tenant, repo)).fetchone()  # fmt: skip
+        finally:
+            db.close()
+        return float(oldest[0]) if oldest and oldest[0] is not None else None
+    return None
+
+
 def owed_by_tier(
     outbox: Path, graph: GraphStore, vectors: MilvusVectorStore, tenant: str, repo: str,
     chain: list[str],
 ) -> dict[str, float | None]:  # fmt: skip
     """Per tier, when the oldest acknowledged write of the view (``chain``: its layers) that
-    the tier lacks was written; None when it lacks none of those checked."""
+    the tier lacks was written; None when it lacks none of those checked. While a replay
+    after a restart waits, every write the outbox keeps of the repository counts as owed
+    (``unverified_since``): the answer may lack any of them."""
+    unverified = unverified_since(outbox, tenant, repo)
+    if unverified is not None:
+        return {"graph": unverified, "vector": unverified}
     entries = [e for e in unmarked_entries(outbox, tenant, repo) if e.ref in chain]
 
     def in_graph(ref: str, path: str) -> int | None:
