@@ -274,6 +274,12 @@ class Writer(
   fun note(x: Any) {
   }
 
+  private val queue = mutableListOf<TypeName>()
+
+  fun flush() {
+    for (t in queue) t.emit(this)  // the factory's type argument types its elements
+  }
+
   private fun String.braced(): String = "{$this}"
 
   class Builder : Taggable.Builder<Builder> {
@@ -303,6 +309,7 @@ def test_kotlin_properties_casts_member_extensions_and_interface_super(
         ("Writer", "Collection.joined"),  # and so is its ``tags``, renamed by that property
         ("Writer.write", "Writer.note"),  # forEach(this::note)
         ("Block.ended", "BlockBuilder.build"),  # with(toBuilder()) { build() }, another file's
+        ("Writer.flush", "TypeName.emit"),  # mutableListOf<TypeName>()'s elements
         ("Writer.write", "Collection.joined"),  # a List's filter { } gives a List
         ("emitAny", "TypeName.emit"),  # if (o is TypeName ..) o.emit(w): a smart cast
         ("emitAny", "LineWrapper.append"),  # when (o) { is LineWrapper -> o.append() }

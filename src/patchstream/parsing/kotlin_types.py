@@ -9,6 +9,8 @@ library's own, fixed by the language, not guessed per project.
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter as ts
 
 from patchstream.parsing.node_text import without_generics
@@ -66,6 +68,16 @@ FACTORIES: dict[str, str] = {
     "sequenceOf": "Sequence", "emptySequence": "Sequence",
     "arrayOf": "Array", "emptyArray": "Array", "buildString": "String",
 }  # fmt: skip
+
+
+_ONE_ARGUMENT = re.compile(r"^\s*\w+\s*<\s*([A-Za-z_][\w.]*)\s*\??\s*>\s*\(")
+
+
+def factory_element(call: str) -> tuple[str, ...] | None:
+    """``mutableListOf<KModifier>()``: the element type its one type argument names
+    (``for (it in modifiers) it.checkTarget()`` is a KModifier's); None otherwise."""
+    found = _ONE_ARGUMENT.match(call)
+    return tuple(found.group(1).split(".")) if found else None
 
 
 # What the library's collection operations give, on any Iterable (``items.map { }`` is a List).

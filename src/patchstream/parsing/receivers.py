@@ -33,6 +33,7 @@ from patchstream.parsing.fact_queries import facts_query
 from patchstream.parsing.kotlin_types import (
     FACTORIES,
     SUPERTYPES,
+    factory_element,
     initializers_of,
     shadowed_parameters,
 )
@@ -295,6 +296,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             )  # Swift's ``Logger(prefix: p)``: an initializer, so a Logger
             if language == "kotlin" and text in FACTORIES:  # ``mutableListOf<T>()``
                 facts.append(TypeFact(node, name, (FACTORIES[text],), owner))
+                held = factory_element(src.text(literal) if literal is not None else "")
+                facts += [TypeFact(node, name, held, owner, container=kind)
+                          for kind in ("iter", "item") if held is not None]  # fmt: skip
             elif DOTTED.match(text):
                 facts.append(TypeFact(node, name, parts, owner, from_call=not built))
             continue
