@@ -77,6 +77,13 @@ def test_loads_then_answers_like_milvus_and_follows_edits_and_deletes(
     # Freshness from the copy's stamps, without asking Milvus: the same answer.
     assert mirror.last_applied(tenant, "app") == vectors.last_applied(tenant, "app")
     assert mirror.last_applied(tenant, "other-repo") == (0, None)
+    # A file's applied version, for freshness's owed writes: the copy's, Milvus's answer.
+    assert _without_milvus(mirror, lambda: mirror.file_version(tenant, "app", "main",
+                                                               "billing.py")) == 1  # fmt: skip
+    assert vectors.file_version(tenant, "app", "main", "billing.py") == 1
+    assert mirror.file_version(tenant, "app", "main", "absent.py") is None
+    with pytest.raises(LookupError):
+        mirror.file_version("a-tenant-never-loaded", "app", "main", "billing.py")
     for query in ("parse_config configuration file", "compute_invoice_total amount"):
         mine = _without_milvus(mirror, lambda q=query: mirror.search(tenant, q, limit=3))
         theirs = vectors.search(tenant, query, limit=3)

@@ -381,7 +381,7 @@ class QueryService:
         held = self.mirror.last_applied(tenant, repo) if self.mirror is not None else None
         files, vector_last = held if held is not None else self.vectors.last_applied(tenant, repo)
         owed = owed_by_tier(outbox_path(self.settings), self.graph, self.vectors, tenant, repo,
-                            chain)  # fmt: skip
+                            chain, self.mirror)  # fmt: skip
         now = time.time()
         return {
             **flag_report(self.graph.flagged_files(tenant, repo, ref)),

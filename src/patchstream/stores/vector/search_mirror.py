@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.pacing import FetchPacer
+from patchstream.stores.graph.keys import scope_of
 from patchstream.stores.overlays import WORKSPACE_MARK, View
 from patchstream.stores.vector.dense_codes import decode
 from patchstream.stores.vector.file_ranker import FileRanker, NamedFiles
@@ -240,6 +241,16 @@ class SearchMirror:
         stamps = list(mirror.stamps.items())  # one C-level copy: syncs write the dict meanwhile
         times = [applied for uid, (_, applied) in stamps if uid.startswith(prefix)]
         return (len(times), max(times) if times else None)
+
+    def file_version(self, tenant: str, repo: str, ref: str, path: str) -> int | None:
+        """``MilvusVectorStore.file_version`` from the copy's stamps, as of its last sync
+        (a deleted file keeps its version); None when the copy holds no record of the file.
+        Raises ``LookupError`` while the copy cannot answer."""
+        mirror = self._mirrors.get(tenant)
+        if mirror is None or not mirror.ready or mirror.disabled:
+            raise LookupError(f"the search copy of {tenant!r} is not ready")
+        stamp = mirror.stamps.get(f"{scope_of(tenant, repo, ref)}|{path}")
+        return stamp[0] if stamp is not None else None
 
     def chunks_for_symbols(
         self, tenant: str, symbol_ids: Sequence[str], ref: str | None = None
