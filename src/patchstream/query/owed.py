@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from patchstream.producers.outbox import REPLAY_DUE_SINCE
 from patchstream.schemas.events import view_ref
@@ -24,6 +25,7 @@ from patchstream.stores.graph.base import GraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.search_mirror import SearchMirror
 
+T = TypeVar("T")
 OWED_CHECKED = 32  # entries checked per answer, oldest first: the oldest decides the lag
 # Asked of Milvus Lite itself (no search copy), a file's record costs a query that walks the
 # files collection in Python (tens of ms at 30k records): the first few entries only. The
@@ -48,21 +50,16 @@ def unmarked_entries(
 
     Read-only (the query service never writes the outbox), and a busy or missing file
     answers nothing rather than failing a read."""
-    if not outbox.exists():
-        return []
-    with contextlib.suppress(sqlite3.Error):
-        db = sqlite3.connect(f"{outbox.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
-        try:
-            rows = db.execute(
-                "SELECT ref, workspace, path, version, created_at FROM outbox WHERE applied = 0 "
-                "AND tenant = ? AND repo = ? ORDER BY id LIMIT ?",
-                (tenant, repo, limit),
-            ).fetchall()
-        finally:
-            db.close()
-        return [UnmarkedEntry(view_ref(ref, workspace), path, int(version), float(created))
-                for ref, workspace, path, version, created in rows]  # fmt: skip
-    return []
+    rows = _read(
+        outbox,
+        lambda db: db.execute(
+            "SELECT ref, workspace, path, version, created_at FROM outbox WHERE applied = 0 "
+            "AND tenant = ? AND repo = ? ORDER BY id LIMIT ?",
+            (tenant, repo, limit),
+        ).fetchall(),
+    )
+    return [UnmarkedEntry(view_ref(ref, workspace), path, int(version), float(created))
+            for ref, workspace, path, version, created in rows or []]  # fmt: skip
 
 
 HeldVersion = Callable[[str, str], int | None]  # (ref, path) -> the version a tier holds
@@ -93,20 +90,28 @@ def unverified_since(outbox: Path, tenant: str, repo: str) -> float | None:
     outbox keeps of ``repo`` (when it was acknowledged): until the replay checks them, any
     of those a store lost (Milvus Lite is not crash-safe; FalkorDB may lose its last second;
     the broker keeps nothing) may be missing from answers. None when no replay waits."""
+
+    def oldest(db: sqlite3.Connection) -> float | None:
+        if db.execute("SELECT 1 FROM meta WHERE name = ?", (REPLAY_DUE_SINCE,)).fetchone() is None:
+            return None
+        found = db.execute("SELECT min(created_at) FROM outbox WHERE tenant = ? AND repo = ?",
+                           (tenant, repo)).fetchone()  # fmt: skip
+        return float(found[0]) if found and found[0] is not None else None
+
+    return _read(outbox, oldest)
+
+
+def _read(outbox: Path, query: Callable[[sqlite3.Connection], T]) -> T | None:
+    """``query`` over the outbox opened read-only (the query service never writes it); None
+    without an outbox, or when it is busy or unreadable: a read is never failed by it."""
     if not outbox.exists():
         return None
     with contextlib.suppress(sqlite3.Error):
         db = sqlite3.connect(f"{outbox.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
         try:
-            due = db.execute("SELECT value FROM meta WHERE name = ?",
-                             (REPLAY_DUE_SINCE,)).fetchone()  # fmt: skip
-            if due is None:
-                return None
-            oldest = db.execute("SELECT min(created_at) FROM outbox WHERE tenant = ? AND "
-                                "repo = ?", (tenant, repo)).fetchone()  # fmt: skip
+            return query(db)
         finally:
             db.close()
-        return float(oldest[0]) if oldest and oldest[0] is not None else None
     return None
 
 
