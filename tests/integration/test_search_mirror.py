@@ -392,3 +392,50 @@ def test_the_learned_file_order_keeps_tenants_filters_and_views(
         assert seen and {h.ref for h in seen if h.path == "cfg/loader.py"} == {"main~w1"}
     finally:
         ranked.close()
+
+
+def test_a_row_a_flush_hid_from_a_read_is_read_again_not_lost(
+    vectors: MilvusVectorStore, tenant: str
+) -> None:
+    """Milvus Lite swaps its memtable out before a flush writes it: a point read in that
+    window finds a just-written row in neither, and the copy listed the file as synced
+    without it (the team-server test's ``index`` then searched nothing). The first read of
+    the new chunk rows here returns none of them, as in that window; the copy reads the file
+    again within the same ``sync`` and finds the write."""
+    patient = SearchMirror(vectors, lag_s=60.0)  # only ``sync`` follows Milvus here
+    real = vectors.client
+    hidden: list[list[str]] = []
+
+    class FlushWindow:
+        """The real client; the first read by key of rows no sync has asked for comes back
+        empty, once."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def get(self, collection: str, ids: list[str], **kw: object) -> object:
+            if collection == vectors.chunks and not hidden and state_ready():
+                hidden.append(list(ids))
+                return []
+            return real.get(collection, ids=ids, **kw)
+
+    try:
+        vectors.apply([upsert(tenant, "cfg/loader.py", LOADER, 1)])
+        _ready(patient, tenant)
+
+        def state_ready() -> bool:
+            return patient.state(tenant) == "ready"
+
+        vectors.apply([upsert(tenant, "billing.py", BILLING, 1)])
+        vectors.client = FlushWindow()  # type: ignore[assignment]
+        try:
+            patient.sync(tenant)
+        finally:
+            vectors.client = real
+        assert hidden, "the window never hid a read"
+        assert _symbols(patient.search(tenant, "compute_invoice_total", limit=1)) == [
+            "app::billing.py::compute_invoice_total"
+        ]
+        assert not patient._mirrors[tenant].retry
+    finally:
+        patient.close()

@@ -149,6 +149,9 @@ class ChaosRun:
             if not order:
                 order = self.rng.sample(VICTIMS, len(VICTIMS))
             victim = order.pop()
+            if self.soak.starting.is_set():  # its turn waits for the start to finish
+                order.append(victim)
+                continue
             if victim == "up" and self.soak.up is not None:
                 # Started again by the main thread: a process started from this thread would
                 # get its parent-death signal when this thread ends.

@@ -110,6 +110,9 @@ class FaultSoak:
             gateway=GatewaySettings(port=free_port()),
         )  # fmt: skip
         self.up: subprocess.Popen[bytes] | None = None
+        # Set while ``up`` starts: a store killed then fails the start as it should (``up``
+        # says which one and exits), so a fault injector waits rather than fail the harness.
+        self.starting = threading.Event()
         self.rounds = 0
         self.mutations = 0  # names the added files: a round may mutate twice
         self.cold_index_s = 4.0  # a guess until the first clean rebuild has measured it
@@ -129,6 +132,13 @@ class FaultSoak:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHSTREAM_")}
         env.update(settings_environment(self.settings))
         log = self.workdir / "up.log"
+        self.starting.set()
+        try:
+            self._start_up(env, log, timeout)
+        finally:
+            self.starting.clear()
+
+    def _start_up(self, env: dict[str, str], log: Path, timeout: float) -> None:
         with log.open("ab") as out:
             # It stops with the harness, however that ends (an interrupted soak left stacks).
             argv = with_parent_lifetime([sys.executable, "-m", "patchstream.cli.main", "up"])

@@ -18,73 +18,43 @@ drop what a ref deletion in another process removed (this process calls ``forget
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from patchstream.pacing import FetchPacer
 from patchstream.stores.graph.keys import scope_of
-from patchstream.stores.overlays import WORKSPACE_MARK, View
-from patchstream.stores.vector.dense_codes import decode
+from patchstream.stores.overlays import View
 from patchstream.stores.vector.file_ranker import FileRanker, NamedFiles
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_client import lit
 from patchstream.stores.vector.milvus_rows import (
     SearchHit,
     file_key,
-    hit_from_row,
-    pack_hit,
     search_fields,
     unpack_hit,
 )
-from patchstream.stores.vector.search_index import IndexedRow, TenantIndex
+from patchstream.stores.vector.mirror_state import (
+    MirrorState,
+    freeze_heap,
+    indexed_row,
+    scopes_read,
+    stamp_of,
+)
+from patchstream.stores.vector.search_index import TenantIndex
 
 log = logging.getLogger(__name__)
 
 _CLOCK_MARGIN_S = 5.0  # records applied this long before the newest seen are read again
 _GET_BATCH = 512
+_RETRIES = 5  # reads again of a file whose listed rows Milvus did not return
 _RECENT = 4096  # records one incremental sync reads in one request; more go by iterator
 _RECORD_FIELDS = ["tenant", "file_uid", "scope", "version", "deleted", "chunk_rows",
                   "chunk_rows_complete", "applied_at"]  # fmt: skip
 _STAMP_FIELDS = ["file_uid", "version", "applied_at"]
 _ROW_FIELDS = [*search_fields(), "codes"]
-
-
-@dataclass
-class _Mirror:
-    index: TenantIndex
-    files: dict[str, dict[str, str]] = field(default_factory=dict)  # file uid -> pk -> fp
-    stamps: dict[str, tuple[int, float]] = field(default_factory=dict)  # -> version, applied
-    newest_applied: float = 0.0
-    synced_at: float = 0.0  # monotonic: when the last finished sync started reading
-    fence: float = 0.0  # a sync must have started after this for the copy to answer
-    reconciled_at: float = 0.0
-    frozen_rows: int = 0  # live rows when the heap was last frozen
-    pause_s: float = 0.0  # the follower's wait before its next sync
-    ready: bool = False
-    loaded: threading.Event = field(default_factory=threading.Event)  # set once ready
-    load_rows: tuple[int, int] = (0, 0)  # the first load's rows: read so far, to read
-    disabled: str | None = None  # why this tenant is served by Milvus
-    search_lock: threading.Lock = field(default_factory=threading.Lock)
-    sync_lock: threading.RLock = field(default_factory=threading.RLock)
-
-
-def _freeze_heap(tenant: str) -> None:
-    """Move every object alive now into the permanent generation. A full collection walks every
-    tracked object, the copy's rows too: ~0.25 s at 40k rows, a pause every request in flight
-    waits on, and nothing in the copy is ever cyclic garbage. Frozen rows a later sync replaces
-    are freed by their reference counts as before; only a reference cycle alive at this moment
-    and dropped later would stay (young collections first, so little is in flight, and the
-    copy freezes in geometric steps as it grows, so a handful of times in all)."""
-    gc.collect(1)
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    log.info("event=heap_frozen tenant=%s objects=%d", tenant,
-             gc.get_freeze_count() - frozen_before)  # fmt: skip
 
 
 class SearchMirror:
@@ -120,7 +90,7 @@ class SearchMirror:
         self.idle_after_s = idle_after_s
         self.reconcile_s = reconcile_s
         self.max_rows = max_rows
-        self._mirrors: dict[str, _Mirror] = {}
+        self._mirrors: dict[str, MirrorState] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
 
@@ -152,16 +122,16 @@ class SearchMirror:
         """Start loading a tenant in the background (a search does this by itself)."""
         self._mirror(tenant)
 
-    def _mirror(self, tenant: str) -> _Mirror:
+    def _mirror(self, tenant: str) -> MirrorState:
         with self._lock:
             mirror = self._mirrors.get(tenant)
             if mirror is None:
-                mirror = self._mirrors[tenant] = _Mirror(TenantIndex(self.store.embedder.dim))
+                mirror = self._mirrors[tenant] = MirrorState(TenantIndex(self.store.embedder.dim))
                 threading.Thread(target=self._load, args=(tenant, mirror), daemon=True,
                                  name=f"search-mirror-{tenant}").start()  # fmt: skip
         return mirror
 
-    def _load(self, tenant: str, mirror: _Mirror) -> None:
+    def _load(self, tenant: str, mirror: MirrorState) -> None:
         """Load the tenant, then follow Milvus every ``lag_s`` until closed (searches never
         wait for a sync). While Milvus fails, syncs back off; after three failures in a row
         the copy is stale beyond its promise and searches go to Milvus until one succeeds."""
@@ -192,7 +162,7 @@ class SearchMirror:
             live = mirror.index.live
             grown = live >= max(self.freeze_min_rows, mirror.frozen_rows * 5 // 4)
             if self.freeze_loaded and grown:
-                _freeze_heap(tenant)  # geometric steps: a handful of freezes as a tenant grows
+                freeze_heap(tenant)  # geometric steps: a handful of freezes as a tenant grows
                 mirror.frozen_rows = live
 
     def close(self) -> None:
@@ -226,6 +196,11 @@ class SearchMirror:
             mirror.fence = time.monotonic()
             try:
                 self._sync(tenant, mirror)
+                for _ in range(_RETRIES):  # rows a flush hid from the read: ask again now
+                    if not mirror.retry:
+                        break
+                    time.sleep(0.05)
+                    self._sync(tenant, mirror)
             except Exception as exc:  # the fence holds: Milvus answers meanwhile
                 log.warning("event=search_mirror_sync_failed tenant=%s error=%s", tenant, exc)
 
@@ -284,7 +259,7 @@ class SearchMirror:
 
     @staticmethod
     def _path_chunks(
-        mirror: _Mirror, paths: set[str], ref: str | None, keep: Callable[[str], bool]
+        mirror: MirrorState, paths: set[str], ref: str | None, keep: Callable[[str], bool]
     ) -> list[SearchHit]:
         found: list[SearchHit] = []
         with mirror.search_lock:
@@ -328,7 +303,7 @@ class SearchMirror:
         vector = self.store.embedder.embed([query])[0]
         with mirror.search_lock:
             index = mirror.index
-            scopes = _scopes(index.scopes.names, tenant, repo, ref, view)
+            scopes = scopes_read(index.scopes.names, tenant, repo, ref, view)
             hidden = [] if view is None else [
                 (layer.scope, {p for upper in view.layers[:i] for p in upper.paths})
                 for i, layer in enumerate(view.layers)
@@ -340,7 +315,7 @@ class SearchMirror:
                                   definer_weights=named.weights)  # fmt: skip
             return self._hits(index, ranked)
 
-    def _answers(self, mirror: _Mirror) -> bool:
+    def _answers(self, mirror: MirrorState) -> bool:
         """Whether the copy may answer now: loaded, on, and synced since the last fence; a
         sync in flight past the fence is waited for (at most ``fence_wait_s``)."""
         if not mirror.ready or mirror.disabled:
@@ -362,7 +337,7 @@ class SearchMirror:
 
     # -- following Milvus ----------------------------------------------------------------
 
-    def _sync(self, tenant: str, mirror: _Mirror, everything: bool = False) -> bool:
+    def _sync(self, tenant: str, mirror: MirrorState, everything: bool = False) -> bool:
         """Whether it found anything new."""
         with mirror.sync_lock:  # reentrant: ``sync`` holds it already
             now = time.monotonic()
@@ -372,8 +347,9 @@ class SearchMirror:
             # moved: a quiet tenant's sync re-reads its last few seconds of stamps, not the
             # rows those records list (that made a sync cost ~0.5 s and stall searches).
             stamps = self._records(tenant, since, _STAMP_FIELDS)
-            changed = sorted(str(r["file_uid"]) for r in stamps
-                             if mirror.stamps.get(str(r["file_uid"])) != _stamp(r))  # fmt: skip
+            changed = sorted({str(r["file_uid"]) for r in stamps
+                              if mirror.stamps.get(str(r["file_uid"])) != stamp_of(r)}
+                             | set(mirror.retry))  # fmt: skip
             records = []
             keys = [file_key(file_uid) for file_uid in changed]
             for start in range(0, len(keys), _GET_BATCH):
@@ -385,7 +361,7 @@ class SearchMirror:
             mirror.synced_at = now
             if everything:
                 mirror.reconciled_at = now
-            return bool(changed)
+            return bool(changed) or bool(mirror.retry)
 
     def _records(self, tenant: str, since: float, fields: list[str]) -> list[dict[str, Any]]:
         """``fields`` of the tenant's file records applied at ``since`` or later (every one
@@ -401,7 +377,7 @@ class SearchMirror:
         return self.store.query_all(where, fields, self.store.files)
 
     def _apply_records(
-        self, tenant: str, mirror: _Mirror, records: list[dict[str, Any]],
+        self, tenant: str, mirror: MirrorState, records: list[dict[str, Any]],
         listed: set[str] | None,
     ) -> None:  # fmt: skip
         """Bring the copy to ``records``; ``listed`` (a full re-read): every file the tenant
@@ -412,7 +388,7 @@ class SearchMirror:
                 continue
             mirror.newest_applied = max(mirror.newest_applied, float(record["applied_at"]))
             file_uid = str(record["file_uid"])
-            mirror.stamps[file_uid] = _stamp(record)
+            mirror.stamps[file_uid] = stamp_of(record)
             if record["deleted"]:
                 rows: dict[str, str] = {}
             elif record["chunk_rows_complete"]:
@@ -421,6 +397,11 @@ class SearchMirror:
                 rows = self.store.file_rows(tenant, file_uid)
             if mirror.files.get(file_uid) != rows:
                 wanted[file_uid] = rows
+        retried, mirror.retry = mirror.retry, {}
+        read = {str(record["file_uid"]) for record in records}
+        for file_uid, tries in retried.items():  # its record was not returned either
+            if file_uid not in read and tries < _RETRIES:
+                mirror.retry[file_uid] = tries + 1
         gone = set(mirror.files) - listed if listed is not None else set()
         for file_uid in set(mirror.stamps) - listed if listed is not None else ():
             mirror.stamps.pop(file_uid)
@@ -453,48 +434,37 @@ class SearchMirror:
             if first_load:
                 mirror.load_rows = (start, len(fetch))
             dim = self.store.embedder.dim
-            batch = [
-                _indexed(row, dim)
-                for row in self.store.client.get(
-                    self.store.chunks, ids=fetch[start : start + _GET_BATCH],
-                    output_fields=_ROW_FIELDS,
-                )
-            ]  # fmt: skip
+            asked = fetch[start : start + _GET_BATCH]
+            rows_read = self.store.client.get(self.store.chunks, ids=asked,
+                                              output_fields=_ROW_FIELDS)  # fmt: skip
+            batch = [indexed_row(row, dim) for row in rows_read]
             with mirror.search_lock:
                 for indexed in batch:
                     if indexed is not None:
                         mirror.index.add(indexed)
+            missed = set(asked) - {str(row["pk"]) for row in rows_read}
+            if missed:
+                self._read_again(tenant, mirror, wanted, missed, retried)
 
-
-def _indexed(row: dict[str, Any], dim: int) -> IndexedRow | None:
-    """A chunk row as the copy keeps it; None (and a warning) for codes of another embedder's
-    dimensions or damaged: the row is left out of search, never the whole copy."""
-    try:
-        codes = decode(str(row["codes"]), dim)
-    except ValueError as exc:
-        log.warning("event=search_row_skipped pk=%s reason=%r", row.get("pk"), str(exc))
-        return None
-    return IndexedRow(str(row["pk"]), str(row["scope"]), str(row["kind"]), str(row["path"]),
-                      str(row["text"]), (), payload=pack_hit(hit_from_row(row, 0.0)),
-                      codes=codes)  # fmt: skip
-
-
-def _stamp(record: dict[str, Any]) -> tuple[int, float]:
-    return int(record["version"]), float(record["applied_at"])
-
-
-def _scopes(
-    known: list[str], tenant: str, repo: str | None, ref: str | None, view: View | None
-) -> list[str] | None:
-    """The scopes a search reads, by the Milvus path's rules: a view's layers; one branch;
-    a repository's scopes (its workspaces too); a ref's plain scopes; or every plain one."""
-    if view is not None:
-        return view.scopes
-    if repo and ref:
-        return [f"{tenant}|{repo}|{ref}"]
-    parts = [scope.split("|") for scope in known]
-    if repo:
-        return [s for s, p in zip(known, parts, strict=True) if len(p) == 3 and p[1] == repo]
-    plain = [(s, p) for s, p in zip(known, parts, strict=True)
-             if len(p) == 3 and WORKSPACE_MARK not in p[2]]  # fmt: skip
-    return [s for s, p in plain if p[2] == ref] if ref else [s for s, _ in plain]
+    @staticmethod
+    def _read_again(
+        tenant: str, mirror: MirrorState, wanted: dict[str, dict[str, str]], missed: set[str],
+        retried: dict[str, int],
+    ) -> None:  # fmt: skip
+        """Leave the rows a read by key did not return out of the file's listed rows, so that
+        the next sync reads the file again and asks for them (at most ``_RETRIES`` times)."""
+        with mirror.search_lock:
+            for file_uid, rows in wanted.items():
+                short = missed.intersection(rows)
+                if not short:
+                    continue
+                held = mirror.files.get(file_uid)
+                for pk in short:
+                    if held is not None:
+                        held.pop(pk, None)
+                tries = retried.get(file_uid, 0) + 1
+                if tries <= _RETRIES:
+                    mirror.retry[file_uid] = tries
+                else:
+                    log.warning("event=search_rows_missing tenant=%s file=%s rows=%d",
+                                tenant, file_uid, len(short))  # fmt: skip
