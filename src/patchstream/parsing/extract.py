@@ -342,6 +342,8 @@ class _Extractor(TypeEdges):
                 if binding.local is not None and local_to is not None:
                     self.scoped_bindings[(local_to, binding.local)] = binding
                 elif binding.local is not None:
+                    if self.language == "kotlin":
+                        self.rebound[binding.local].append(binding)
                     self.bindings[binding.local] = binding
                 ref = Reference(name=binding.name, module=binding.module)
                 self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
@@ -568,6 +570,31 @@ class _Extractor(TypeEdges):
                         self._add(self._call_type(edge_type, each), src, each, certainty)
                 else:
                     self._add(self._call_type(edge_type, target), src, target, certainty)
+                    if self.language == "scala" and edge_type is EdgeType.INSTANTIATES:
+                        self._inherited_type_too(target, parts, around, src, certainty)
+
+    def _inherited_type_too(
+        self, target: _Def | Reference, parts: list[str], around: _Def | None, src: str,
+        certainty: CallResolution,
+    ) -> None:  # fmt: skip
+        """Scala's ``new JButton with SuperMixin`` in ``class Button extends Component``: a
+        bare type no import or definition here names may be a base's nested one
+        (``Component.SuperMixin``); also ``Button.SuperMixin``, which the graph joins through
+        the class's bases (the package's own ``SuperMixin`` stays the first edge)."""
+        owner = self._enclosing_class(around)
+        bases = self._bases.get(owner, []) if owner is not None else []
+        written = {base.name.rsplit(".", 1)[-1] for base in bases}  # its own header's
+        if (
+            owner is None
+            or len(parts) != 1
+            or not isinstance(target, Reference)
+            or target.name != parts[0]
+            or not bases
+            or parts[0] in written
+        ):
+            return
+        inherited = Reference(name=f"{owner.rsplit('.', 1)[-1]}.{parts[0]}", module=target.module)
+        self._add(EdgeType.INSTANTIATES, src, inherited, certainty)
 
     def _class_of_constructor(
         self, target: _Def | Reference, around: _Def | None

@@ -163,6 +163,12 @@ _KOTLIN_FACTS = f"""
   (call_expression . [(identifier) (navigation_expression)] @call)) @fact
 (property_declaration (variable_declaration (identifier) @name .)
   (as_expression {_KT_TYPE} @type .)) @fact
+(property_declaration (variable_declaration (identifier) @name .) (navigation_expression) @call)
+  @fact
+(property_declaration (variable_declaration (identifier) @name .)
+  [(index_expression . (identifier) @item)
+   (binary_expression . (index_expression . (identifier) @item) "?:")
+   (unary_expression . (index_expression . (identifier) @item) "!!")]) @fact
 (function_declaration name: (identifier) @returns (function_value_parameters) . {_KT_TYPE} @type)
   @fact
 (function_declaration name: (identifier) @returns (function_value_parameters) .
@@ -180,6 +186,7 @@ _KOTLIN_FACTS = f"""
   . (_) @narrowed)
 (when_expression (when_subject (identifier) @name)
   (when_entry condition: (type_test "is" {_KT_TYPE} @type) . (_) @narrowed))
+(catch_block (identifier) @name {_KT_TYPE} @type (block) @narrowed)
 (for_statement (variable_declaration (identifier) @name .)
   [(identifier) (navigation_expression)] @iter) @loop
 (call_expression (navigation_expression . [(identifier) (navigation_expression)] @iter

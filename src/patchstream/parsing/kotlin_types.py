@@ -154,8 +154,10 @@ def type_aliases(root: ts.Node, src: Source) -> dict[str, str]:
     for node in root.named_children:
         if node.type != "type_alias" or node.named_child_count < 2:
             continue
-        named, aliased = node.named_children[0], node.named_children[-1]
-        if named.type == "identifier" and aliased.type == "user_type":
+        # ``internal typealias``: the modifiers come first.
+        named = next((c for c in node.named_children if c.type != "modifiers"), None)
+        aliased = node.named_children[-1]
+        if named is not None and named.type == "identifier" and aliased.type == "user_type":
             found[src.text(named)] = without_generics("".join(src.text(aliased).split()))
     return found
 

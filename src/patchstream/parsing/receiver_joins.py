@@ -93,9 +93,10 @@ class ReceiverJoins(ReceiverTypes):
             return self._base_field_reference(receiver[1], method, around)
         typed = self._variable_type(receiver[0], around)
         if typed is not None:
-            if typed.parts is None or typed.element or typed.through:
+            parts = self._held_type(typed, around)
+            if parts is None:
                 return None
-            owner = self._resolve_type(list(typed.parts), around)
+            owner = self._resolve_type(list(parts), around)
         elif class_like(receiver[0]):  # a static field of a class
             owner = self._resolve_type([receiver[0]], around)
         else:

@@ -176,6 +176,13 @@ class ReceiverTypes(abc.ABC):
                 self._block_types.append((fact.node.start_byte, fact.node.end_byte, fact.name,
                                           typed))  # fmt: skip
                 continue
+            if fact.node.type == "lambda_literal" and fact.through:
+                # Kotlin's ``it`` is each lambda's own: two lambdas of one function over
+                # lists of different types left ``it`` without a type.
+                typed = _Typed(fact.type_parts, True, fact.element, fact.through, fact.position)
+                self._block_types.append((fact.node.start_byte, fact.node.end_byte, fact.name,
+                                          typed))  # fmt: skip
+                continue
             # A container's element types are kept as the name plus a mark: ``items[]``.
             name = fact.name + _ELEMENT_MARKS[fact.container] if fact.container else fact.name
             if fact.owner is not None:
@@ -201,9 +208,13 @@ class ReceiverTypes(abc.ABC):
     def _variable_type(self, name: str, around: _Def | None) -> _Typed | None:
         """A name's type in the innermost scope around ``around`` that binds it; inside an
         ``except E as name`` block, that block's (``_at``: the call being resolved)."""
+        inner: tuple[int, _Typed] | None = None  # the innermost block that binds it
         for start, end, bound, in_block in self._block_types:
-            if bound == name and start <= self._at < end:
-                return in_block
+            inside = bound == name and start <= self._at < end
+            if inside and (inner is None or end - start < inner[0]):
+                inner = (end - start, in_block)
+        if inner is not None:
+            return inner[1]
         scope = around
         while scope is not None:
             typed = self._var_types.get(_scope_key(scope), {}).get(name)
@@ -332,6 +343,11 @@ class ReceiverTypes(abc.ABC):
         if isinstance(callee, _Def) and callee.kind == "function":
             returned = self._returns.get(callee.qualified_name)
             return self._member_of_type(returned, method, callee, depth) if returned else None
+        if isinstance(callee, _Def) and callee.kind == "variable" and self.language == "kotlin":
+            # ``val c = context.cmd`` with ``Context`` here: the property's declared type.
+            parent = callee.parent
+            held = self._attribute_type(parent.qualified_name, callee.name) if parent else None
+            return self._member_of_type(held, method, parent, depth) if held else None
         return joined(callee, f"().{method}")
 
     def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
@@ -342,10 +358,11 @@ class ReceiverTypes(abc.ABC):
             owner = self.by_qualified.get(name) if name else None
         else:
             typed = self._variable_type(receiver[0], around)
-            if typed is None or typed.parts is None or typed.element:
+            parts = self._held_type(typed, around, True) if typed is not None else None
+            if parts is None:
                 return None
             self._note(typed)
-            owner = self._resolve_type(list(typed.parts), around)
+            owner = self._resolve_type(list(parts), around)
         known: tuple[str, ...] | None = None
         for attribute in receiver[1:]:
             if not isinstance(owner, _Def) or owner.kind not in ("class", "interface"):
@@ -355,6 +372,18 @@ class ReceiverTypes(abc.ABC):
                 return None
             owner = self._resolve_type(list(known), around)
         return known
+
+    def _held_type(
+        self, typed: _Typed, around: _Def | None, any_through: bool = False
+    ) -> tuple[str, ...] | None:
+        """The type a typed name holds: its own, or in Kotlin an element of the container it
+        was taken from (``val option = byName[name] ?: throw ..``: ``option.parser.m()``);
+        ``any_through``: a name typed any other way keeps what its fact names."""
+        if typed.parts is None or typed.element:
+            return None
+        if typed.through in ("iter", "item") and self.language == "kotlin":
+            return self._element_type(typed.parts, typed.through, around)
+        return typed.parts if any_through or not typed.through else None
 
     def _element_of_call(
         self, call: tuple[str, ...], around: _Def | None, depth: int, position: int | None = None

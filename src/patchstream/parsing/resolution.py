@@ -82,6 +82,9 @@ class Resolution(BuiltReceivers):
         # Qualified name of an alias (``scope.name``) -> what it names (None: ambiguous).
         self._aliases: dict[str, tuple[str, ...] | None] = {}
         self.type_aliases: dict[str, str] = {}  # Kotlin's ``typealias A = B``: A -> B
+        # Kotlin: a name imported from several packages (extensions of different receivers,
+        # ``arguments.convert`` and ``options.convert``), each binding in import order.
+        self.rebound: dict[str, list[ImportBinding]] = defaultdict(list)
         self._alias_depth = 0
         self._parameters_of: dict[int, list[str]] = {}  # a function's node id -> parameters
         self._typing = False
@@ -136,6 +139,15 @@ class Resolution(BuiltReceivers):
             current = current.parent
         return None
 
+    def _outer_class(self, name: str, around: _Def | None) -> str | None:
+        """The class around ``around`` named ``name`` (``Outer.this``), innermost first."""
+        current = around
+        while current is not None:
+            if current.kind in ("class", "interface") and current.name == name:
+                return current.qualified_name
+            current = current.parent
+        return None
+
     def _rebinds_self(self, function: _Def) -> bool:
         """A Python function outside a class body whose first parameter is ``self``/``cls``
         (a method built in a closure and attached elsewhere): ``self`` is not the class
@@ -173,6 +185,11 @@ class Resolution(BuiltReceivers):
             found = self.by_qualified.get(owner)
             if found is not None:
                 return found  # cls(): the class itself
+        if len(parts) == 3 and parts[1] == "this" and self.language in ("java", "scala"):
+            outer = self._outer_class(parts[0], around)  # ``Component.this.paint(g)``
+            member = self._member(outer, parts[2]) if outer is not None else None
+            if member is not None:
+                return member
         if is_self(parts[0], self.language) and len(parts) == 2:
             owner = self._enclosing_class(around)
             if owner is not None:
@@ -249,6 +266,7 @@ class Resolution(BuiltReceivers):
                 # may be an extension of it (``convert {}`` in ``RawArgument.long``): its
                 # key is ``RawArgument.convert``; the graph also tries plain ``convert``.
                 name = f"{owner.rsplit('.', 1)[-1]}.{name}"
+                binding = self._receivers_binding(dotted, owner, around) or binding
             return Reference(name=name, module=binding.module)
         if self.language == "php":
             # PHP: ``\ns\Foo`` from the root; any other name no ``use`` binds is the
@@ -354,6 +372,18 @@ class Resolution(BuiltReceivers):
                 return found
             scope = scope.parent
         return self.bindings.get(name)
+
+    def _receivers_binding(
+        self, name: str, owner: str, around: _Def | None
+    ) -> ImportBinding | None:
+        """Of a name imported from several packages, the one imported from where the
+        receiver type is (``convert`` in ``fun RawArgument.int()``: ``arguments``'s, as
+        ``RawArgument``); None when it is imported once or no package matches."""
+        imported = self.rebound.get(name)
+        owned = self._binding(owner.split(".", 1)[0], around)
+        if not imported or owned is None:
+            return None
+        return next((b for b in imported if b.module == owned.module), None)
 
     def _via_alias(self, key: str, around: _Def | None) -> _Def | Reference | None:
         """What the alias ``key`` names, when that is a function, a class or an import."""
