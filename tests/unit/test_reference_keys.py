@@ -68,3 +68,23 @@ def test_only_the_last_python_definition_of_a_name_is_findable() -> None:
     hidden = shadowed(state.symbols, state.language)
     assert hidden == {"r::pkg/cli.py::command", "r::pkg/cli.py::command#2"}
     assert shadowed(state.symbols, "go") == set()
+
+
+def test_swift_library_types_reach_the_protocols_a_project_extends() -> None:
+    """``String.wrapped`` is also StringProtocol's (and the rest of String's conformances);
+    the head of a join too (``Array.allArguments().merging``); an extension's method in a file
+    without its type is owned by the type's key (the graph's ``okey``)."""
+    keys = _keys("String.wrapped", "<sw>.HelpGenerator", "swift")
+    assert {"<sw>|String.wrapped", "<sw>|StringProtocol.wrapped", "<sw>|Sequence.wrapped"} <= set(
+        keys
+    )
+    joined = _keys("Array.allArguments().merging", "<sw>.Dump", "swift")
+    assert "<sw>|BidirectionalCollection.allArguments().merging" in joined
+    assert not any("StringProtocol" in key for key in _keys("Square.area", "<sw>.Shapes", "swift"))
+    from patchstream.stores.graph.keys import owner_key
+
+    method = Symbol(id="app::H.swift::NameSpecification.names", kind=SymbolKind.FUNCTION,
+                    name="names", qualified_name="NameSpecification.names", path="H.swift",
+                    language="swift", start_line=3, end_line=5, parent_id="app::H.swift::<module>",
+                    signature="func names() -> [Name]")  # fmt: skip
+    assert owner_key(S, method, "app::H.swift::<module>") == f"{S}|<sw>|NameSpecification"

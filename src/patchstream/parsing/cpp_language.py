@@ -17,6 +17,7 @@ from typing import Protocol
 
 from patchstream.parsing.csharp_language import member_keys
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
+from patchstream.parsing.swift_library import conformances
 from patchstream.schemas.graph import Reference
 
 # ``class LEVELDB_EXPORT Status {``, ``struct YAML_CPP_API Mark :``: a macro the grammar
@@ -159,6 +160,10 @@ def lookup_keys(scope: str, reference: Reference) -> list[str]:
     keys += [f"{scope}|{marker}|{namespace}.{reference.name}" for namespace in opened]
     if marker == CS_GLOBAL:
         keys += member_keys(scope, reference, context, opened, arity)
+    head, dot, rest = reference.name.partition(".")
+    if marker == SW_GLOBAL and dot:  # ``String.wrapped``: StringProtocol's too (and the head
+        # of a join: ``Array.allArguments().merging`` is BidirectionalCollection's)
+        keys += [f"{scope}|{marker}|{protocol}.{rest}" for protocol in conformances(head)]
     return list(dict.fromkeys(keys))
 
 

@@ -53,6 +53,7 @@ from patchstream.parsing.receiver_types import _Def, branch_variants, constructe
 from patchstream.parsing.receivers import DOTTED
 from patchstream.parsing.ruby_language import KERNEL_WORDS, local_names
 from patchstream.parsing.source import PhpSource, RubySource, Source
+from patchstream.parsing.swift_library import LITERALS
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import (
     CallResolution,
@@ -492,6 +493,12 @@ class _Extractor(TypeEdges):
                     # ``Foo(x).m()``, ``items[0].m()``: a written receiver with a call (or an
                     # index) in it.
                     found = self._member_of_call(match["name"][0], around)
+                elif (
+                    self.language == "swift"
+                    and receiver is not None
+                    and (literal := LITERALS.get(match["receiver"][0].type))
+                ):  # ``"..".indentingEachLine()``: String's (and its protocols')
+                    found = Reference(name=f"{literal}.{parts[-1]}")
                 elif receiver is not None and (
                     ")" in receiver
                     or "]" in receiver

@@ -238,14 +238,18 @@ _RUBY_FACTS = f"""
   right: {_RUBY_BUILT}) @fact
 """
 
-_SWIFT_TYPE = "[(user_type) (optional_type (user_type))]"
+_SWIFT_NAMED_TYPE = "[(user_type) (optional_type (user_type))]"
+_SWIFT_TYPE = "[(user_type) (optional_type (user_type)) (array_type) (dictionary_type)]"
 _SWIFT_FACTS = f"""
 (parameter name: (simple_identifier) @name {_SWIFT_TYPE} @type) @fact
 (property_declaration name: (pattern (simple_identifier) @name)
   (type_annotation {_SWIFT_TYPE} @type)) @fact
+(protocol_property_declaration name: (pattern (simple_identifier) @name)
+  (type_annotation {_SWIFT_TYPE} @type)) @fact
 (property_declaration name: (pattern (simple_identifier) @name)
   value: (call_expression . (simple_identifier) @call)) @fact
-(function_declaration name: (simple_identifier) @returns {_SWIFT_TYPE} @type . (function_body))
+(function_declaration name: (simple_identifier) @returns {_SWIFT_NAMED_TYPE} @type
+  . (function_body))
   @fact
 (property_declaration name: (pattern (simple_identifier) @name)
   value: (try_expression expr: (call_expression . (simple_identifier) @call))) @fact
@@ -261,6 +265,19 @@ _SWIFT_FACTS = f"""
 (property_declaration name: (pattern (simple_identifier) @name)
   value: (as_expression {_SWIFT_TYPE} @type)) @fact
 (type_parameter (type_identifier) @name {_SWIFT_TYPE} @type) @fact
+(class_declaration (type_constraints (type_constraint (inheritance_constraint
+  (identifier (simple_identifier) @name) (user_type) @type))) (class_body) @narrowed)
+(function_declaration (type_constraints (type_constraint (inheritance_constraint
+  (identifier (simple_identifier) @name) (user_type) @type))) (function_body) @narrowed)
+(init_declaration (type_constraints (type_constraint (inheritance_constraint
+  (identifier (simple_identifier) @name) (user_type) @type))) (function_body) @narrowed)
+(associatedtype_declaration (type_identifier) @name (user_type) @type) @fact
+(property_declaration name: (pattern (simple_identifier) @name) value: (simple_identifier) @call)
+  @fact
+(call_expression (navigation_expression target: [(simple_identifier) (navigation_expression)] @iter
+    suffix: (navigation_suffix suffix: (simple_identifier) @method))
+  (call_suffix [(lambda_literal) @callback
+                (value_arguments (value_argument value: (lambda_literal) @callback))])) @loop
 """
 
 _RUST_FACTS = """

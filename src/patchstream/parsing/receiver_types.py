@@ -126,6 +126,9 @@ class ReceiverTypes(abc.ABC):
     def _member(self, owner: str, member: str) -> _Def | Reference | None: ...
 
     @abc.abstractmethod
+    def _lookup_member(self, owner: str, member: str) -> _Def | None: ...
+
+    @abc.abstractmethod
     def _callback_member(
         self, callee: tuple[str, ...], method: str, around: _Def | None
     ) -> Reference | None: ...
@@ -191,8 +194,20 @@ class ReceiverTypes(abc.ABC):
                     _bind(self._attr_types[owner], name, fact)
             elif around is not None and around.kind in ("class", "interface"):
                 _bind(self._attr_types[around.qualified_name], name, fact)
+            elif around is None and (extended := self._extension_around(fact.node)) is not None:
+                _bind(self._attr_types[extended], name, fact)  # Swift: ``extension C { var x: T``
             else:
                 _bind(self._var_types[_scope_key(around)], name, fact)
+
+    def _extension_around(self, node: ts.Node) -> str | None:
+        """Swift: the type whose extension declares the property ``node`` (extensions are no
+        scope of their own: their members are the type's)."""
+        if self.language != "swift" or node.type != "property_declaration":
+            return None
+        start, end = node.start_byte, node.end_byte
+        extensions = (d for d in self.defs if d.kind == "impl")
+        around = [d for d in extensions if d.node.start_byte <= start and end <= d.node.end_byte]
+        return max(around, key=lambda d: d.node.start_byte).qualified_name if around else None
 
     def _resolve_type(self, parts: list[str], around: _Def | None) -> _Def | Reference:
         """A type's name resolved as written: no receiver typing inside (that would recurse)."""
@@ -327,6 +342,16 @@ class ReceiverTypes(abc.ABC):
             if returned is None or depth > 2:
                 return None
             return self._member_of_type(returned, method, owner, depth + 1)
+        if owner.kind == "variable" and called and self.language == "swift" and depth < 2:
+            # ``var current = commandTree``: the property's declared type.
+            return self._member_of_returned(owner, method, depth + 1)
+        if (
+            self.language == "swift"
+            and owner.kind in ("class", "interface")
+            and self._lookup_member(owner.qualified_name, method) is None
+        ):  # another file's extension of the type (``ParsableArguments._validate``), whose
+            # key the graph also joins through the type's bases: not the first base's guess
+            return Reference(name=f"{owner.qualified_name}.{method}")
         member = self._member(owner.qualified_name, method)
         if member is None and self.language == "csharp" and owner.kind in ("class", "interface"):
             # Not this file's member: a base's of another file, or an extension method
@@ -343,7 +368,15 @@ class ReceiverTypes(abc.ABC):
         if isinstance(callee, _Def) and callee.kind == "function":
             returned = self._returns.get(callee.qualified_name)
             return self._member_of_type(returned, method, callee, depth) if returned else None
-        if isinstance(callee, _Def) and callee.kind == "variable" and self.language == "kotlin":
+        if (
+            isinstance(callee, _Def)
+            and callee.kind == "variable"
+            and self.language
+            in (
+                "kotlin",
+                "swift",
+            )
+        ):
             # ``val c = context.cmd`` with ``Context`` here: the property's declared type.
             parent = callee.parent
             held = self._attribute_type(parent.qualified_name, callee.name) if parent else None
@@ -353,11 +386,17 @@ class ReceiverTypes(abc.ABC):
     def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
         """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
         owner: _Def | Reference | None = None
+        typed = (
+            None
+            if is_self(receiver[0], self.language)
+            else self._variable_type(receiver[0], around)
+        )
         if is_self(receiver[0], self.language):
             name = self._enclosing_class(around)
             owner = self.by_qualified.get(name) if name else None
+        elif typed is None and self.language == "swift" and class_like(receiver[0]):
+            owner = self._resolve_type([receiver[0]], around)  # ``Config.defaults.m()``
         else:
-            typed = self._variable_type(receiver[0], around)
             parts = self._held_type(typed, around, True) if typed is not None else None
             if parts is None:
                 return None

@@ -40,6 +40,7 @@ from patchstream.parsing.kotlin_types import (
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
+from patchstream.parsing.swift_library import CONFORMANCES, element_closure
 
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 _LITERALS = frozenset({"composite_literal", "struct_expression"})  # Go's ``T{}``, Rust's
@@ -197,7 +198,7 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             facts += _documented(match["doc"][0], match["documented"][0], src)
             continue
         if "iter" in match:  # for x in items, items.map(x => ...): an element of items
-            facts += _iteration(match, src)
+            facts += _iteration(match, src, language)
             continue
         if "unpack" in match:  # name, cmd, args = f(): each takes its item of f's tuple
             text = "".join(src.text(match["call"][0]).split())
@@ -317,6 +318,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if containers and language == "kotlin":  # ``List<T>`` is a List too (its extensions)
             outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
             parts = (outer,) if outer in SUPERTYPES else None
+        elif containers and language == "swift":  # ``[T]`` is an Array (its protocols'
+            # extensions: ``commandStack.getPrimaryHelpName()``)
+            outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?!")
+            kind = match["type"][0].type
+            outer = {"array_type": "Array", "dictionary_type": "Dictionary"}.get(kind, outer)
+            parts = (outer,) if outer in CONFORMANCES else None
         elif containers and language == "csharp":  # ``ThreadSafe.IList<T> Modules``: an
             # IList too, whose extension methods (``Modules.GetSafeEnumerable()``) it takes
             outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
@@ -457,7 +464,7 @@ def callback_parameter_types(parameter: ts.Node, src: Source) -> list[tuple[str,
     return found
 
 
-def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
+def _iteration(match: dict[str, list[ts.Node]], src: Source, language: str) -> list[TypeFact]:
     """Names bound to an element of a container: a loop's target (``for x in items``,
     ``for i, x in enumerate(items)``, TypeScript's ``for (const x of items)``) or an array
     method's callback parameter (``items.reduce((acc, x) => ..., 0)``)."""
@@ -472,6 +479,9 @@ def _iteration(match: dict[str, list[ts.Node]], src: Source) -> list[TypeFact]:
             return []  # ``for (k in obj)``: keys, not elements
         return [TypeFact(node, src.text(match["name"][0]), container, through="iter")]
     callback = match["callback"][0]
+    if callback.type == "lambda_literal" and language == "swift":  # ``args.map { $0.m() }``
+        named = element_closure(callback, src.text(match["method"][0]), src)
+        return [] if named is None else [TypeFact(callback, named, container, through="iter")]
     if callback.type == "lambda_literal":  # Kotlin: ``items.forEach { it.m() }``
         return _kotlin_element_lambda(callback, src.text(match["method"][0]), container, src)
     position = _ARRAY_CALLBACKS.get(src.text(match["method"][0]))

@@ -48,13 +48,15 @@ def symbol_key(scope: str, module: str, symbol: Symbol) -> str | None:
 
 def owner_key(scope: str, symbol: Symbol, module_id: str) -> str | None:
     """The key of the class a C++ method belongs to when no DEFINES edge can say so: defined
-    outside its class (``VersionSet::LogAndApply``) in a file without the class."""
-    if symbol.language != "cpp" or symbol.kind is not SymbolKind.FUNCTION:
+    outside its class (``VersionSet::LogAndApply``) in a file without the class; or a Swift
+    method of an extension in a file without its type (``extension NameSpecification {
+    func generateHelpNames() }``)."""
+    if symbol.language not in ("cpp", "swift") or symbol.kind is not SymbolKind.FUNCTION:
         return None
     owner = symbol.qualified_name.rpartition(".")[0]
     if not owner or symbol.parent_id != module_id or file_local(symbol):
         return None
-    return f"{scope}|{C_GLOBAL}|{owner}"
+    return f"{scope}|{C_GLOBAL if symbol.language == 'cpp' else SW_GLOBAL}|{owner}"
 
 
 def file_local(symbol: Symbol) -> bool:
