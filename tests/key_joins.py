@@ -1,6 +1,7 @@
 """Callers as the graph joins them, without a graph: each reference's candidate keys
 (``keys.reference_keys``) against each symbol's key, plus the RETURNS join that a call on
-what a field or function gives (``<its key>().m``) takes, and a member a class inherits
+what a field or function gives (``<its key>().m``) takes, the CALLBACK_PARAM join of a
+closure's parameter (``<callee's key>(*).m``), and a member a class inherits
 (``<Sub's key>.m`` is the base's ``m`` when ``Sub`` defines none; the graph's
 ``CALLERS_THROUGH_SUBCLASSES``)."""
 
@@ -53,10 +54,12 @@ def joined_callers(
                 for member, sid in members[names[base]]:
                     if member not in own and sid in key_of:
                         by_key[f"{sub_key}.{member}"].append(sid)
-    # The RETURNS join (a field's declared type, a function's return): ``<key>().m`` -> ``T.m``.
+    # The RETURNS join (a field's declared type, a function's return): ``<key>().m`` -> ``T.m``;
+    # the CALLBACK_PARAM join (a closure's parameter of the callee's type): ``<key>(*).m``.
+    joins = {EdgeType.RETURNS: "()", EdgeType.CALLBACK_PARAM: "(*)"}
     for state in states.values():
         for edge in state.edges:
-            if edge.type is not EdgeType.RETURNS:
+            if edge.type not in joins:
                 continue
             giver = key_of.get(edge.src)
             if giver is None:
@@ -66,7 +69,7 @@ def joined_callers(
                      for ids in by_key.values() for sid in ids
                      if names[sid].startswith(f"{names[target]}.")}  # fmt: skip
             for method, sid in sorted(found):  # after the scan: no list grows while read
-                by_key[f"{giver}().{method}"].append(sid)
+                by_key[f"{giver}{joins[edge.type]}.{method}"].append(sid)
     callers = set()
     for state in states.values():
         for edge in state.edges:

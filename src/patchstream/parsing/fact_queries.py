@@ -274,6 +274,10 @@ _SWIFT_FACTS = f"""
 (associatedtype_declaration (type_identifier) @name (user_type) @type) @fact
 (property_declaration name: (pattern (simple_identifier) @name) value: (simple_identifier) @call)
   @fact
+(catch_block . (catch_keyword) . (statements) @implicit_error)
+(call_expression . [(simple_identifier) (navigation_expression)] @callee
+  (call_suffix [(lambda_literal) @passed
+                (value_arguments (value_argument value: (lambda_literal) @passed))]))
 (call_expression (navigation_expression target: [(simple_identifier) (navigation_expression)] @iter
     suffix: (navigation_suffix suffix: (simple_identifier) @method))
   (call_suffix [(lambda_literal) @callback

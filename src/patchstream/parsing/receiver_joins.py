@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from patchstream.parsing.modules import SW_GLOBAL
 from patchstream.parsing.node_text import class_like
 from patchstream.parsing.receiver_types import (
     SCOPED,
@@ -18,7 +19,8 @@ from patchstream.parsing.receiver_types import (
     is_self,
     joined,
 )
-from patchstream.parsing.receivers import callback_parameter_types
+from patchstream.parsing.receivers import callback_parameter_types, type_parts
+from patchstream.parsing.swift_library import function_typed_parameters
 from patchstream.schemas.graph import Reference
 
 
@@ -27,6 +29,8 @@ class ReceiverJoins(ReceiverTypes):
         """(function, a class that a callback parameter of one of its parameters declares):
         the facts behind CALLBACK_PARAM edges. A constructor's belong to its class, which is
         what ``new C(cb)`` names."""
+        if self.language == "swift":
+            return self._swift_callback_targets()
         if self.language not in ("typescript", "tsx"):
             return []
         found: list[tuple[_Def, _Def | Reference]] = []
@@ -47,6 +51,20 @@ class ReceiverJoins(ReceiverTypes):
                         found.append((owner, target))
         return found
 
+    def _swift_callback_targets(self) -> list[tuple[_Def, _Def | Reference]]:
+        """As for TypeScript: a Swift function's closure-typed parameters' parameter types."""
+        found: list[tuple[_Def, _Def | Reference]] = []
+        for definition in (d for d in self.defs if d.kind == "function"):
+            for written in function_typed_parameters(definition.node, self.src):
+                parts = type_parts(written)
+                target = self._resolve_type(list(parts), definition) if parts else None
+                target = self._scoped(target, definition.qualified_name) if target else None
+                typed = isinstance(target, _Def) and target.kind in ("class", "interface")
+                named = isinstance(target, Reference) and class_like(written.rsplit(".", 1)[-1])
+                if target is not None and (typed or named):
+                    found.append((definition, target))
+        return found
+
     def _callback_member(
         self, callee: tuple[str, ...], method: str, around: _Def | None
     ) -> Reference | None:
@@ -65,7 +83,8 @@ class ReceiverJoins(ReceiverTypes):
             if found is None:
                 return None
         elif owner.kind in ("function", "class"):
-            found = Reference(name=f"{owner.qualified_name}(*).{method}", module=self.module)
+            module = SW_GLOBAL if self.language == "swift" else self.module  # Swift's keys
+            found = Reference(name=f"{owner.qualified_name}(*).{method}", module=module)
         else:
             return None
         self._inferred = True

@@ -129,6 +129,11 @@ class ReceiverTypes(abc.ABC):
     def _lookup_member(self, owner: str, member: str) -> _Def | None: ...
 
     @abc.abstractmethod
+    def _scoped(
+        self, target: _Def | Reference, context: str, arity: int | None = None
+    ) -> _Def | Reference: ...
+
+    @abc.abstractmethod
     def _callback_member(
         self, callee: tuple[str, ...], method: str, around: _Def | None
     ) -> Reference | None: ...

@@ -40,7 +40,12 @@ from patchstream.parsing.kotlin_types import (
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.source import Source
-from patchstream.parsing.swift_library import CONFORMANCES, element_closure
+from patchstream.parsing.swift_library import (
+    CONFORMANCES,
+    ELEMENT_CLOSURES,
+    closure_parameters,
+    element_closure,
+)
 
 _CASTS = frozenset({"cast", "t.cast", "typing.cast"})
 _LITERALS = frozenset({"composite_literal", "struct_expression"})  # Go's ``T{}``, Rust's
@@ -193,6 +198,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             continue
         if "passed" in match:
             facts += _passed_callback(match, src)
+            continue
+        if "implicit_error" in match:  # Swift's ``catch { error.m() }``: an Error there
+            facts.append(TypeFact(match["implicit_error"][0], "error", ("Error",), block=True))
             continue
         if "doc" in match:  # PHP's docblock types
             facts += _documented(match["doc"][0], match["documented"][0], src)
@@ -391,6 +399,11 @@ def _passed_callback(match: dict[str, list[ts.Node]], src: Source) -> list[TypeF
     if not DOTTED.match(callee) or callee.rsplit(".", 1)[-1] in _ARRAY_CALLBACKS:
         return []
     parts, callback = tuple(callee.split(".")), match["passed"][0]
+    if callback.type == "lambda_literal":  # Swift's ``performEvent { $0.urlSession(..) }``
+        if parts[-1] in ELEMENT_CLOSURES:
+            return []  # ``items.map { $0.m() }``: an element (``_iteration``)
+        named = closure_parameters(callback, src)
+        return [TypeFact(callback, name, parts, through="callback") for name in named]
     names = _undeclared_parameters(callback, src)
     if callback.type == "function_expression" and not _declares_this(callback, src):
         names.append("this")  # a ``function`` (not an arrow) gets ``this`` from its caller

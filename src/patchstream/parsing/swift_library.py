@@ -88,3 +88,38 @@ def element_closure(callback: ts.Node, method: str, src: Source) -> str | None:
         return None
     named = declared[position].child_by_field_name("name")
     return src.text(named) if named is not None else None
+
+
+def closure_parameters(closure: ts.Node, src: Source) -> list[str]:
+    """The names a closure binds without a declared type: its listed parameters, else the
+    shorthand ``$0``-``$3``."""
+    typed = closure.child_by_field_name("type")
+    listed = (
+        None
+        if typed is None
+        else next(
+            (c for c in typed.named_children if c.type == "lambda_function_type_parameters"), None
+        )
+    )
+    if listed is None:
+        return [f"${index}" for index in range(4)]
+    names = []
+    for parameter in (p for p in listed.named_children if p.type == "lambda_parameter"):
+        named = parameter.child_by_field_name("name")
+        if named is not None and parameter.child_by_field_name("type") is None:
+            names.append(src.text(named))
+    return names
+
+
+def function_typed_parameters(function: ts.Node, src: Source) -> list[str]:
+    """The types written for the parameters of a function's closure-typed parameters
+    (``func performEvent(_ event: @escaping (EventMonitor) -> Void)`` -> EventMonitor)."""
+    found = []
+    for parameter in (c for c in function.named_children if c.type == "parameter"):
+        closure = next((c for c in parameter.named_children if c.type == "function_type"), None)
+        listed = closure.child_by_field_name("params") if closure is not None else None
+        for item in listed.named_children if listed is not None else ():
+            named = next((c for c in item.named_children if c.type == "user_type"), None)
+            if item.type == "tuple_type_item" and named is not None:
+                found.append("".join(src.text(named).split()))
+    return found
