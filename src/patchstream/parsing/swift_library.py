@@ -67,48 +67,42 @@ ELEMENT_CLOSURES = {
 }  # fmt: skip
 
 
+def _declared_parameters(closure: ts.Node) -> list[ts.Node] | None:
+    """A closure's ``lambda_parameter`` nodes (``{ a, b in .. }``); None when it lists none
+    and names its parameters ``$0``, ``$1``."""
+    typed = closure.child_by_field_name("type")
+    kinds = [] if typed is None else typed.named_children
+    listed = next((c for c in kinds if c.type == "lambda_function_type_parameters"), None)
+    if listed is None:
+        return None
+    return [p for p in listed.named_children if p.type == "lambda_parameter"]
+
+
+def _untyped_name(parameter: ts.Node, src: Source) -> str | None:
+    named = parameter.child_by_field_name("name")
+    untyped = parameter.child_by_field_name("type") is None
+    return src.text(named) if named is not None and untyped else None
+
+
 def element_closure(callback: ts.Node, method: str, src: Source) -> str | None:
     """The name a closure passed to ``items.method`` gives an element: ``$0`` (``$1`` for
     ``reduce``), else the parameter it declares at that position without a type."""
     position = ELEMENT_CLOSURES.get(method)
     if position is None:
         return None
-    typed = callback.child_by_field_name("type")
-    listed = (
-        None
-        if typed is None
-        else next(
-            (c for c in typed.named_children if c.type == "lambda_function_type_parameters"), None
-        )
-    )
-    if listed is None:
+    declared = _declared_parameters(callback)
+    if declared is None:
         return f"${position}"
-    declared = [p for p in listed.named_children if p.type == "lambda_parameter"]
-    if position >= len(declared) or declared[position].child_by_field_name("type") is not None:
-        return None
-    named = declared[position].child_by_field_name("name")
-    return src.text(named) if named is not None else None
+    return _untyped_name(declared[position], src) if position < len(declared) else None
 
 
 def closure_parameters(closure: ts.Node, src: Source) -> list[str]:
     """The names a closure binds without a declared type: its listed parameters, else the
     shorthand ``$0``-``$3``."""
-    typed = closure.child_by_field_name("type")
-    listed = (
-        None
-        if typed is None
-        else next(
-            (c for c in typed.named_children if c.type == "lambda_function_type_parameters"), None
-        )
-    )
-    if listed is None:
+    declared = _declared_parameters(closure)
+    if declared is None:
         return [f"${index}" for index in range(4)]
-    names = []
-    for parameter in (p for p in listed.named_children if p.type == "lambda_parameter"):
-        named = parameter.child_by_field_name("name")
-        if named is not None and parameter.child_by_field_name("type") is None:
-            names.append(src.text(named))
-    return names
+    return [name for p in declared if (name := _untyped_name(p, src)) is not None]
 
 
 def function_typed_parameters(function: ts.Node, src: Source) -> list[str]:
