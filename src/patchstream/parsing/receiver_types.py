@@ -40,6 +40,8 @@ def is_self(word: str, language: str) -> bool:
 
 
 _ELEMENT_MARKS = {"iter": "[]", "item": "[:]"}
+# Languages where a local read from a same-file property takes the property's declared type.
+_TYPED_PROPS = ("kotlin", "swift")
 # A container's methods that give one of its items: a mapping's, and an array's.
 _GETTERS = frozenset({"get", "pop", "setdefault", "shift", "at", "find", "findLast"})
 
@@ -373,15 +375,7 @@ class ReceiverTypes(abc.ABC):
         if isinstance(callee, _Def) and callee.kind == "function":
             returned = self._returns.get(callee.qualified_name)
             return self._member_of_type(returned, method, callee, depth) if returned else None
-        if (
-            isinstance(callee, _Def)
-            and callee.kind == "variable"
-            and self.language
-            in (
-                "kotlin",
-                "swift",
-            )
-        ):
+        if isinstance(callee, _Def) and callee.kind == "variable" and self.language in _TYPED_PROPS:
             # ``val c = context.cmd`` with ``Context`` here: the property's declared type.
             parent = callee.parent
             held = self._attribute_type(parent.qualified_name, callee.name) if parent else None
@@ -391,12 +385,9 @@ class ReceiverTypes(abc.ABC):
     def _chain_type(self, receiver: list[str], around: _Def | None) -> tuple[str, ...] | None:
         """The type of ``a.b.c`` from the type of ``a`` and the declared types of its fields."""
         owner: _Def | Reference | None = None
-        typed = (
-            None
-            if is_self(receiver[0], self.language)
-            else self._variable_type(receiver[0], around)
-        )
-        if is_self(receiver[0], self.language):
+        itself = is_self(receiver[0], self.language)
+        typed = None if itself else self._variable_type(receiver[0], around)
+        if itself:
             name = self._enclosing_class(around)
             owner = self.by_qualified.get(name) if name else None
         elif typed is None and self.language == "swift" and class_like(receiver[0]):
