@@ -78,6 +78,7 @@ def main() -> None:
         "equal to a clean rebuild": str(report.equal),
         "checkpoints converged in, s": ", ".join(map(str, report.checkpoints)) or "-",
         "drained after the last fault, s": f"{report.drain_s}",
+        "then waited for leftover rows under no record, s": f"{report.leftovers_waited_s}",
         "sync lag max / at the end, s": f"{report.max_lag_s:.1f} / {report.final_lag_s}",
         "minutes": f"{(time.monotonic() - started) / 60:.0f}",
     }  # fmt: skip

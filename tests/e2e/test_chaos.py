@@ -24,7 +24,8 @@ def test_two_minutes_of_kills_and_pauses_under_load_lose_nothing(tmp_path: Path)
         report = chaos.run(seconds=120, converge_s=420, min_answered=51, max_seconds=420)
     summary = (f"kills {dict(report.kills)}, pauses {dict(report.pauses)}, writes "
                f"{report.writes} ({report.retries} retried), queries {dict(report.queries)}, "
-               f"drained in {report.drain_s}s, {report.differences}, "
+               f"drained in {report.drain_s}s, leftover rows waited {report.leftovers_waited_s}s, "
+               f"{report.differences}, "
                f"{report.stale_answers}\ntimeline: {'; '.join(report.timeline)}")  # fmt: skip
     assert sum(report.kills.values()) >= 8 and len(report.kills) >= 8, summary
     assert report.pauses, summary

@@ -429,10 +429,16 @@ def test_a_row_a_flush_hid_from_a_read_is_read_again_not_lost(
         vectors.apply([upsert(tenant, "billing.py", BILLING, 1)])
         vectors.client = FlushWindow()  # type: ignore[assignment]
         try:
-            patient.sync(tenant)
+            patient._sync(tenant, patient._mirrors[tenant])  # the follower's own sync
         finally:
             vectors.client = real
         assert hidden, "the window never hid a read"
+        # Freshness reads the copy's stamps: a file whose rows are still owed is not held
+        # (a CI run's freshness said "applied" of a file a search then did not find).
+        assert patient.file_version(tenant, "app", "main", "billing.py") is None
+        assert patient._mirrors[tenant].retry
+        patient.sync(tenant)
+        assert patient.file_version(tenant, "app", "main", "billing.py") == 1
         assert _symbols(patient.search(tenant, "compute_invoice_total", limit=1)) == [
             "app::billing.py::compute_invoice_total"
         ]

@@ -359,6 +359,8 @@ class Supervisor:
             worker.restarts += 1
             if worker.service == "gateway":  # it may have died between outbox and publish
                 self.outbox.replay_due = True
+            if worker.service == VECTOR_SINK and code is not None:  # a death, not a first start
+                self.outbox.vector_sink_restarted()  # it may have died between rows and records
         if moved:
             self.write_metrics_targets()  # Prometheus's file_sd follows the moved ports
         self.tend_outbox(now)

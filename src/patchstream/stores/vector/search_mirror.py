@@ -383,12 +383,16 @@ class SearchMirror:
         """Bring the copy to ``records``; ``listed`` (a full re-read): every file the tenant
         still has, the others are dropped."""
         wanted: dict[str, dict[str, str]] = {}  # file uid -> pk -> fp, where it changed
+        # A file's stamp (what freshness reads) moves only once its rows are in the index:
+        # set first, a freshness answer read mid-sync said "held" of a file a search beside
+        # it did not find (a CI run of test_query).
+        stamped: dict[str, tuple[int, float]] = {}
         for record in records:
             if record.get("tenant") != tenant:
                 continue
             mirror.newest_applied = max(mirror.newest_applied, float(record["applied_at"]))
             file_uid = str(record["file_uid"])
-            mirror.stamps[file_uid] = stamp_of(record)
+            stamped[file_uid] = stamp_of(record)
             if record["deleted"]:
                 rows: dict[str, str] = {}
             elif record["chunk_rows_complete"]:
@@ -445,6 +449,9 @@ class SearchMirror:
             missed = set(asked) - {str(row["pk"]) for row in rows_read}
             if missed:
                 self._read_again(tenant, mirror, wanted, missed, retried)
+        for file_uid, stamp in stamped.items():
+            if file_uid not in mirror.retry:  # rows still to read: not held yet
+                mirror.stamps[file_uid] = stamp
 
     @staticmethod
     def _read_again(
