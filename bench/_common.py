@@ -76,12 +76,13 @@ def copy_corpus(packages: list[str], into: Path) -> Path:
     return into
 
 
-def npm_tree() -> Path:
-    """The npm corpus's source folder, fetched once with ``npm pack`` into bench/.corpora."""
+def npm_tree(corpus: tuple[str, str, str] = NPM_CORPUS) -> Path:
+    """An npm package's source folder (``corpus``: package, version, folder; the TypeScript
+    corpus by default), fetched once with ``npm pack`` into bench/.corpora."""
     import subprocess
     import tarfile
 
-    package, version, folder = NPM_CORPUS
+    package, version, folder = corpus
     target = CORPUS_CACHE / f"{package}-{version}"
     if not (target / folder).is_dir():
         CORPUS_CACHE.mkdir(exist_ok=True)

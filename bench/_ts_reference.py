@@ -12,6 +12,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchstream.schemas.graph import SymbolKind
@@ -34,28 +35,58 @@ def typescript_module() -> Path:
     return module
 
 
+@dataclass(frozen=True)
+class NpmCorpus:
+    """A package's sources as npm ships them (``npm pack``): JavaScript packages ship theirs."""
+
+    package: str
+    version: str
+    folder: str
+    licence: str
+
+    @property
+    def label(self) -> str:
+        return f"npm {self.package}@{self.version} {self.folder}/ ({self.licence})"
+
+    @property
+    def spec(self) -> tuple[str, str, str]:
+        return (self.package, self.version, self.folder)
+
+
+# JavaScript measured against the checker, as found (no rule was tuned on either).
+JS_CORPORA = {
+    "eslint": NpmCorpus("eslint", "9.39.1", "lib", "MIT"),
+    "mocha": NpmCorpus("mocha", "11.7.5", "lib", "MIT"),
+}
+
+
 def checker_edges(
-    root: Path, repo: str, states: dict[str, FileState], caller: Caller
+    root: Path, repo: str, states: dict[str, FileState], caller: Caller, javascript: bool = False
 ) -> set[tuple[str, str]]:
     """(caller id, callee id) for every call and ``new`` whose callee the checker finds in
     the project. A symbol declared several times (overload signatures, a class and its
     constructor) counts once, as its first declaration: the one a key finds in the graph."""
-    return edges_from_lines(checker_lines(root), root, repo, states, caller)
+    return edges_from_lines(checker_lines(root, javascript), root, repo, states, caller)
 
 
-def checker_lines(root: Path) -> list[str]:
-    """``ts_callees.js``'s JSON lines for the TypeScript sources under ``root``."""
-    done = subprocess.run(["node", str(HERE / "ts_callees.js"), str(typescript_module()),
-                           str(root)], check=True, capture_output=True, text=True)  # fmt: skip
+def checker_lines(root: Path, javascript: bool = False) -> list[str]:
+    """``ts_callees.js``'s JSON lines for the TypeScript (or, ``javascript``, the JavaScript)
+    sources under ``root``."""
+    argv = ["node", str(HERE / "ts_callees.js"), str(typescript_module()), str(root)]
+    done = subprocess.run([*argv, *(["js"] if javascript else [])], check=True,
+                          capture_output=True, text=True)  # fmt: skip
     return done.stdout.splitlines()
 
 
 def pin_checker_reference(archive: Path, out: Path) -> int:
-    """Write the checker's lines for the sources in ``archive`` (a tarball with ``src/``)
-    to ``out``: the stored reference of the pinned TypeScript test. Returns the count."""
+    """Write the checker's lines for the sources in ``archive`` (a tarball of one folder,
+    ``src/`` or ``lib/``; JavaScript when it holds no TypeScript) to ``out``: the stored
+    reference of a pinned test. Returns the count."""
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         tar.extractall(tmp, filter="data")
-        lines = checker_lines(Path(tmp) / "src")
+        [root] = Path(tmp).iterdir()
+        javascript = not any(root.rglob("*.ts"))
+        lines = checker_lines(root, javascript)
     out.write_text("".join(f"{line}\n" for line in lines))
     return len(lines)
 

@@ -56,7 +56,13 @@ from _kotlin_reference import (
 )
 from _kotlin_reference import compared_edges as kotlin_compared
 from _swift_reference import SWIFT_CORPORA, sampled_edges, swift_states, swift_tree
-from _ts_reference import TYPESCRIPT, checker_edges, first_of_name, pin_checker_reference
+from _ts_reference import (
+    JS_CORPORA,
+    TYPESCRIPT,
+    checker_edges,
+    first_of_name,
+    pin_checker_reference,
+)
 from patchstream.parsing.c_language import is_macro
 from patchstream.parsing.delta import diff_states
 from patchstream.parsing.extract import module_id
@@ -354,6 +360,14 @@ def measure_typescript() -> dict[str, float]:
     return compare(states, reference, same_target=first_of_name)
 
 
+def measure_javascript(name: str) -> dict[str, float]:
+    """An npm package's JavaScript against the TypeScript checker reading it (allowJs)."""
+    root = npm_tree(JS_CORPORA[name].spec)
+    states = build_states(root, name, "*.js")
+    reference = checker_edges(root, name, states, _caller, javascript=True)
+    return compare(states, reference, same_target=first_of_name)
+
+
 def measure_java(name: str) -> dict[str, float]:
     """A Java project's main sources against javac's attribution."""
     root = java_tree(JAVA_CORPORA[name])
@@ -501,6 +515,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--packages", default="requests,click,attr")
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
+    parser.add_argument("--javascript", default=",".join(JS_CORPORA),
+                        help="'' to leave JavaScript out")  # fmt: skip
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
@@ -593,6 +609,9 @@ def main() -> None:
         print(f"{name}: {cpp_rows[name]}", flush=True)
     bytecode = "the method each invoke of the compiled bytecode binds (javap)"
     compiled = {  # (language, corpora, measure, short name, the reference's words when asked)
+        "javascript": ("JavaScript", JS_CORPORA, measure_javascript, "checker",
+                       lambda: f"the TypeScript {TYPESCRIPT} checker reading the JavaScript "
+                       "(allowJs): its symbol at every call and new (aliases followed)"),
         "csharp": ("C#", CSHARP_CORPORA, measure_csharp, "mcs", lambda: f"{mcs_version()}: "
                    "the method each call and new of the compiled IL binds (monodis)"),
         "kotlin": ("Kotlin", KOTLIN_CORPORA, measure_kotlin, "kotlinc",

@@ -32,6 +32,7 @@ from _common import (
     build_corpus,
     corpus_label,
     machine,
+    npm_tree,
     print_rows,
     update_results_row,
 )
@@ -188,6 +189,7 @@ def per_language(update: bool, chosen: str = "all") -> None:
     from _dynamic_reference import PHP_CORPORA, RUBY_CORPORA, source_files, traced_tree
     from _kotlin_reference import KOTLIN_CORPORA, SCALA_CORPORA, kotlin_tree
     from _swift_reference import swift_tree
+    from _ts_reference import JS_CORPORA
 
     def traced_sources(corpora: dict[str, Any], names: tuple[str, ...]) -> list[Path]:
         trees = [(traced_tree(corpora[name]), corpora[name]) for name in names]
@@ -224,6 +226,10 @@ def per_language(update: bool, chosen: str = "all") -> None:
             PHP_CORPORA, ("php-parser", "symfony-yaml")),
         "ruby (liquid, rake)": lambda: traced_sources(RUBY_CORPORA, ("liquid", "rake")),
         "swift (swift-argument-parser)": lambda: sorted(swift_tree().rglob("*.swift")),
+        "javascript (eslint, mocha)": lambda: [
+            f for name in ("eslint", "mocha")
+            for f in sorted(npm_tree(JS_CORPORA[name].spec).rglob("*.js"))
+        ],
     }  # fmt: skip
     corpora = {label: make() for label, make in makers.items()
                if wanted is None or label.split(" (")[0].replace("c++", "cpp")

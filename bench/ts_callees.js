@@ -3,18 +3,24 @@
 // function, method or class declared in the project (a const holding an arrow function too). Prints JSON lines:
 // [caller file, call line, callee file, callee declaration's first line, callee name line].
 //
-//   node bench/ts_callees.js <typescript module dir> <project root>
+//   node bench/ts_callees.js <typescript module dir> <project root> [js]
+//
+// With ``js``, the project's JavaScript (.js, .cjs, .mjs) instead, read with allowJs: the
+// checker's inference over JavaScript (CommonJS require and module.exports, classes, JSDoc
+// types), what an editor's go-to-definition answers.
 "use strict";
 const fs = require("fs");
 const path = require("path");
 const ts = require(process.argv[2]);
 const root = path.resolve(process.argv[3]);
+const javascript = process.argv[4] === "js";
+const SOURCE = javascript ? /\.[cm]?js$/ : /\.tsx?$/;
 
 function walk(dir, out) {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) walk(full, out);
-    else if (/\.tsx?$/.test(entry.name) && !entry.name.endsWith(".d.ts")) out.push(full);
+    else if (SOURCE.test(entry.name) && !entry.name.endsWith(".d.ts")) out.push(full);
   }
   return out;
 }
@@ -28,6 +34,8 @@ const program = ts.createProgram(files, {
   noEmit: true,
   skipLibCheck: true,
   strict: true,
+  allowJs: javascript,
+  maxNodeModuleJsDepth: 0,
 });
 const checker = program.getTypeChecker();
 const CALLABLE = new Set([
@@ -44,6 +52,22 @@ function calleeName(expression) {
   return null;
 }
 
+// JavaScript: a CommonJS module exports ``{ isParenthesised, ... }``, and the checker's
+// symbol for ``astUtils.isParenthesised`` is that shorthand property (or ``name: value``):
+// the callee is the function it holds, as an editor's second go-to-definition finds.
+function heldFunction(symbol) {
+  const declaration = symbol && symbol.declarations && symbol.declarations[0];
+  if (!declaration) return symbol;
+  let held;
+  if (ts.isShorthandPropertyAssignment(declaration)) {
+    held = checker.getShorthandAssignmentValueSymbol(declaration);
+  } else if (ts.isPropertyAssignment(declaration) && ts.isIdentifier(declaration.initializer)) {
+    held = checker.getSymbolAtLocation(declaration.initializer);
+  }
+  if (held && held.flags & ts.SymbolFlags.Alias) held = checker.getAliasedSymbol(held);
+  return held || symbol;
+}
+
 function line(file, position) {
   return file.getLineAndCharacterOfPosition(position).line + 1;
 }
@@ -55,6 +79,7 @@ for (const file of program.getSourceFiles()) {
       const name = calleeName(node.expression);
       let symbol = name ? checker.getSymbolAtLocation(name) : undefined;
       if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
+      if (javascript) symbol = heldFunction(symbol);
       for (const declaration of (symbol && symbol.declarations) || []) {
         const target = declaration.kind === ts.SyntaxKind.Constructor ? declaration.parent : declaration;
         const isFunctionValue = ts.isVariableDeclaration(declaration) && declaration.initializer &&

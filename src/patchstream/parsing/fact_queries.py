@@ -60,12 +60,37 @@ _PYTHON_FACTS = """
 
 _TS_TYPE = "[(type_identifier) (nested_type_identifier) (generic_type) (array_type) (union_type)]"
 _TS_NEW = "(new_expression constructor: [(identifier) (member_expression)] @call)"
-_TYPESCRIPT_FACTS = f"""
+_JS_CALLEE = "[(identifier) (member_expression)]"
+# TypeScript's and JavaScript's facts that need no written type: what ``new`` built, what a
+# call returns (``require`` is an import: ``modules``), ``this``'s fields, callbacks'
+# parameters, narrowing by ``instanceof``.
+_UNTYPED_JS_FACTS = f"""
 (if_statement
   condition: (parenthesized_expression
-    (binary_expression left: (identifier) @name operator: "instanceof"
-      right: [(identifier) (member_expression)] @type))
+    (binary_expression left: (identifier) @name operator: "instanceof" right: {_JS_CALLEE} @type))
   consequence: (statement_block) @narrowed)
+(variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
+(variable_declarator name: (identifier) @name
+  value: (array . (new_expression constructor: {_JS_CALLEE} @built))) @fact
+(variable_declarator name: (identifier) @name value: (call_expression function: {_JS_CALLEE} @call)
+  (#not-eq? @call "require")) @fact
+(variable_declarator name: (identifier) @name
+  value: (member_expression object: (this) property: (property_identifier)) @alias) @fact
+(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)
+  value: (this)) @destructured
+(assignment_expression
+  left: (member_expression object: (this) @owner property: (property_identifier) @name)
+  right: {_TS_NEW}) @fact
+(call_expression
+  function: (member_expression object: {_JS_CALLEE} @iter property: (property_identifier) @method)
+  arguments: (arguments . (arrow_function) @callback)) @loop
+(for_in_statement left: (identifier) @name right: {_JS_CALLEE} @iter) @loop
+(call_expression function: {_JS_CALLEE} @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
+(new_expression constructor: {_JS_CALLEE} @callee
+  arguments: (arguments [(arrow_function) (function_expression)] @passed))
+"""
+_TYPESCRIPT_FACTS = f"""{_UNTYPED_JS_FACTS}
 (required_parameter pattern: [(identifier) (this)] @name type: (type_annotation {_TS_TYPE} @type)
   ) @fact
 (optional_parameter pattern: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
@@ -75,33 +100,18 @@ _TYPESCRIPT_FACTS = f"""
   type: (type_annotation {_TS_TYPE} @type)) @fact
 (public_field_definition name: (property_identifier) @name value: {_TS_NEW}) @fact
 (variable_declarator name: (identifier) @name type: (type_annotation {_TS_TYPE} @type)) @fact
-(variable_declarator name: (identifier) @name value: {_TS_NEW}) @fact
-(variable_declarator name: (identifier) @name
-  value: (array . (new_expression constructor: [(identifier) (member_expression)] @built))) @fact
-(variable_declarator name: (identifier) @name
-  value: (call_expression function: [(identifier) (member_expression)] @call)) @fact
-(variable_declarator name: (identifier) @name
-  value: (member_expression object: (this) property: (property_identifier)) @alias) @fact
-(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)
-  value: (this)) @destructured
-(assignment_expression
-  left: (member_expression object: (this) @owner property: (property_identifier) @name)
-  right: {_TS_NEW}) @fact
-(call_expression
-  function: (member_expression object: [(identifier) (member_expression)] @iter
-    property: (property_identifier) @method)
-  arguments: (arguments . (arrow_function) @callback)) @loop
-(for_in_statement left: (identifier) @name right: [(identifier) (member_expression)] @iter) @loop
-(call_expression function: [(identifier) (member_expression)] @callee
-  arguments: (arguments [(arrow_function) (function_expression)] @passed))
-(new_expression constructor: [(identifier) (member_expression)] @callee
-  arguments: (arguments [(arrow_function) (function_expression)] @passed))
 (function_declaration name: (identifier) @returns
   return_type: (type_annotation {_TS_TYPE} @type)) @fact
 (method_definition name: (property_identifier) @returns
   return_type: (type_annotation {_TS_TYPE} @type)) @fact
 (method_signature name: (property_identifier) @returns
   return_type: (type_annotation {_TS_TYPE} @type)) @fact
+"""
+# JavaScript: no written types, but JSDoc's (``jsdoc``).
+_JAVASCRIPT_FACTS = f"""{_UNTYPED_JS_FACTS}
+(field_definition property: (property_identifier) @name value: {_TS_NEW}) @fact
+((comment) @doc . [(function_declaration) (method_definition) (expression_statement)
+  (lexical_declaration) (variable_declaration)] @documented)
 """
 
 _GO_TYPE = "[(type_identifier) (qualified_type) (pointer_type)]"
@@ -328,6 +338,7 @@ _CPP_FACTS = f"""
 """
 
 _FACTS = {"python": _PYTHON_FACTS, "typescript": _TYPESCRIPT_FACTS, "tsx": _TYPESCRIPT_FACTS,
+          "javascript": _JAVASCRIPT_FACTS,
           "go": _GO_FACTS, "java": _JAVA_FACTS, "rust": _RUST_FACTS,
           "cpp": _CPP_FACTS, "csharp": _CSHARP_FACTS, "kotlin": _KOTLIN_FACTS,
           "scala": _SCALA_FACTS, "php": _PHP_FACTS, "ruby": _RUBY_FACTS,

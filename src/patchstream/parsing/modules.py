@@ -193,6 +193,8 @@ def _js_source(raw: str, path: str) -> str:
 
 
 def _js_imports(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        return _commonjs_requires(node, path, src)
     source = node.child_by_field_name("source")
     if source is None:
         return []
@@ -214,6 +216,37 @@ def _js_imports(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
                 name = _unquote(src.text(spec.child_by_field_name("name")))
                 alias = spec.child_by_field_name("alias")
                 out.append(ImportBinding(src.text(alias) if alias else name, target, name))
+    return out
+
+
+def _commonjs_requires(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
+    """CommonJS: ``const { a, b: c } = require("./x")`` binds names of ``./x`` as named
+    imports do. ``const X = require("./x")`` is either the module's exports object or the
+    one thing it exports (``module.exports = class X``); by convention a capitalised name is
+    that class or function (``new X()``, ``X.of()``: ``X`` of ``./x``) and any other name
+    the exports object (``astUtils.isTokenOnSameLine()``: ``isTokenOnSameLine`` of ``./x``)."""
+    out: list[ImportBinding] = []
+    for declarator in node.named_children:
+        value = declarator.child_by_field_name("value")
+        name = declarator.child_by_field_name("name")
+        arguments = value.child_by_field_name("arguments") if value is not None else None
+        if arguments is None or name is None or not arguments.named_children:
+            continue
+        written = arguments.named_children[0]
+        if written.type != "string":
+            continue
+        target = _js_source(_unquote(src.text(written)), path)
+        if name.type == "identifier":
+            local = src.text(name)
+            out.append(ImportBinding(local, target, local if local[:1].isupper() else ""))
+        elif name.type == "object_pattern":
+            for part in name.named_children:
+                if part.type == "shorthand_property_identifier_pattern":
+                    out.append(ImportBinding(src.text(part), target, src.text(part)))
+                elif part.type == "pair_pattern":
+                    key, bound = part.child_by_field_name("key"), part.child_by_field_name("value")
+                    if key is not None and bound is not None and bound.type == "identifier":
+                        out.append(ImportBinding(src.text(bound), target, src.text(key)))
     return out
 
 

@@ -23,6 +23,8 @@ from patchstream.parsing.receivers import callback_parameter_types, type_parts
 from patchstream.parsing.swift_library import function_typed_parameters
 from patchstream.schemas.graph import Reference
 
+_MAX_CALLBACK_DEPTH = 4
+
 
 class ReceiverJoins(ReceiverTypes):
     def _callback_parameter_targets(self) -> list[tuple[_Def, _Def | Reference]]:
@@ -66,7 +68,7 @@ class ReceiverJoins(ReceiverTypes):
         return found
 
     def _callback_member(
-        self, callee: tuple[str, ...], method: str, around: _Def | None
+        self, callee: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
     ) -> Reference | None:
         """``m`` of a parameter of a function passed to ``callee``: the reference
         ``<callee>(*).m`` in the callee's module, which the graph joins through the callee's
@@ -75,8 +77,12 @@ class ReceiverJoins(ReceiverTypes):
         owner = self._resolve_type(list(callee), around)
         if isinstance(owner, Reference) and owner.module is None and len(callee) >= 2:
             # ``scheduler.schedule(function () { this.schedule() })``: a method of the
-            # receiver's type, when the file knows it.
-            owner = self._typed_member(list(callee), around) or owner
+            # receiver's type, when the file knows it. A callback's parameter named as the
+            # receiver it is passed to (``runner.on(E, function (runner) { runner.on() })``)
+            # would lead here again: a few steps, then unknown.
+            if depth >= _MAX_CALLBACK_DEPTH:
+                return None
+            owner = self._typed_member(list(callee), around, depth + 1) or owner
         if isinstance(owner, Reference):
             # Unknown, or itself a join (``source.subscribe(x => ...)``): None.
             found = joined(owner, f"(*).{method}")

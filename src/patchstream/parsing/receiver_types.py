@@ -137,7 +137,7 @@ class ReceiverTypes(abc.ABC):
 
     @abc.abstractmethod
     def _callback_member(
-        self, callee: tuple[str, ...], method: str, around: _Def | None
+        self, callee: tuple[str, ...], method: str, around: _Def | None, depth: int = 0
     ) -> Reference | None: ...
 
     @abc.abstractmethod
@@ -287,7 +287,7 @@ class ReceiverTypes(abc.ABC):
             known = typed.parts if typed is not None else None
             called = typed is not None and not typed.declared
             if typed is not None and typed.through == "callback" and known is not None:
-                return self._callback_member(known, method, around)
+                return self._callback_member(known, method, around, depth)
             if typed is not None and typed.through == "attribute" and known is not None:
                 known = self._chain_type(list(known), around)
                 return None if known is None else self._member_of_type(known, method, around, depth)

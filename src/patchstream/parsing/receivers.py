@@ -30,6 +30,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.declared_types import cpp_declared_type, declared_type
 from patchstream.parsing.fact_queries import facts_query
+from patchstream.parsing.jsdoc import jsdoc_tags
 from patchstream.parsing.kotlin_types import (
     FACTORIES,
     SUPERTYPES,
@@ -202,8 +203,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         if "implicit_error" in match:  # Swift's ``catch { error.m() }``: an Error there
             facts.append(TypeFact(match["implicit_error"][0], "error", ("Error",), block=True))
             continue
-        if "doc" in match:  # PHP's docblock types
-            facts += _documented(match["doc"][0], match["documented"][0], src)
+        if "doc" in match:  # PHP's docblock types, JavaScript's JSDoc
+            facts += _documented(match["doc"][0], match["documented"][0], src, language)
             continue
         if "iter" in match:  # for x in items, items.map(x => ...): an element of items
             facts += _iteration(match, src, language)
@@ -354,18 +355,22 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
     return facts
 
 
-def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact]:
+def _documented(doc: ts.Node, documented: ts.Node, src: Source, language: str) -> list[TypeFact]:
     """``@param T $x`` (in the function's body), ``@return T`` (the function's), ``@var T``
-    on a property (the class's attribute) or ``@var T $x`` before a statement."""
+    on a property (the class's attribute) or ``@var T $x`` before a statement; JSDoc's
+    ``@param``, ``@returns`` and ``@type`` (of ``this.x = ..`` or ``const x = ..``) alike."""
     facts = []
     body = documented.child_by_field_name("body")
-    for tag, variable, written in doc_tags(src.text(doc)):
+    tags = jsdoc_tags(src.text(doc)) if language == "javascript" else doc_tags(src.text(doc))
+    for tag, variable, written in tags:
         parts = type_parts(written)
         if parts is None:
             continue
         if tag == "param" and variable and body is not None:
             facts.append(TypeFact(body, variable, parts))
-        elif tag == "return" and documented.type in ("method_declaration", "function_definition"):
+        elif tag == "var" and language == "javascript":
+            facts += _jsdoc_typed(documented, parts, src)
+        elif tag == "return" and documented.type in _DOCUMENTED_FUNCTIONS:
             facts.append(TypeFact(documented, src.text(documented.child_by_field_name("name")),
                                   parts, returns=True))  # fmt: skip
         elif tag == "var" and documented.type == "property_declaration":
@@ -375,6 +380,28 @@ def _documented(doc: ts.Node, documented: ts.Node, src: Source) -> list[TypeFact
         elif tag == "var" and variable:
             facts.append(TypeFact(documented, variable, parts))
     return facts
+
+
+_DOCUMENTED_FUNCTIONS = frozenset({"method_declaration", "function_definition",  # PHP
+                                   "method_definition", "function_declaration"})  # fmt: skip
+
+
+def _jsdoc_typed(documented: ts.Node, parts: tuple[str, ...], src: Source) -> list[TypeFact]:
+    """``/** @type {T} */`` before ``this.x = ..`` (the class's attribute) or ``const x =
+    ..`` (the variable)."""
+    first = documented.named_children[0] if documented.named_child_count else None
+    if documented.type == "expression_statement" and first is not None:
+        assigned = first.type == "assignment_expression"
+        target = first.child_by_field_name("left") if assigned else None
+        owner = target.child_by_field_name("object") if target is not None else None
+        field = target.child_by_field_name("property") if target is not None else None
+        if owner is not None and owner.type == "this" and field is not None:
+            return [TypeFact(documented, src.text(field), parts, "this")]
+    elif first is not None and first.type == "variable_declarator":
+        name = first.child_by_field_name("name")
+        if name is not None and name.type == "identifier":
+            return [TypeFact(documented, src.text(name), parts)]
+    return []
 
 
 def _written_type(node: ts.Node, language: str, src: Source) -> str:

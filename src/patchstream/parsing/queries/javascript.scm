@@ -20,3 +20,10 @@
 (new_expression constructor: [(identifier) (member_expression)] @name) @reference.instantiate
 
 (import_statement) @reference.import
+; CommonJS: ``const x = require("./x")`` (``var`` too; destructured or not) imports.
+(lexical_declaration (variable_declarator
+  value: (call_expression function: (identifier) @require arguments: (arguments . (string))))
+  (#eq? @require "require")) @reference.import
+(variable_declaration (variable_declarator
+  value: (call_expression function: (identifier) @require arguments: (arguments . (string))))
+  (#eq? @require "require")) @reference.import
