@@ -60,6 +60,18 @@ def _unpacked(name: str, into: Path, folder: str = "src") -> Path:
     return into / folder
 
 
+def _against_stored_checker(
+    tmp_path: Path, repo: str, stem: str, pattern: str, folder: str = "src"
+) -> tuple[dict[str, FileState], set[tuple[str, str]], dict[str, float]]:
+    """The pinned ``stem.tar.xz`` against the checker's answers stored as
+    ``stem.checker.jsonl``: its states, the reference and the figures."""
+    root = _unpacked(f"{stem}.tar.xz", tmp_path, folder)
+    states = correctness.build_states(root, repo, pattern)
+    lines = (PINNED / f"{stem}.checker.jsonl").read_text().splitlines()
+    reference = edges_from_lines(lines, root, repo, states, correctness._caller)
+    return states, reference, correctness.compare(states, reference, same_target=first_of_name)
+
+
 def _unconfirmed(
     states: dict[str, FileState], reference: set[tuple[str, str]]
 ) -> set[tuple[str, str]]:
@@ -71,13 +83,10 @@ def _unconfirmed(
 def test_typescript_callers_on_pinned_rxjs_meet_the_goals_against_the_checker(
     tmp_path: Path,
 ) -> None:
-    root = _unpacked("rxjs-7.8.2-src.tar.xz", tmp_path)
-    states = correctness.build_states(root, "rxjs", "*.ts")
+    states, reference, figures = _against_stored_checker(tmp_path, "rxjs", "rxjs-7.8.2-src",
+                                                         "*.ts")  # fmt: skip
     assert len(states) == 251
-    lines = (PINNED / "rxjs-7.8.2-src.checker.jsonl").read_text().splitlines()
-    reference = edges_from_lines(lines, root, "rxjs", states, correctness._caller)
     assert len(reference) >= 1100  # the reference itself did not collapse
-    figures = correctness.compare(states, reference, same_target=first_of_name)
     assert figures["inferred recall"] >= 0.97
     assert figures["inferred precision"] >= 0.95
     # Every edge the checker does not confirm is one read by hand and real (exact precision
@@ -102,12 +111,9 @@ def test_javascript_callers_on_pinned_mocha_meet_the_goals_against_the_checker(
 ) -> None:
     """CommonJS ``require``, JSDoc types and closures' variables (2026-12-07: recall 0.705
     before them, 0.959 with them, precision 0.995)."""
-    root = _unpacked("mocha-11.7.5-lib.tar.xz", tmp_path, "lib")
-    states = correctness.build_states(root, "mocha", "*.js")
+    states, reference, figures = _against_stored_checker(tmp_path, "mocha", "mocha-11.7.5-lib",
+                                                         "*.js", "lib")  # fmt: skip
     assert len(states) == 58
-    lines = (PINNED / "mocha-11.7.5-lib.checker.jsonl").read_text().splitlines()
-    reference = edges_from_lines(lines, root, "mocha", states, correctness._caller)
     assert len(reference) >= 200  # the reference itself did not collapse
-    figures = correctness.compare(states, reference, same_target=first_of_name)
     assert figures["inferred recall"] >= 0.95
     assert figures["inferred precision"] >= 0.95
