@@ -143,10 +143,11 @@ bench-correctness: install reference-compilers
 # assembly (dbus-sharp), Debian's Kotlin and Scala compilers; of Ruby and PHP, their runtimes
 # with the test runners the traced suites need and Xdebug. For the bench only.
 REFERENCE_PACKAGES := mono-mcs mono-utils libmono-posix4.0-cil kotlin scala ruby ruby-minitest \
-	ruby-test-unit php-cli php-xdebug php-mbstring phpunit
+	ruby-test-unit php-cli php-xdebug php-mbstring phpunit golang-go
 reference-compilers:
 	@command -v mcs >/dev/null && command -v monodis >/dev/null && command -v kotlinc >/dev/null \
 	&& command -v scalac >/dev/null && command -v ruby >/dev/null && command -v phpunit >/dev/null \
+	&& command -v go >/dev/null \
 	|| (export DEBIAN_FRONTEND=noninteractive; \
 	    $(SUDO) apt-get install -y -q $(REFERENCE_PACKAGES) >/dev/null \
 	    || ($(SUDO) apt-get update -q >/dev/null && \

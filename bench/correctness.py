@@ -44,6 +44,7 @@ from _dynamic_reference import (
     traced_tree,
 )
 from _dynamic_reference import compared_edges as traced_compared
+from _go_reference import GO_CORPORA, go_edges, go_tree, go_version
 from _java_reference import JAVA_CORPORA, java_tree, javac_edges, javac_version
 from _kotlin_reference import (
     KOTLIN_CORPORA,
@@ -368,6 +369,13 @@ def measure_javascript(name: str) -> dict[str, float]:
     return compare(states, reference, same_target=first_of_name)
 
 
+def measure_go(name: str) -> dict[str, float]:
+    """A Go module's packages against go/types."""
+    root = go_tree(GO_CORPORA[name])
+    states = build_states(root, name, "*.go")
+    return compare(states, go_edges(root, name, states, _caller), same_target=first_of_name)
+
+
 def measure_java(name: str) -> dict[str, float]:
     """A Java project's main sources against javac's attribution."""
     root = java_tree(JAVA_CORPORA[name])
@@ -517,6 +525,7 @@ def main() -> None:
     parser.add_argument("--typescript", default="rxjs", help="'' to leave TypeScript out")
     parser.add_argument("--javascript", default=",".join(JS_CORPORA),
                         help="'' to leave JavaScript out")  # fmt: skip
+    parser.add_argument("--go", default=",".join(GO_CORPORA), help="'' to leave Go out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
@@ -612,6 +621,8 @@ def main() -> None:
         "javascript": ("JavaScript", JS_CORPORA, measure_javascript, "checker",
                        lambda: f"the TypeScript {TYPESCRIPT} checker reading the JavaScript "
                        "(allowJs): its symbol at every call and new (aliases followed)"),
+        "go": ("Go", GO_CORPORA, measure_go, "go/types", lambda: f"{go_version()}'s go/types: "
+               "the function or method at every call (bench/go_callees.go)"),
         "csharp": ("C#", CSHARP_CORPORA, measure_csharp, "mcs", lambda: f"{mcs_version()}: "
                    "the method each call and new of the compiled IL binds (monodis)"),
         "kotlin": ("Kotlin", KOTLIN_CORPORA, measure_kotlin, "kotlinc",

@@ -10,8 +10,8 @@ import tree_sitter as ts
 from patchstream.parsing.declared_types import declared_type
 from patchstream.parsing.filestate import FileStateBuilder
 from patchstream.parsing.languages import get_language
-from patchstream.parsing.receivers import container_parts, type_parts
 from patchstream.parsing.source import Source
+from patchstream.parsing.type_text import container_parts, type_parts
 from patchstream.schemas.graph import EdgeType
 from patchstream.schemas.state import FileState
 from tests.conftest import build_state

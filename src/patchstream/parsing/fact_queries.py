@@ -126,6 +126,8 @@ _GO_FACTS = f"""
 (short_var_declaration left: (expression_list . (identifier) @name)
   right: (expression_list . {_GO_NEW})) @fact
 (function_declaration name: (identifier) @returns result: {_GO_TYPE} @type) @fact
+(method_declaration name: (field_identifier) @returns result: {_GO_TYPE} @type) @fact
+(method_elem name: (field_identifier) @returns result: {_GO_TYPE} @type) @fact
 """
 
 _JAVA_TYPE = "[(type_identifier) (scoped_type_identifier) (generic_type) (array_type)]"

@@ -19,7 +19,7 @@ from patchstream.parsing.kotlin_types import (
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import SCOPED, _Def, two_returns
-from patchstream.parsing.receivers import DOTTED, type_parts
+from patchstream.parsing.type_text import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 
 # A member access's (receiver, member) fields per grammar, and the receivers that build.

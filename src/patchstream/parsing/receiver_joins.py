@@ -19,8 +19,9 @@ from patchstream.parsing.receiver_types import (
     is_self,
     joined,
 )
-from patchstream.parsing.receivers import callback_parameter_types, type_parts
+from patchstream.parsing.receivers import callback_parameter_types
 from patchstream.parsing.swift_library import function_typed_parameters
+from patchstream.parsing.type_text import type_parts
 from patchstream.schemas.graph import Reference
 
 _MAX_CALLBACK_DEPTH = 4

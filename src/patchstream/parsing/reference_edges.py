@@ -21,10 +21,10 @@ from patchstream.parsing.node_text import (
     written_callee,
 )
 from patchstream.parsing.receiver_types import _Def, constructed
-from patchstream.parsing.receivers import DOTTED
 from patchstream.parsing.ruby_language import KERNEL_WORDS
 from patchstream.parsing.source import Source
 from patchstream.parsing.swift_library import LITERALS
+from patchstream.parsing.type_text import DOTTED
 from patchstream.schemas.graph import CallResolution, EdgeType, Reference
 
 _SUPER_DELEGATION = re.compile(
