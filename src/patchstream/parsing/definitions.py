@@ -12,10 +12,14 @@ import tree_sitter as ts
 from patchstream.parsing.c_language import is_attribute_line, preprocessor_variants
 from patchstream.parsing.csharp_language import csharp_namespace_of
 from patchstream.parsing.languages import C_FAMILY
-from patchstream.parsing.modules import CS_GLOBAL, ImportBinding, import_bindings
+from patchstream.parsing.modules import (
+    CS_GLOBAL,
+    ImportBinding,
+    import_bindings,
+    required_module,
+)
 from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_types import _Def, branch_variants
-from patchstream.parsing.source import Source
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
@@ -29,14 +33,6 @@ _OPENING = frozenset({"kotlin", "scala"})
 # Every reference of a C# file carries the namespaces it opens (one candidate key each):
 # a file of thousands of ``using`` lines must not make every call thousands of keys.
 _MAX_OPENED = 24
-
-
-def _required(declarator: ts.Node, src: Source) -> bool:
-    """``x = require("...")``: CommonJS's import (``modules._commonjs_requires``)."""
-    value = declarator.child_by_field_name("value")
-    function = value.child_by_field_name("function") if value is not None else None
-    named = function is not None and function.type == "identifier"
-    return named and function is not None and src.text(function) == "require"
 
 
 class Definitions(TypeEdges):
@@ -58,9 +54,9 @@ class Definitions(TypeEdges):
                 kind = capture.removeprefix("definition.")
                 if kind == "variable" and self.language in C_FAMILY and is_attribute_line(nodes[0]):
                     continue  # ``FORCE_INLINE_TEMPLATE`` above a function: its signature's
-                required = self.language == "javascript" and _required(nodes[0], self.src)
-                if kind == "variable" and required:  # ``const X = require("./x")``: an import
-                    continue
+                imported = self.language == "javascript" and kind == "variable"
+                if imported and required_module(nodes[0], self.src) is not None:
+                    continue  # ``const X = require("./x")``: an import
                 name_node = match["name"][0]
                 receiver = self.src.text(match["receiver"][0]) if "receiver" in match else None
                 if receiver is not None and self.language == "kotlin":

@@ -219,6 +219,20 @@ def _js_imports(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
     return out
 
 
+def required_module(declarator: ts.Node, src: Source) -> ts.Node | None:
+    """The string ``x = require("./x")`` names, when the declarator is one: CommonJS's
+    import (a declaration may hold others: ``const a = require("a"), n = 0``)."""
+    value = declarator.child_by_field_name("value")
+    function = value.child_by_field_name("function") if value is not None else None
+    if function is None or function.type != "identifier" or src.text(function) != "require":
+        return None
+    arguments = value.child_by_field_name("arguments") if value is not None else None
+    first = (
+        arguments.named_children[0] if arguments is not None and arguments.named_children else None
+    )
+    return first if first is not None and first.type == "string" else None
+
+
 def _commonjs_requires(node: ts.Node, path: str, src: Source) -> list[ImportBinding]:
     """CommonJS: ``const { a, b: c } = require("./x")`` binds names of ``./x`` as named
     imports do. ``const X = require("./x")`` is either the module's exports object or the
@@ -227,13 +241,9 @@ def _commonjs_requires(node: ts.Node, path: str, src: Source) -> list[ImportBind
     the exports object (``astUtils.isTokenOnSameLine()``: ``isTokenOnSameLine`` of ``./x``)."""
     out: list[ImportBinding] = []
     for declarator in node.named_children:
-        value = declarator.child_by_field_name("value")
+        written = required_module(declarator, src)
         name = declarator.child_by_field_name("name")
-        arguments = value.child_by_field_name("arguments") if value is not None else None
-        if arguments is None or name is None or not arguments.named_children:
-            continue
-        written = arguments.named_children[0]
-        if written.type != "string":
+        if written is None or name is None:
             continue
         target = _js_source(_unquote(src.text(written)), path)
         if name.type == "identifier":

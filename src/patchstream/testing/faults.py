@@ -414,11 +414,12 @@ class FaultSoak:
         duplicated = sum(max(0, a - b) for a, b in zip(*counts, strict=True))
         if extra_live := set(held[0]) - set(expected):
             differences.append(f"files deleted but still live: {len(extra_live)}")
-        only_extra_rows = list(unequal) == ["chunks"] and unequal["chunks"][1] == 0
-        only_extra_rows = only_extra_rows and len(differences) == 1 and not lost and not duplicated
+        extra, missing = unequal.get("chunks", (0, 0))
+        # Extra chunk rows and nothing else (no other store, file or count differs).
+        leftovers = extra if len(differences) == 1 == len(unequal) and not missing else 0
         return RoundResult(0, "", 0.0, 0, 0.0, len(expected), lost, duplicated,
                            not differences and not lost and not duplicated, differences,
-                           unequal["chunks"][0] if only_extra_rows else 0)  # fmt: skip
+                           0 if lost or duplicated else leftovers)  # fmt: skip
 
 
 async def _bus_state(settings: Settings) -> str:
