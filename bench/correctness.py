@@ -56,6 +56,7 @@ from _kotlin_reference import (
     scalac_calls,
 )
 from _kotlin_reference import compared_edges as kotlin_compared
+from _rust_reference import RUST_CORPORA, rust_edges, rust_tree, rustc_version
 from _swift_reference import SWIFT_CORPORA, sampled_edges, swift_states, swift_tree
 from _ts_reference import (
     JS_CORPORA,
@@ -376,6 +377,18 @@ def measure_go(name: str) -> dict[str, float]:
     return compare(states, go_edges(root, name, states, _caller), same_target=first_of_name)
 
 
+def measure_rust(name: str) -> dict[str, float]:
+    """A crate against the calls rustc's MIR makes (``_rust_reference``)."""
+    corpus = RUST_CORPORA[name]
+    root = rust_tree(corpus)
+    states = build_states(root, name, "*.rs")
+    reference, calls = rust_edges(corpus, states, _caller)
+    figures = compare(states, reference, same_target=first_of_name)
+    figures["calls"] = calls.calls
+    figures["ambiguous"] = calls.ambiguous
+    return figures
+
+
 def measure_java(name: str) -> dict[str, float]:
     """A Java project's main sources against javac's attribution."""
     root = java_tree(JAVA_CORPORA[name])
@@ -526,6 +539,7 @@ def main() -> None:
     parser.add_argument("--javascript", default=",".join(JS_CORPORA),
                         help="'' to leave JavaScript out")  # fmt: skip
     parser.add_argument("--go", default=",".join(GO_CORPORA), help="'' to leave Go out")
+    parser.add_argument("--rust", default=",".join(RUST_CORPORA), help="'' to leave Rust out")
     parser.add_argument("--java", default=",".join(JAVA_CORPORA), help="'' to leave Java out")
     parser.add_argument("--c", default=",".join(C_CORPORA), help="'' to leave C out")
     parser.add_argument("--cpp", default=",".join(CPP_CORPORA), help="'' to leave C++ out")
@@ -623,6 +637,9 @@ def main() -> None:
                        "(allowJs): its symbol at every call and new (aliases followed)"),
         "go": ("Go", GO_CORPORA, measure_go, "go/types", lambda: f"{go_version()}'s go/types: "
                "the function or method at every call (bench/go_callees.go)"),
+        "rust": ("Rust", RUST_CORPORA, measure_rust, "rustc", lambda: f"{rustc_version()}'s "
+                 "MIR (-Zunpretty=mir): the function or method at every call written in the "
+                 "source (bench/_rust_reference.py)"),
         "csharp": ("C#", CSHARP_CORPORA, measure_csharp, "mcs", lambda: f"{mcs_version()}: "
                    "the method each call and new of the compiled IL binds (monodis)"),
         "kotlin": ("Kotlin", KOTLIN_CORPORA, measure_kotlin, "kotlinc",

@@ -26,6 +26,7 @@ from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.languages import get_query, language_for, language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
+from patchstream.parsing.rust_macros import with_open_macros
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import EditHint, file_key
@@ -144,7 +145,8 @@ class FileStateBuilder:
             return Fresh(shell.model_copy(update={"flags": flags, "chunks": ordered}))
         source = text.encode("utf-8") if not_utf8 else data
         try:
-            parsed = without_export_macros(source) if language == "cpp" else source
+            parsed = (without_export_macros(source) if language == "cpp"
+                      else with_open_macros(source) if language == "rust" else source)  # fmt: skip
             tree = self.parser.parse(target.key, language, parsed, hint)
             if tree.root_node.has_error and error_fanout(tree) > MAX_ERROR_CHILDREN:
                 raise ParseTimeout("an error node too wide for the query to stay in budget")

@@ -394,7 +394,10 @@ def _rust_imports(node: ts.Node, module: str, src: Source) -> list[ImportBinding
         if current is None:
             continue
         kind = current.type
-        if kind in ("identifier", "scoped_identifier", "crate", "self", "super"):
+        if kind == "self" and prefix:  # ``use crate::ast::{self, Ast}`` binds ``ast``
+            full = _rust_absolute(prefix, module)
+            out.append(ImportBinding(full[-1], "::".join(full[:-1]), full[-1]))
+        elif kind in ("identifier", "scoped_identifier", "crate", "self", "super"):
             full = _rust_absolute([*prefix, *src.text(current).split("::")], module)
             out.append(ImportBinding(full[-1], "::".join(full[:-1]), full[-1]))
         elif kind == "use_as_clause":

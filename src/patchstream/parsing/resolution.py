@@ -116,6 +116,9 @@ class Resolution(BuiltReceivers):
             # bare name; elsewhere ``m()`` inside a method (or an object literal's method)
             # is never ``this.m()``/``self.m()``/``Self::m()``.
             member_scope = self.language not in _NO_BARE_MEMBERS or current.kind == "function"
+            # Rust's inline ``mod tests { .. }`` is a namespace: its functions call each other
+            # by bare name.
+            member_scope = member_scope or (self.language == "rust" and current.kind == "module")
             if member_scope:
                 prefixes.append(current.qualified_name)
                 if current.receiver is not None and self.language in ("cpp", "kotlin"):
