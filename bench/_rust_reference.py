@@ -100,32 +100,72 @@ RUST_CORPORA = {
 
 
 def rust_tree(corpus: RustCorpus) -> Path:
-    """The crate's ``src`` at its pinned tag, under a folder named for the corpus; without
-    its ``#[cfg(test)]`` items (blanked, lines kept) where its tests are left out."""
+    """The crate's ``src`` at its pinned tag, under a folder named for the corpus, as rustc
+    compiles it: each item a ``#[cfg(..)]`` leaves out (a feature not enabled, tests where
+    they are left out) is blanked, its lines kept, so both sides read the same code."""
     root = c_tree(_Archived(corpus.name, corpus.mirror, corpus.commit, (f"{corpus.crate}/src",)))
-    if not corpus.tests:
-        parser = ts.Parser(ts.Language(tree_sitter_rust.language()))
-        for path in (root / corpus.crate / "src").rglob("*.rs"):
-            source = bytearray(path.read_bytes())
-            for start, end in _test_items(parser.parse(bytes(source)).root_node, source):
-                source[start:end] = re.sub(rb"[^\n]", b" ", bytes(source[start:end]))
-            path.write_bytes(bytes(source))
+    parser = ts.Parser(ts.Language(tree_sitter_rust.language()))
+    for path in (root / corpus.crate / "src").rglob("*.rs"):
+        source = bytearray(path.read_bytes())
+        for start, end in _left_out(parser.parse(bytes(source)).root_node, source, corpus):
+            source[start:end] = re.sub(rb"[^\n]", b" ", bytes(source[start:end]))
+        path.write_bytes(bytes(source))
     return root
 
 
-def _test_items(node: ts.Node, source: bytes) -> list[tuple[int, int]]:
-    """Byte ranges of ``#[cfg(test)]`` items, the attribute included."""
-    found = []
+_CFG = re.compile(r"#\[cfg\((.*)\)\]", re.DOTALL)
+
+
+def _left_out(node: ts.Node, source: bytes, corpus: RustCorpus) -> list[tuple[int, int]]:
+    """Byte ranges of the items (all their attributes included) a ``#[cfg(..)]`` leaves
+    out."""
+    found: list[tuple[int, int]] = []
+    first: ts.Node | None = None  # the first attribute of the run before an item
+    conditions: list[bool | None] = []
     for child in node.named_children:
-        if child.type == "attribute_item" and re.fullmatch(
-            rb"#\[cfg\(test\)\]", source[child.start_byte : child.end_byte]
-        ):
-            item = child.next_named_sibling
-            if item is not None:
-                found.append((child.start_byte, item.end_byte))
-        elif child.type in ("mod_item", "declaration_list"):
-            found += _test_items(child, source)
+        if child.type == "attribute_item":
+            first = first or child
+            text = source[child.start_byte : child.end_byte].decode()
+            condition = _CFG.fullmatch(text)
+            conditions += [_cfg(condition[1], corpus)] if condition else []
+            continue
+        if child.type in ("line_comment", "block_comment"):  # doc comments go with it
+            inner = source[child.start_byte : child.start_byte + 3] in (b"//!", b"/*!")
+            first = None if inner else first or child  # a module's own doc stays
+            continue
+        if child.type == "field_initializer":  # ``Config { #[cfg(test)] a: x, .. }``
+            own = [each for each in child.named_children if each.type == "attribute_item"]
+            first = first or (own[0] if own else None)
+            conditions += [_cfg(m[1], corpus) for each in own
+                           if (m := _CFG.fullmatch(source[each.start_byte : each.end_byte].decode()))]  # fmt: skip
+        if first is not None and False in conditions:
+            after = child.next_sibling  # a field's comma goes with it
+            end = after.end_byte if after is not None and after.type == "," else child.end_byte
+            found.append((first.start_byte, end))
+        elif child.named_child_count:
+            found += _left_out(child, source, corpus)
+        first, conditions = None, []
     return found
+
+
+def _cfg(condition: str, corpus: RustCorpus) -> bool | None:
+    """A ``cfg`` predicate under the corpus's features (None: one this cannot tell, such as
+    ``target_arch``: kept)."""
+    condition = condition.strip()
+    feature = re.fullmatch(r'feature\s*=\s*"([^"]+)"', condition)
+    if feature:
+        return feature[1] in corpus.features
+    if condition == "test":
+        return corpus.tests
+    call = re.fullmatch(r"(not|all|any)\s*\((.*)\)", condition, re.DOTALL)
+    if call is None:
+        return None
+    parts = [_cfg(part, corpus) for part in _split_top(call[2], ",") if part.strip()]
+    if call[1] == "not":
+        return None if parts[0] is None else not parts[0]
+    if call[1] == "all":
+        return False if False in parts else (None if None in parts else True)
+    return True if True in parts else (None if None in parts else False)
 
 
 @dataclass(frozen=True)
@@ -154,7 +194,7 @@ def _compile(corpus: RustCorpus, *unpretty: str) -> subprocess.CompletedProcess[
         externs += ["--extern", f"{dep.crate_name}={rlib}"]
     features = [arg for feature in corpus.features for arg in ("--cfg", f'feature="{feature}"')]
     return subprocess.run(["rustc", NIGHTLY, "--edition", corpus.edition, "--crate-type", "lib",
-                           "--crate-name", corpus.crate_name, *features, *externs, *unpretty,
+                           "--crate-name", corpus.crate_name, "--cap-lints", "allow", *features, *externs, *unpretty,
                            "src/lib.rs"], cwd=crate_root, capture_output=True,
                           text=True)  # fmt: skip
 
@@ -242,6 +282,10 @@ def _split_top(text: str, sep: str = "::") -> list[str]:
         if char == "<":
             depth += 1
         elif char == ">" and i > 0 and text[i - 1] != "-":
+            depth -= 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
             depth -= 1
         elif depth == 0 and text.startswith(sep, i):
             parts.append(text[start:i])
