@@ -16,10 +16,11 @@ import tree_sitter as ts
 
 from patchstream.parsing.source import Source
 
-# Types that hold one value of their (first) argument: a call on them reaches it (Deref).
+# Types that hold one value of their (first) argument: a call on them reaches it (Deref; a
+# Result's and an Option's through ``?`` and ``unwrap``, ``rust_language.PASSED_THROUGH``).
 _HOLDERS = frozenset({"Box", "Rc", "Arc", "Option", "RefCell", "Cell", "Mutex", "RwLock", "Cow",
                       "Pin", "Weak", "Optional", "AtomicReference", "Nullable",
-                      "Lazy"})  # fmt: skip
+                      "Lazy", "Result"})  # fmt: skip
 _SEQUENCES = frozenset({
     "Vec", "VecDeque", "HashSet", "BTreeSet", "LinkedList", "BinaryHeap", "IndexSet",
     "List", "ArrayList", "Set", "TreeSet", "LinkedHashSet", "SortedSet", "Collection",

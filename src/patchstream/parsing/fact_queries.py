@@ -304,6 +304,10 @@ _RUST_FACTS = """
   ) @fact
 (let_declaration pattern: (identifier) @name
   value: (struct_expression name: [(type_identifier) (scoped_type_identifier)] @call)) @fact
+(let_declaration pattern: (identifier) @name
+  value: (try_expression
+    (call_expression function: [(identifier) (scoped_identifier) (field_expression)] @call))
+  ) @fact
 (field_declaration name: (field_identifier) @name type: (_) @type) @fact
 (function_item name: (identifier) @returns return_type: (_) @type) @fact
 (function_signature_item name: (identifier) @returns return_type: (_) @type) @fact

@@ -26,7 +26,7 @@ from patchstream.parsing.incremental import IncrementalParser, ParseTimeout
 from patchstream.parsing.indexable import withheld_hash
 from patchstream.parsing.languages import get_query, language_for, language_for_path
 from patchstream.parsing.prose import PROSE_LANGUAGE, is_prose, prose_chunks
-from patchstream.parsing.rust_macros import with_open_macros
+from patchstream.parsing.rust_language import with_open_macros
 from patchstream.parsing.tokens import TokenCounter
 from patchstream.schemas.chunks import Chunk
 from patchstream.schemas.events import EditHint, file_key

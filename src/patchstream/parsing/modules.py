@@ -367,7 +367,7 @@ def _scala_imports(node: ts.Node, src: Source, package: str = "") -> list[Import
     return out
 
 
-def _rust_absolute(segments: list[str], module: str) -> list[str]:
+def rust_absolute(segments: list[str], module: str) -> list[str]:
     """Resolve ``self``/``super`` against the current module (``crate::a::b``)."""
     current = module.split("::")
     if not segments:
@@ -395,20 +395,20 @@ def _rust_imports(node: ts.Node, module: str, src: Source) -> list[ImportBinding
             continue
         kind = current.type
         if kind == "self" and prefix:  # ``use crate::ast::{self, Ast}`` binds ``ast``
-            full = _rust_absolute(prefix, module)
+            full = rust_absolute(prefix, module)
             out.append(ImportBinding(full[-1], "::".join(full[:-1]), full[-1]))
         elif kind in ("identifier", "scoped_identifier", "crate", "self", "super"):
-            full = _rust_absolute([*prefix, *src.text(current).split("::")], module)
+            full = rust_absolute([*prefix, *src.text(current).split("::")], module)
             out.append(ImportBinding(full[-1], "::".join(full[:-1]), full[-1]))
         elif kind == "use_as_clause":
-            full = _rust_absolute(
+            full = rust_absolute(
                 [*prefix, *src.text(current.child_by_field_name("path")).split("::")], module
             )
             alias = src.text(current.child_by_field_name("alias"))
             out.append(ImportBinding(alias, "::".join(full[:-1]), full[-1]))
         elif kind == "use_wildcard":
             inner = current.named_children[0] if current.named_children else None
-            full = _rust_absolute([*prefix, *src.text(inner).split("::")], module)
+            full = rust_absolute([*prefix, *src.text(inner).split("::")], module)
             out.append(ImportBinding(None, "::".join(full), "*"))
         elif kind == "scoped_use_list":
             path_node = current.child_by_field_name("path")

@@ -19,6 +19,7 @@ from patchstream.parsing.kotlin_types import (
 from patchstream.parsing.node_text import class_like, name_parts, without_generics
 from patchstream.parsing.receiver_joins import ReceiverJoins
 from patchstream.parsing.receiver_types import SCOPED, _Def, two_returns
+from patchstream.parsing.rust_language import passed_through
 from patchstream.parsing.type_text import DOTTED, type_parts
 from patchstream.schemas.graph import Reference
 
@@ -68,6 +69,11 @@ class BuiltReceivers(ReceiverJoins):
         (Java's ``make().m()`` and ``new Foo().m()`` come here with their receiver)."""
         while receiver.type == "non_null_expression" and receiver.named_child_count:
             receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
+        if self.language == "rust":  # ``self.pop().unwrap().m()``, ``self.opt.as_ref()?.m()``
+            inner = passed_through(receiver)
+            if inner is not receiver and inner.type not in _BUILT:
+                return self._member_of_value(inner, method, around)
+            receiver = inner
         if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
             held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
             held = held or receiver.child_by_field_name("argument")  # C++'s ``shard_[i]``

@@ -339,7 +339,9 @@ class ReceiverTypes(abc.ABC):
             # In Go a call never builds a type (``T{}`` does): ``store.NewMemory()`` is a
             # function even though exported names are capitalized.
             go_function = called and self.language == "go"
-            if go_function or not class_like(owner.name.rsplit(".", 1)[-1]):
+            # A Rust type as declared is a type, however it is spelled (``DFA``, ``NFA``).
+            rust_type = not called and self.language == "rust"
+            if go_function or not (rust_type or class_like(owner.name.rsplit(".", 1)[-1])):
                 # A function of another file: its return type is known there. The graph
                 # joins ``f().m`` through f's RETURNS edge (statements.CALLERS_THROUGH_RETURNS).
                 return Reference(name=f"{owner.name}().{method}", module=owner.module)

@@ -39,6 +39,7 @@ from patchstream.parsing.kotlin_types import (
 )
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
+from patchstream.parsing.rust_language import called_text
 from patchstream.parsing.source import Source
 from patchstream.parsing.swift_library import (
     CONFORMANCES,
@@ -212,6 +213,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             text = without_generics("".join(src.text(match["call"][0]).split()))
             if "object" in match:  # Java's ``var x = a.b()``: the call's name is ``b``
                 text = "".join(src.text(match["object"][0]).split()) + "." + text
+            if language == "rust":  # ``let f = self.pop().unwrap()``: what ``pop`` returns
+                text = called_text(text)
             text = text.replace("::", ".")  # Rust's ``Item::new()``
             parts = tuple(text.split("."))
             # A class, a factory function, or a method whose return annotation may tell.

@@ -13,7 +13,7 @@ import tree_sitter as ts
 
 from patchstream.parsing.c_language import c_parameters
 from patchstream.parsing.kotlin_types import aliased_types
-from patchstream.parsing.modules import C_GLOBAL, ImportBinding
+from patchstream.parsing.modules import C_GLOBAL, ImportBinding, rust_absolute
 from patchstream.parsing.node_text import class_like, python_parameters
 from patchstream.parsing.receiver_calls import BuiltReceivers
 from patchstream.parsing.receiver_types import (
@@ -297,6 +297,11 @@ class Resolution(BuiltReceivers):
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.
             return Reference(name=dotted, module=self.module)
+        if self.language == "rust" and parts[0] in ("crate", "self", "super") and len(parts) > 1:
+            # ``crate::hybrid::dfa::DFA``: a path from the crate's root (or this module); the
+            # graph's keys split it into module and name at every point.
+            path = rust_absolute(parts[:-1], self.module) if parts[0] != "crate" else parts[:-1]
+            return Reference(name=parts[-1], module="::".join(path))
         if self.language == "c" and len(parts) == 1:  # the program's namespace, any file's
             return Reference(name=dotted, module=C_GLOBAL)
         if self.language == "java" and class_like(parts[0]) and parts[0] not in _JAVA_LANG:

@@ -1,0 +1,95 @@
+"""What Rust's syntax says that the grammar alone does not: the standard expression macros
+read as the expressions they take, and the calls that give back the value they are made on.
+
+**Macros.**
+tree-sitter keeps a macro's arguments as a token tree, so the calls in ``assert_eq!(p.offset(),
+0)`` or ``write!(f, "{}", self.name())`` were no calls at all. The standard library's
+formatting, assertion and ``vec!`` macros take expressions; with ``name!`` blanked to spaces of
+its length the parser reads ``(p.offset(), 0)`` (a tuple) or ``[a(), b()]`` (an array), whose
+calls it parses as any other. Offsets are unchanged, so every node's text is still read from
+the file as written (``cpp_language.without_export_macros`` does the same for C++). A
+project's own macros keep their token trees: their arguments need not be expressions."""
+
+from __future__ import annotations
+
+import re
+
+import tree_sitter as ts
+
+_EXPRESSION_MACROS = (
+    "assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|"
+    "write|writeln|format|format_args|print|println|eprint|eprintln|"
+    "panic|unreachable|todo|unimplemented|dbg|vec"
+)
+# Not after ``::`` (``std::format!``: a path the blank would break) or inside a name.
+_OPENED = re.compile(rb"(?<![\w:])(?:" + _EXPRESSION_MACROS.encode() + rb")!(?=\s*[(\[])")
+
+
+def with_open_macros(source: bytes) -> bytes:
+    """``source`` with each standard expression macro's ``name!`` blanked: what the parser
+    reads."""
+    if b"!" not in source:
+        return source
+    spans = [found.span() for found in _OPENED.finditer(source)]
+    if not spans:
+        return source
+    opened = bytearray(source)
+    for start, end in spans:
+        opened[start:end] = b" " * (end - start)
+    return bytes(opened)
+
+
+# ``x.unwrap()``, ``x?``, ``x.as_ref()``: the value inside (Option's, Result's, a Box's, a
+# RefCell's) or the value itself. Declared types are read through the same holders
+# (``declared_types``), so ``f().unwrap().m()`` is ``m`` of what ``f`` declares it returns.
+PASSED_THROUGH = frozenset({
+    "unwrap", "expect", "unwrap_or_default", "unwrap_unchecked", "as_ref", "as_mut", "as_deref",
+    "as_deref_mut", "clone", "borrow", "borrow_mut", "to_owned", "deref", "deref_mut",
+})  # fmt: skip
+
+
+def passed_through(node: ts.Node) -> ts.Node:
+    """The expression a chain of ``?`` and pass-through calls is made on (``self.pop()`` for
+    ``self.pop().unwrap()?``); ``node`` itself when it is neither."""
+    for _ in range(8):  # a chain of them is short; a longer one stays as written
+        if node.type == "try_expression" and node.named_child_count:
+            node = node.named_children[0]
+            continue
+        callee = node.child_by_field_name("function") if node.type == "call_expression" else None
+        field = callee.child_by_field_name("field") if callee is not None else None
+        value = callee.child_by_field_name("value") if callee is not None else None
+        if callee is None or callee.type != "field_expression" or field is None or value is None:
+            return node
+        if field.text is None or field.text.decode() not in PASSED_THROUGH:
+            return node
+        node = value
+    return node
+
+
+def called_text(text: str) -> str:
+    """A call's callee with the pass-through calls after it dropped: ``self.pop().unwrap``
+    -> ``self.pop``; ``text`` itself when it is not such a chain."""
+    head, dot, last = text.rpartition(".")
+    while dot and last in PASSED_THROUGH and head.endswith(")"):
+        opened = _opening(head)
+        if opened is None:
+            return text
+        head, dot, last = head[:opened].rpartition(".")
+        if not dot:
+            return head + "." + last if head else last
+        if last not in PASSED_THROUGH:
+            return f"{head}.{last}"
+    return text
+
+
+def _opening(text: str) -> int | None:
+    """Where the argument list that ``text`` ends with opens."""
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        if text[index] == ")":
+            depth += 1
+        elif text[index] == "(":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
