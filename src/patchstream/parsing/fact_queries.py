@@ -312,6 +312,21 @@ _RUST_FACTS = """
 (function_item name: (identifier) @returns return_type: (_) @type) @fact
 (function_signature_item name: (identifier) @returns return_type: (_) @type) @fact
 (for_expression pattern: (identifier) @name value: [(identifier) (field_expression)] @iter) @loop
+(for_expression pattern: (identifier) @name
+  value: (reference_expression value: [(identifier) (field_expression)] @iter)) @loop
+(for_expression pattern: (identifier) @name
+  value: (call_expression function: (field_expression
+    value: [(identifier) (field_expression)] @iter field: (field_identifier) @_each))
+  (#any-of? @_each "iter" "iter_mut" "into_iter" "drain")) @loop
+(call_expression
+  function: (field_expression
+    value: (call_expression function: (field_expression
+      value: [(identifier) (field_expression)] @iter field: (field_identifier) @_each))
+    field: (field_identifier) @method)
+  arguments: (arguments . (closure_expression) @callback)
+  (#any-of? @_each "iter" "iter_mut" "into_iter")) @loop
+(match_arm pattern: (match_pattern (tuple_struct_pattern) @variant)) @arm
+(let_condition pattern: (tuple_struct_pattern) @variant value: (_) @value) @arm
 """
 
 _CPP_TYPE = "[(type_identifier) (qualified_identifier) (template_type)]"

@@ -182,7 +182,7 @@ class ReceiverTypes(abc.ABC):
                     )
                 continue
             if fact.block or fact.node.type == "except_clause":  # bound in its block only
-                typed = _Typed(fact.type_parts, declared=True)
+                typed = _Typed(fact.type_parts, declared=not fact.from_call)
                 self._block_types.append((fact.node.start_byte, fact.node.end_byte, fact.name,
                                           typed))  # fmt: skip
                 continue

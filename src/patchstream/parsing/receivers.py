@@ -39,7 +39,12 @@ from patchstream.parsing.kotlin_types import (
 )
 from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
-from patchstream.parsing.rust_language import called_text
+from patchstream.parsing.rust_language import (
+    called_text,
+    passed_name,
+    pattern_fact,
+    variant_payloads,
+)
 from patchstream.parsing.source import Source
 from patchstream.parsing.swift_library import (
     CONFORMANCES,
@@ -61,7 +66,11 @@ _LITERALS = frozenset({"composite_literal", "struct_expression"})  # Go's ``T{}`
 # Array methods whose callback's parameter at this position is an element of the array.
 _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex": 0,
                     "findLast": 0, "some": 0, "every": 0, "flatMap": 0, "reduce": 1,
-                    "reduceRight": 1, "sort": 0}  # fmt: skip
+                    "reduceRight": 1, "sort": 0,
+                    # Rust's iterator adapters (on ``items.iter()``)
+                    "for_each": 0, "any": 0, "all": 0, "position": 0, "filter_map": 0,
+                    "flat_map": 0, "take_while": 0, "skip_while": 0, "max_by_key": 0,
+                    "min_by_key": 0, "inspect": 0}  # fmt: skip
 # Kotlin's collection functions whose lambda's parameter (``it`` unless named) at this
 # position is an element of the collection.
 _KOTLIN_ELEMENT_LAMBDAS = {
@@ -111,7 +120,12 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
     if query is None:
         return []
     facts: list[TypeFact] = []
+    payloads: dict[str, str] | None = None  # Rust's enum variants, read at the first match
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "variant" in match:  # Rust's ``Class::Bytes(ref x) =>``, ``if let Some(x) = f()``
+            payloads = variant_payloads(tree.root_node, src) if payloads is None else payloads
+            facts += _pattern_facts(match, src, payloads)
+            continue
         if "narrowed" in match:  # if isinstance(x, T): / if (x instanceof T): in that block
             check = match.get("isinstance")
             parts = type_parts(src.text(match["type"][0]))
@@ -213,6 +227,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             text = without_generics("".join(src.text(match["call"][0]).split()))
             if "object" in match:  # Java's ``var x = a.b()``: the call's name is ``b``
                 text = "".join(src.text(match["object"][0]).split()) + "." + text
+            if language == "rust" and (passed := passed_name(text)) is not None:
+                facts.append(TypeFact(node, name, tuple(passed.split(".")), owner, alias=True))
+                continue  # ``let c = cls.clone()``: ``c`` stands for ``cls``
             if language == "rust":  # ``let f = self.pop().unwrap()``: what ``pop`` returns
                 text = called_text(text)
             text = text.replace("::", ".")  # Rust's ``Item::new()``
@@ -326,6 +343,23 @@ def _jsdoc_typed(documented: ts.Node, parts: tuple[str, ...], src: Source) -> li
         if name is not None and name.type == "identifier":
             return [TypeFact(documented, src.text(name), parts)]
     return []
+
+
+def _pattern_facts(
+    match: dict[str, list[ts.Node]], src: Source, payloads: dict[str, str]
+) -> list[TypeFact]:
+    """A Rust pattern's one binding, typed in its arm (or its ``if let``) only."""
+    holder = match["arm"][0]
+    value = match["value"][0] if "value" in match else None
+    if holder.type == "match_arm" and holder.parent is not None and holder.parent.parent:
+        value = holder.parent.parent.child_by_field_name("value")  # what the match is on
+    elif holder.parent is not None:
+        holder = holder.parent  # the ``if`` / ``while`` whose condition binds it
+    found = pattern_fact(holder, match["variant"][0], value, src, payloads)
+    if found is None:
+        return []
+    node, name, parts, called = found
+    return [TypeFact(node, name, parts, from_call=called, block=True)]
 
 
 def _written_type(node: ts.Node, language: str, src: Source) -> str:

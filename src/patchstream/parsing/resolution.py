@@ -297,9 +297,10 @@ class Resolution(BuiltReceivers):
             # Go: a name no definition of this file or import binds is one of the package's
             # other files (same directory); no import is written for those.
             return Reference(name=dotted, module=self.module)
-        if self.language == "rust" and parts[0] in ("crate", "self", "super") and len(parts) > 1:
-            # ``crate::hybrid::dfa::DFA``: a path from the crate's root (or this module); the
-            # graph's keys split it into module and name at every point.
+        if self.language == "rust" and parts[0] in ("crate", "super") and len(parts) > 1:
+            # ``crate::hybrid::dfa::DFA``: a path from the crate's root (or the parent module);
+            # the graph's keys split it into module and name at every point. (``self`` is the
+            # receiver here far more often than ``self::``.)
             path = rust_absolute(parts[:-1], self.module) if parts[0] != "crate" else parts[:-1]
             return Reference(name=parts[-1], module="::".join(path))
         if self.language == "c" and len(parts) == 1:  # the program's namespace, any file's

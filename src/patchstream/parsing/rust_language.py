@@ -16,6 +16,10 @@ import re
 
 import tree_sitter as ts
 
+from patchstream.parsing.declared_types import declared_type
+from patchstream.parsing.source import Source
+from patchstream.parsing.type_text import DOTTED, type_parts
+
 _EXPRESSION_MACROS = (
     "assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|"
     "write|writeln|format|format_args|print|println|eprint|eprintln|"
@@ -92,4 +96,79 @@ def _opening(text: str) -> int | None:
             depth -= 1
             if depth == 0:
                 return index
+    return None
+
+
+def passed_name(text: str) -> str | None:
+    """``cls.clone`` (the callee of ``cls.clone()``) -> ``cls``: the name a pass-through call
+    is made on, which the result stands for; None for anything else."""
+    head, dot, last = text.rpartition(".")
+    return head if dot and last in PASSED_THROUGH and DOTTED.match(head) else None
+
+
+# A binding's type inside a ``match`` arm or an ``if let``/``while let``: (the node it holds
+# in, the name, the type's parts or the call's, whether they are a call's).
+PatternFact = tuple[ts.Node, str, tuple[str, ...], bool]
+_SOME = frozenset({"Some", "Ok"})
+
+
+def variant_payloads(root: ts.Node, src: Source) -> dict[str, str]:
+    """``Enum.Variant`` (and ``Variant`` where one enum of the file has it) -> the declared
+    type a one-field tuple variant holds: ``enum Class { Bytes(ClassBytes) }``."""
+    found: dict[str, str] = {}
+    bare: dict[str, list[str]] = {}
+    for enum in root.named_children:
+        body = enum.child_by_field_name("body") if enum.type == "enum_item" else None
+        name = enum.child_by_field_name("name")
+        for variant in body.named_children if body is not None and name else ():
+            fields = variant.child_by_field_name("body")
+            named = variant.child_by_field_name("name")
+            held = fields.named_children if fields is not None else []
+            types = [f for f in held if f.type not in ("attribute_item", "visibility_modifier")]
+            if variant.type != "enum_variant" or named is None or len(types) != 1:
+                continue
+            if fields is None or fields.type != "ordered_field_declaration_list":
+                continue
+            written = declared_type(types[0], src)
+            found[f"{src.text(name)}.{src.text(named)}"] = written
+            bare.setdefault(src.text(named), []).append(written)
+    found.update({variant: held[0] for variant, held in bare.items() if len(held) == 1})
+    return found
+
+
+def pattern_fact(
+    holder: ts.Node, pattern: ts.Node, value: ts.Node | None, src: Source,
+    payloads: dict[str, str],
+) -> PatternFact | None:  # fmt: skip
+    """The one name ``Class::Bytes(ref x)`` or ``Some(x)`` binds, typed by the variant's
+    payload or by the call matched (``if let Some(x) = self.pop()``: what ``pop`` returns)."""
+    variant = pattern.child_by_field_name("type")
+    bound = [c for c in pattern.named_children if variant is None or c.id != variant.id]
+    if variant is None or len(bound) != 1:
+        return None
+    name = _bound_name(bound[0], src)
+    path = src.text(variant).replace("::", ".").split(".")
+    if name is None:
+        return None
+    if path[-1] in _SOME:
+        while value is not None and value.type in ("reference_expression", "unary_expression"):
+            value = value.named_children[-1] if value.named_child_count else None
+        if value is None or value.type != "call_expression":
+            return None
+        callee = value.child_by_field_name("function")
+        text = called_text("".join(src.text(callee).split())) if callee is not None else ""
+        return (holder, name, tuple(text.split(".")), True) if DOTTED.match(text) else None
+    written = payloads.get(".".join(path[-2:])) or payloads.get(path[-1])
+    parts = type_parts(written) if written else None
+    return (holder, name, parts, False) if parts is not None else None
+
+
+def _bound_name(node: ts.Node, src: Source) -> str | None:
+    """``x``, ``ref x``, ``mut x``, ``ref mut x``: the name; None for any other pattern."""
+    for _ in range(3):
+        if node.type == "identifier":
+            return src.text(node)
+        if node.type not in ("ref_pattern", "mut_pattern") or not node.named_child_count:
+            return None
+        node = node.named_children[-1]
     return None
