@@ -101,6 +101,7 @@ class ReceiverTypes(abc.ABC):
     def_by_name_node: dict[tuple[int, int], _Def]
     def_by_node: dict[tuple[int, int, str], _Def]
     _member_call = False  # the call being resolved is ``x.m()``, not ``X::m()`` (C++)
+    _path_written = False  # the name being resolved is a Rust path (``a::b``), no receiver
     by_qualified: dict[str, _Def]
     _var_types: dict[str, dict[str, _Typed]]
     _attr_types: dict[str, dict[str, _Typed]]
@@ -161,6 +162,14 @@ class ReceiverTypes(abc.ABC):
                     copied = TypeFact(fact.node, fact.name, typed.parts,
                                       from_call=not typed.declared)  # fmt: skip
                     _bind(self._attr_types[owner], fact.name, copied)
+                continue
+            if fact.alias and self.language == "rust":  # ``let c = cls.clone()``: cls's type
+                source = self._var_types.get(_scope_key(around), {})
+                typed = source.get(fact.type_parts[0]) if len(fact.type_parts) == 1 else None
+                if typed is not None and typed.parts and not typed.element and not typed.through:
+                    copied = TypeFact(fact.node, fact.name, typed.parts,
+                                      from_call=not typed.declared)  # fmt: skip
+                    _bind(source, fact.name, copied)
                 continue
             if fact.alias:
                 key = f"{around.qualified_name}.{fact.name}" if around else fact.name

@@ -228,8 +228,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if "object" in match:  # Java's ``var x = a.b()``: the call's name is ``b``
                 text = "".join(src.text(match["object"][0]).split()) + "." + text
             if language == "rust" and (passed := passed_name(text)) is not None:
-                facts.append(TypeFact(node, name, tuple(passed.split(".")), owner, alias=True))
-                continue  # ``let c = cls.clone()``: ``c`` stands for ``cls``
+                held = tuple(passed.split("."))  # ``let c = cls.clone()``: ``c`` is a ``cls``
+                self_field = len(held) == 2 and held[0] == "self"
+                facts.append(TypeFact(node, name, held, owner, alias=not self_field,
+                                      through="attribute" if self_field else None))  # fmt: skip
+                continue
             if language == "rust":  # ``let f = self.pop().unwrap()``: what ``pop`` returns
                 text = called_text(text)
             text = text.replace("::", ".")  # Rust's ``Item::new()``

@@ -146,6 +146,8 @@ class ReferenceEdges(Definitions):
                     if applied is not None:  # ``p(in)`` with ``p: Parser[T]``: ``p.apply(in)``
                         receiver, parts = parts[0], applied
                 self._member_call = receiver is not None  # ``x.m()``, not ``X::m()``
+                # Rust's ``ast::Concat`` is a path even where a variable ``ast`` is in scope.
+                self._path_written = self.language == "rust" and "::" in written
                 self._building = edge_type is EdgeType.INSTANTIATES
                 listed = (
                     node.child_by_field_name("arguments") if self.language in _OVERLOADING else None

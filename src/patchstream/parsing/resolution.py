@@ -204,7 +204,7 @@ class Resolution(BuiltReceivers):
                 if typed is not None:
                     return typed
             return Reference(name=".".join(parts))
-        if len(parts) >= 2 and not self._typing:
+        if len(parts) >= 2 and not self._typing and not self._path_written:
             guessed = self._guessed
             typed = self._typed_member(parts, around)
             if typed is not None:

@@ -25,8 +25,10 @@ _EXPRESSION_MACROS = (
     "write|writeln|format|format_args|print|println|eprint|eprintln|"
     "panic|unreachable|todo|unimplemented|dbg|vec"
 )
-# Not after ``::`` (``std::format!``: a path the blank would break) or inside a name.
-_OPENED = re.compile(rb"(?<![\w:])(?:" + _EXPRESSION_MACROS.encode() + rb")!(?=\s*[(\[])")
+# With the standard library's path (``alloc::vec!``) or none; not inside a longer name or
+# after another path (``my::format!``: a project's own).
+_OPENED = re.compile(rb"(?<![\w:])(?:(?:std|core|alloc)::)?(?:" + _EXPRESSION_MACROS.encode()
+                     + rb")!(?=\s*[(\[])")  # fmt: skip
 
 
 def with_open_macros(source: bytes) -> bytes:
