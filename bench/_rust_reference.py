@@ -214,6 +214,7 @@ _BUILT = re.compile(r"^\s*_\d+ = (?P<call>[\w:]+(?:::<.*?>)?)(?: \{|\().*;\s+"
 @dataclass
 class RustReference:
     lines: list[str]  # edges_from_lines' JSON lines
+    zero_sized: list[str]  # JSON lines [file, first line] of structs MIR never builds
     calls: int  # calls written in the source whose callee the crate defines
     ambiguous: int  # of those, paths several definitions fit (left out)
 
@@ -238,7 +239,7 @@ def rust_reference(corpus: RustCorpus) -> RustReference:
         if file not in texts:
             texts[file] = (crate_root / file).read_text().splitlines()
         span = _span_text(texts[file], *(int(found[k]) for k in ("l1", "c1", "l2", "c2")))
-        if not _written(span, callee[-1], built):
+        if not _written(span, callee[3] if callee[0] == "<" else callee[-1], built):
             continue
         targets = index.resolve_type(callee) if built else index.resolve(callee)
         if not targets:
@@ -250,7 +251,8 @@ def rust_reference(corpus: RustCorpus) -> RustReference:
         dst_file, start, name_line = targets[0]
         lines.append(json.dumps([f"{corpus.crate}/{file}", int(found["l1"]),
                                  f"{corpus.crate}/{dst_file}", start, name_line]))  # fmt: skip
-    return RustReference(lines, calls, ambiguous)
+    zero_sized = [json.dumps([f"{corpus.crate}/{f}", start]) for f, start, _ in index.zero_sized]
+    return RustReference(lines, zero_sized, calls, ambiguous)
 
 
 def rust_edges(
@@ -316,7 +318,8 @@ def _strip_args(text: str) -> str:
 
 
 def _callee_path(call: str) -> tuple[str, ...] | None:
-    """``<A as T>::m(..)`` -> ("<", "A", "T", "m"); ``a::B::<G>::m(..)`` -> ("a", "B", "m")."""
+    """``<A as T<X>>::m(..)`` -> ("<", "A", "T", "m", "T<X>"); ``a::B::<G>::m(..)`` ->
+    ("a", "B", "m")."""
     depth = 0
     for i, char in enumerate(call):
         if char == "<":
@@ -334,7 +337,7 @@ def _callee_path(call: str) -> tuple[str, ...] | None:
         self_type, _, trait = qualified.rpartition(" as ")
         if not self_type or len(parts) != 2:
             return None
-        return ("<", _base(self_type), _base(trait), parts[1])
+        return ("<", _base(self_type), _base(trait), parts[1], trait)
     segments = tuple(p for p in _split_top(path) if p and not p.startswith("<"))
     if not segments or not all(re.fullmatch(r"\w+", s) for s in segments):
         return None
@@ -358,7 +361,11 @@ class _Definitions:
         self.by_trait: dict[tuple[str, str, str], list[tuple[tuple[str, ...] | None, _PLACE]]] = (
             defaultdict(list)
         )
-        self.trait_methods: dict[tuple[str, str], list[_PLACE]] = defaultdict(list)
+        self.trait_methods: dict[tuple[str, str], list[tuple[tuple[str, ...], _PLACE]]] = (
+            defaultdict(list)
+        )
+        self.zero_sized: set[_PLACE] = set()  # structs MIR builds no value of (no fields)
+        self.trait_texts: dict[_PLACE, str] = {}  # a trait impl's method -> the trait as written
         impls: list[tuple[str, tuple[str, ...], ts.Node, bytes]] = []
         for path in sorted((crate_root / "src").rglob("*.rs")):
             rel = str(path.relative_to(crate_root))
@@ -377,6 +384,8 @@ class _Definitions:
             text = source[name.start_byte : name.end_byte].decode() if name else ""
             if kind in ("struct_item", "enum_item", "union_item", "type_item", "trait_item"):
                 self.types[text].append((module, _place(rel, child, name)))
+            if kind == "struct_item" and _zero_sized(child, source):
+                self.zero_sized.add(_place(rel, child, name))
             if kind == "function_item":
                 self.functions[text].append((module, _place(rel, child, name)))
                 self._read_nested(child, rel, (*module, text), source)
@@ -386,7 +395,7 @@ class _Definitions:
                     if item.type in ("function_item", "function_signature_item"):
                         method = item.child_by_field_name("name")
                         self.trait_methods[(text, _text(source, method))].append(
-                            _place(rel, item, method)
+                            (module, _place(rel, item, method))
                         )
             elif kind == "impl_item":
                 impls.append((rel, module, child, source))
@@ -408,6 +417,7 @@ class _Definitions:
         type_base = _base(_text(source, node.child_by_field_name("type")))
         trait_node = node.child_by_field_name("trait")
         trait = _base(_text(source, trait_node)).rsplit("::", 1)[-1] if trait_node else None
+        arguments = _plain(_text(source, trait_node)) if trait_node else ""
         name = type_base.rsplit("::", 1)[-1]
         owners = [each for each, _ in self.types.get(name, [])]
         owner = module if module in owners else (owners[0] if len(owners) == 1 else None)
@@ -422,15 +432,19 @@ class _Definitions:
                 self.inherent[(name, method)].append((owner, place))
             else:
                 self.by_trait[(name, trait, method)].append((owner, place))
+                self.trait_texts[place] = arguments
 
     def resolve(self, callee: tuple[str, ...]) -> list[_PLACE]:
         """Every definition the MIR path fits (none: not the crate's)."""
         if callee[0] == "<":
-            _, self_type, trait, method = callee
+            _, self_type, trait, method, written = callee
             *modules, type_name = self_type.split("::")
-            trait_name = trait.rsplit("::", 1)[-1]
+            *trait_modules, trait_name = trait.split("::")
             in_impl = _within(self.by_trait.get((type_name, trait_name, method), []), modules)
-            return in_impl or list(self.trait_methods.get((trait_name, method), []))
+            if len(in_impl) > 1:  # ``From<&ast::Error>`` and ``From<&hir::Error>``: by arguments
+                in_impl = [p for p in in_impl if self.trait_texts.get(p) == _plain(written)]
+            declared = self.trait_methods.get((trait_name, method), [])
+            return in_impl or _within(declared, trait_modules)
         *qualifiers, name = callee
         if qualifiers and qualifiers[-1] in self.types:
             return _within(self.inherent.get((qualifiers[-1], name), []), qualifiers[:-1])
@@ -449,6 +463,29 @@ def _within(
     modules = tuple(qualifiers)
     return [place for module, place in found
             if module is None or module[max(0, len(module) - len(modules)):] == modules]  # fmt: skip
+
+
+def _plain(trait: str) -> str:
+    """A trait as written, comparable across MIR and source: no lifetimes, no spaces, each
+    path's last part only (``From<&'e ast::Error>`` -> ``From<&Error>``)."""
+    text = re.sub(r"'\w+\s*,?\s*", "", trait)
+    text = re.sub(r"(\w+::)+", "", text)
+    return "".join(text.split()).replace("<>", "")
+
+
+def _zero_sized(struct: ts.Node, source: bytes) -> bool:
+    """A struct whose fields are all ``()`` or ``PhantomData``: MIR builds no value of it."""
+    body = struct.child_by_field_name("body")
+    if body is None:
+        return True
+    if body.type == "ordered_field_declaration_list":  # ``struct Id(u32)``
+        types = [t for t in body.named_children
+                 if t.type not in ("attribute_item", "visibility_modifier")]  # fmt: skip
+    else:
+        types = [f.child_by_field_name("type") for f in body.named_children
+                 if f.type == "field_declaration"]  # fmt: skip
+    return all(t is not None and re.fullmatch(rb"\(\)|PhantomData(<.*>)?",
+                                              source[t.start_byte : t.end_byte]) for t in types)  # fmt: skip
 
 
 def _module_of(rel: str) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from patchstream.parsing.node_text import class_like, without_generics
 from patchstream.parsing.php_language import doc_tags
 from patchstream.parsing.rust_language import (
     called_text,
+    generic_bound,
     passed_name,
     pattern_fact,
     variant_payloads,
@@ -372,7 +373,10 @@ def _written_type(node: ts.Node, language: str, src: Source) -> str:
     if language == "swift":  # ``Foo?``, ``Foo!``, and a metatype ``Foo.Type``: a Foo's
         written = declared_type(node, src).rstrip("?!")
         return written.removesuffix(".Type").removesuffix(".Protocol")
-    if language in ("java", "rust", "csharp", "kotlin", "scala"):
+    if language == "rust":  # ``dfa: &A`` with ``A: Automaton``: an Automaton
+        written = declared_type(node, src)
+        return generic_bound(node, written, src) or written
+    if language in ("java", "csharp", "kotlin", "scala"):
         return declared_type(node, src)
     return src.text(node)
 

@@ -174,3 +174,39 @@ def _bound_name(node: ts.Node, src: Source) -> str | None:
             return None
         node = node.named_children[-1]
     return None
+
+
+_GENERIC_OWNERS = frozenset({"function_item", "function_signature_item", "impl_item",
+                             "trait_item", "struct_item", "enum_item"})  # fmt: skip
+
+
+def generic_bound(node: ts.Node, written: str, src: Source) -> str | None:
+    """The first trait bound of the type parameter ``written`` names, where the items around
+    ``node`` declare one (``fn f<A: Automaton>(dfa: &A)``, ``where A: Automaton``): a call
+    on an ``A`` is that trait's method. None when ``written`` is no bounded parameter."""
+    if not written.isidentifier():
+        return None
+    current: ts.Node | None = node
+    for _ in range(64):  # items nest shallowly; a pathological tree is not walked to the top
+        current = current.parent if current is not None else None
+        if current is None:
+            return None
+        if current.type not in _GENERIC_OWNERS:
+            continue
+        for holder in current.named_children:
+            if holder.type not in ("type_parameters", "where_clause"):
+                continue
+            for declared in holder.named_children:
+                named = declared.child_by_field_name(
+                    "name" if declared.type == "type_parameter" else "left"
+                )
+                bounds = declared.child_by_field_name("bounds")
+                if named is None or bounds is None or src.text(named) != written:
+                    continue
+                first = next((b for b in bounds.named_children if b.type in _BOUNDS), None)
+                if first is not None:
+                    return declared_type(first, src)
+    return None
+
+
+_BOUNDS = frozenset({"type_identifier", "scoped_type_identifier", "generic_type"})
