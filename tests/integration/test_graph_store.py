@@ -409,6 +409,31 @@ def test_callers_through_a_subclass_that_inherits_the_method(
     assert graph.callers(tenant, "app::pkg/base.py::Base.other") == []
 
 
+RE_EXPORTED = {
+    # ``NFA`` lives in a private child module; its parent re-exports it, and users name it
+    # by the parent's path only.
+    "src/nfa/thompson/nfa.rs": "pub struct NFA(u8);\n\nimpl NFA {\n"
+    "    pub fn pattern_len(&self) -> usize {\n        1\n    }\n}\n",
+    "src/nfa/thompson/mod.rs": "mod nfa;\n\npub use self::nfa::NFA;\n",
+    "src/meta/regex.rs": "use crate::nfa::thompson::NFA;\n\n"
+    "pub fn patterns(nfa: &NFA) -> usize {\n    nfa.pattern_len()\n}\n\n"
+    "pub fn other(nfa: &crate::nfa::thompson::NFA) -> usize {\n    nfa.pattern_len()\n}\n",
+}
+
+
+def test_callers_through_a_rust_re_export(graph: CypherGraphStore, tenant: str) -> None:
+    """``nfa.pattern_len()`` with ``nfa: &NFA`` imported from the module that re-exports
+    ``NFA`` (``pub use self::nfa::NFA``) calls ``NFA.pattern_len`` of the child module, in
+    whichever order the three files arrive."""
+    for index, order in enumerate((list(RE_EXPORTED), list(reversed(RE_EXPORTED)))):
+        each = f"{tenant}{index}"
+        for version, path in enumerate(order, start=1):
+            graph.apply(upsert(each, path, RE_EXPORTED[path], version))
+        target = "app::src/nfa/thompson/nfa.rs::NFA.pattern_len"
+        callers = {n.symbol.id for n in graph.callers(each, target)}
+        assert callers == {"app::src/meta/regex.rs::patterns", "app::src/meta/regex.rs::other"}
+
+
 RETURNED_SUBCLASS = {
     "pkg/use.py": "from pkg.sub import make\n\n\ndef go():\n    make().send()\n",
     # ``build`` returns ``Sub`` from another file; ``own`` returns a class defining ``send``.

@@ -20,6 +20,7 @@ from patchstream.parsing.modules import (
 )
 from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_types import _Def, branch_variants
+from patchstream.parsing.rust_language import child_modules
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
@@ -38,6 +39,7 @@ _MAX_OPENED = 24
 class Definitions(TypeEdges):
     repo: str
     path: str
+    _child_modules: frozenset[str] | None = None  # Rust's ``mod x;`` of this file
     module_id: str
     _scope_defs: list[_Def]
     _scope_starts: list[int]
@@ -160,6 +162,8 @@ class Definitions(TypeEdges):
             # in two functions: each ``f()`` is its own function's).
             local_to = around.qualified_name if around and around.kind == "function" else None
             for binding in import_bindings(self.language, node, self.path, self.module, self.src):
+                if self.language == "rust":
+                    binding = self._rust_binding(binding, node)
                 if self.language == "csharp":  # lookups, not bindings (``_use_namespace``)
                     self._use_namespace(binding, src, csharp_namespace_of(node, self.src))
                     continue
@@ -174,6 +178,23 @@ class Definitions(TypeEdges):
                     self.bindings[binding.local] = binding
                 ref = Reference(name=binding.name, module=binding.module)
                 self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
+
+    def _rust_binding(self, binding: ImportBinding, node: ts.Node) -> ImportBinding:
+        """A ``use`` of a module this file declares (``mod compiler; use compiler::X``) is
+        that child's; a type a ``pub use`` re-exports is a definition here (``rust.scm``)
+        whose base is the type it names, so its members are found under either name."""
+        if self._child_modules is None:
+            self._child_modules = child_modules(self.tree.root_node, self.src)
+        head = binding.module.split("::", 1)[0]
+        if head in self._child_modules:
+            binding = ImportBinding(binding.local, f"{self.module}::{binding.module}",
+                                    binding.name)  # fmt: skip
+        alias = self.by_qualified.get(binding.local or "")
+        exported = node.named_child_count and node.named_children[0].type == "visibility_modifier"
+        if exported and alias is not None and alias.node.type == "identifier":
+            ref = Reference(name=binding.name, module=binding.module)
+            self.edges.add(Edge.to_ref(EdgeType.INHERITS_FROM, alias.symbol_id, ref))
+        return binding
 
     def _enclosing(self, node: ts.Node) -> str:
         """Id of the innermost function/class/interface/module definition containing ``node``."""

@@ -210,3 +210,13 @@ def generic_bound(node: ts.Node, written: str, src: Source) -> str | None:
 
 
 _BOUNDS = frozenset({"type_identifier", "scoped_type_identifier", "generic_type"})
+
+
+def child_modules(root: ts.Node, src: Source) -> frozenset[str]:
+    """The modules a file declares (``mod compiler;``, ``mod tests { .. }``): a ``use`` path
+    that starts with one of them is relative to the file's module."""
+    return frozenset(
+        src.text(name)
+        for item in root.named_children
+        if item.type == "mod_item" and (name := item.child_by_field_name("name")) is not None
+    )

@@ -24,3 +24,19 @@
 (struct_expression name: [(type_identifier) (scoped_type_identifier)] @name) @reference.instantiate
 
 (use_declaration) @reference.import
+
+; ``pub use self::nfa::{NFA, State}``: a type re-exported here is found under this module's
+; name too (``crate::nfa::thompson::NFA``); it stands for the type it names (its base, see
+; ``definitions``). Types only: a re-exported function is left to a later version.
+(use_declaration (visibility_modifier) argument: [
+  (scoped_identifier name: (identifier) @name @definition.class)
+  (use_as_clause alias: (identifier) @name @definition.class)
+  (scoped_use_list list: (use_list [
+    (identifier) @name @definition.class
+    (scoped_identifier name: (identifier) @name @definition.class)
+    (use_as_clause alias: (identifier) @name @definition.class)
+    (scoped_use_list list: (use_list [
+      (identifier) @name @definition.class
+      (scoped_identifier name: (identifier) @name @definition.class)
+      (use_as_clause alias: (identifier) @name @definition.class)]))]))]
+  (#match? @name "^[A-Z]"))
