@@ -19,8 +19,10 @@ calls are measured too."""
 from __future__ import annotations
 
 import json
+import lzma
 import re
 import subprocess
+import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,6 +263,36 @@ def rust_edges(
     reference = rust_reference(corpus)
     root = rust_tree(corpus)
     return edges_from_lines(reference.lines, root, corpus.name, states, caller), reference
+
+
+def pin_rust_reference(corpus: RustCorpus, out: Path, leave_out: str = "unicode_tables") -> int:
+    """The crate's ``src/`` as compiled (``rust_tree``), without the folder ``leave_out``
+    (data tables, no calls), as ``out/<crate>-<tag>-src.tar.xz``, and rustc's lines for it
+    as ``.mir.jsonl.xz`` beside it (files relative to ``src/``; a structure of no data as a
+    two-item line): a pinned test's reference. Returns the count of edge lines."""
+    reference = rust_reference(corpus)
+    src = rust_tree(corpus) / corpus.crate / "src"
+    stem = out / f"{corpus.crate}-{corpus.commit.rsplit('-', 1)[-1]}-src"
+    with tarfile.open(f"{stem}.tar.xz", "w:xz") as archive:
+        for path in sorted(src.rglob("*.rs")):
+            rel = path.relative_to(src)
+            if rel.parts[0] != leave_out:
+                archive.add(path, arcname=f"src/{rel}")
+    prefix = f"{corpus.crate}/src/"
+    lines = []
+    for raw in reference.lines + reference.zero_sized:
+        item = json.loads(raw)
+        files = [i for i, value in enumerate(item) if isinstance(value, str)]
+        if any(item[i].removeprefix(prefix).startswith(leave_out) for i in files):
+            continue
+        for i in files:
+            item[i] = item[i].removeprefix(prefix)
+        lines.append(json.dumps(item))
+    lines = list(dict.fromkeys(lines))  # one line per call site and callee
+    Path(f"{stem}.mir.jsonl.xz").write_bytes(
+        lzma.compress("".join(f"{line}\n" for line in lines).encode())
+    )
+    return sum(len(json.loads(line)) == 5 for line in lines)
 
 
 def _written(span: str, name: str, built: bool) -> bool:

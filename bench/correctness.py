@@ -56,7 +56,13 @@ from _kotlin_reference import (
     scalac_calls,
 )
 from _kotlin_reference import compared_edges as kotlin_compared
-from _rust_reference import RUST_CORPORA, rust_edges, rust_tree, rustc_version
+from _rust_reference import (
+    RUST_CORPORA,
+    pin_rust_reference,
+    rust_edges,
+    rust_tree,
+    rustc_version,
+)
 from _swift_reference import SWIFT_CORPORA, sampled_edges, swift_states, swift_tree
 from _ts_reference import (
     JS_CORPORA,
@@ -565,7 +571,13 @@ def main() -> None:
     )
     parser.add_argument("--pin-typescript", metavar="DIR", type=Path,
                         help="rewrite the pinned TypeScript references in DIR")  # fmt: skip
+    parser.add_argument("--pin-rust", metavar="DIR", type=Path,
+                        help="write regex-syntax's pinned sources and rustc's lines to DIR")
     args = parser.parse_args()
+    if args.pin_rust is not None:
+        count = pin_rust_reference(RUST_CORPORA["regex-syntax"], args.pin_rust)
+        print(f"{args.pin_rust}: {count} edge lines")
+        return
     if args.pin_typescript is not None:
         for archive in sorted(args.pin_typescript.glob("*.tar.xz")):
             out = archive.with_name(archive.name.removesuffix(".tar.xz") + ".checker.jsonl")

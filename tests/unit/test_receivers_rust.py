@@ -1,0 +1,159 @@
+"""Rust calls as rustc resolves them (``bench/_rust_reference.py`` measures them against its
+MIR): calls inside the standard expression macros, an inline ``mod``'s own functions, paths
+from the crate's root, ``?`` and ``unwrap`` chains, enum variant and ``Some`` patterns,
+elements of ``items.iter()``, generic parameters by their trait bound, and types a ``pub use``
+re-exports."""
+
+from __future__ import annotations
+
+from patchstream.parsing.filestate import FileStateBuilder
+from patchstream.parsing.rust_language import called_text, with_open_macros
+from patchstream.schemas.graph import EdgeType
+from patchstream.schemas.state import FileState
+from tests.conftest import build_state
+
+LIB = b"""use crate::{
+    ast::{self, Ast},
+    util::Cache,
+};
+
+pub struct Frame(u8);
+pub struct Lit { n: usize }
+pub enum Kind { Bytes(Frame), Text(Lit) }
+pub trait Visitor { fn start(&mut self); }
+
+impl Frame {
+    pub fn len(&self) -> usize { 0 }
+    pub fn unwrap_class(self) -> Lit { Lit { n: 0 } }
+}
+
+impl Lit {
+    pub fn is_exact(&self) -> bool { true }
+    pub fn pop(&mut self) -> Option<Frame> { None }
+    pub fn get(&self) -> Result<Frame, ()> { Err(()) }
+
+    pub fn chains(&mut self) -> Result<(), ()> {
+        assert_eq!(self.pop().unwrap().len(), 0, "{}", self.get()?.len());
+        let frame = self.pop().unwrap();
+        frame.unwrap_class().is_exact();
+        Ok(())
+    }
+
+    pub fn patterns(&mut self, kind: &Kind) {
+        match *kind {
+            Kind::Bytes(ref frame) => { frame.len(); }
+            Kind::Text(ref lit) => { lit.is_exact(); }
+        }
+        if let Some(frame) = self.pop() {
+            frame.unwrap_class();
+        }
+    }
+
+    pub fn elements(&self, lits: &[Lit], more: Vec<Frame>) -> bool {
+        for frame in more.iter() {
+            frame.len();
+        }
+        let copy = self.clone();
+        copy.is_exact();
+        lits.iter().all(|lit| lit.is_exact())
+    }
+}
+
+pub fn visit<V: Visitor>(mut visitor: V, ast: Ast) -> Cache {
+    visitor.start();
+    let concat = ast::Concat { span: 1 };
+    crate::util::Cache::new(concat)
+}
+
+#[cfg(test)]
+mod tests {
+    fn helper() -> u8 { 1 }
+
+    #[test]
+    fn uses_helper() {
+        assert_eq!(helper(), 1);
+        alloc::vec![helper()];
+    }
+}
+"""
+
+REEXPORTS = b"""mod nfa;
+mod compiler;
+
+pub use self::nfa::{NFA, State as NfaState};
+pub use compiler::Compiler;
+use crate::util::Thing;
+"""
+
+
+def _state(path: str, source: bytes) -> FileState:
+    return build_state(FileStateBuilder(), path, source)
+
+
+def _calls(state: FileState, caller: str) -> set[str]:
+    prefix = f"r::{state.path}::"
+    return {
+        e.dst.removeprefix(prefix) if e.ref is None else f"ref:{e.ref.name}@{e.ref.module}"
+        for e in state.edges
+        if e.type in (EdgeType.CALLS, EdgeType.INSTANTIATES) and e.src == f"{prefix}{caller}"
+    }
+
+
+def test_calls_in_standard_macros_and_through_unwrap_and_question_marks() -> None:
+    state = _state("src/lib.rs", LIB)
+    calls = _calls(state, "Lit.chains")
+    # ``assert_eq!(self.pop().unwrap().len(), ..)``: a call inside the macro, through unwrap
+    assert {"Lit.pop", "Frame.len", "Lit.get", "Frame.unwrap_class", "Lit.is_exact"} <= calls
+    # A test module's own functions call each other by bare name; ``alloc::vec!`` too.
+    assert "tests.helper" in _calls(state, "tests.uses_helper")
+
+
+def test_patterns_loops_closures_and_clones_type_their_names() -> None:
+    state = _state("src/lib.rs", LIB)
+    # ``Kind::Bytes(ref frame)``: the variant's payload; ``Some(frame) = self.pop()``:
+    # what ``pop`` returns inside the ``Option``.
+    assert {"Frame.len", "Lit.is_exact", "Frame.unwrap_class"} <= _calls(state, "Lit.patterns")
+    elements = _calls(state, "Lit.elements")
+    assert {"Frame.len", "Lit.is_exact"} <= elements  # ``more.iter()``, ``lits.iter().all``
+
+
+def test_paths_generic_bounds_and_a_module_named_like_a_variable() -> None:
+    calls = _calls(_state("src/lib.rs", LIB), "visit")
+    assert "Visitor.start" in calls  # ``visitor: V`` with ``V: Visitor``
+    # ``ast::Concat`` is the module's struct although a variable ``ast: Ast`` is in scope.
+    assert "ref:ast.Concat@crate" in calls
+    assert "ref:new@crate::util::Cache" in calls  # a path from the crate's root
+
+
+def test_a_re_exported_type_stands_for_the_type_it_names() -> None:
+    state = _state("src/nfa/thompson/mod.rs", REEXPORTS)
+    classes = {s.name for s in state.symbols if s.kind.value == "class"}
+    assert classes == {"NFA", "NfaState", "Compiler"}  # not ``Thing``: no ``pub``
+    bases = {
+        (e.src.rsplit("::", 1)[-1], f"{e.ref.name}@{e.ref.module}")
+        for e in state.edges
+        if e.type is EdgeType.INHERITS_FROM and e.ref is not None
+    }
+    module = "crate::nfa::thompson"
+    assert bases == {
+        ("NFA", f"NFA@{module}::nfa"),
+        ("NfaState", f"State@{module}::nfa"),
+        ("Compiler", f"Compiler@{module}::compiler"),  # ``mod compiler;``: this module's child
+    }
+
+
+def test_only_the_standard_macros_are_opened_and_offsets_are_kept() -> None:
+    source = b'format!("{}", a.b()); std::vec![x]; my::vec![y]; myformat!(z); matches!(q, A);'
+    opened = with_open_macros(source)
+    assert len(opened) == len(source)
+    blank = b" " * len(b"std::vec!")
+    assert opened == (
+        b'       ("{}", a.b()); ' + blank + b"[x]; my::vec![y]; myformat!(z); matches!(q, A);"
+    )
+
+
+def test_called_text_drops_the_calls_that_pass_a_value_through() -> None:
+    assert called_text("self.pop().unwrap") == "self.pop"
+    assert called_text("self.get(a, b(c)).unwrap().clone") == "self.get"
+    assert called_text("self.items.clone") == "self.items.clone"  # no call to pass through
+    assert called_text("a.b") == "a.b"
