@@ -59,8 +59,16 @@ class RustCorpus:
 
 
 _REGEX = Path("/work/.mirror/rust-lang+regex/repo")
-_UNICODE = ("unicode", "unicode-age", "unicode-bool", "unicode-case", "unicode-gencat",
-            "unicode-perl", "unicode-script", "unicode-segment")  # fmt: skip
+_UNICODE = (
+    "unicode",
+    "unicode-age",
+    "unicode-bool",
+    "unicode-case",
+    "unicode-gencat",
+    "unicode-perl",
+    "unicode-script",
+    "unicode-segment",
+)
 RUST_CORPORA = {
     # The rules were settled on regex-syntax; regex-automata (another crate, held out) was
     # measured as found first.
@@ -71,7 +79,7 @@ RUST_CORPORA = {
         "regex-syntax",
         ("std", *_UNICODE),
         "MIT OR Apache-2.0",
-    ),  # fmt: skip
+    ),
     "regex-automata": RustCorpus(
         "regex-automata",
         _REGEX,
@@ -97,7 +105,7 @@ RUST_CORPORA = {
         "MIT OR Apache-2.0",
         externs=("regex-syntax",),
         tests=False,
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -138,8 +146,11 @@ def _left_out(node: ts.Node, source: bytes, corpus: RustCorpus) -> list[tuple[in
         if child.type == "field_initializer":  # ``Config { #[cfg(test)] a: x, .. }``
             own = [each for each in child.named_children if each.type == "attribute_item"]
             first = first or (own[0] if own else None)
-            conditions += [_cfg(m[1], corpus) for each in own
-                           if (m := _CFG.fullmatch(source[each.start_byte : each.end_byte].decode()))]  # fmt: skip
+            conditions += [
+                _cfg(m[1], corpus)
+                for each in own
+                if (m := _CFG.fullmatch(source[each.start_byte : each.end_byte].decode()))
+            ]
         if first is not None and False in conditions:
             after = child.next_sibling  # a field's comma goes with it
             end = after.end_byte if after is not None and after.type == "," else child.end_byte
@@ -179,8 +190,9 @@ class _Archived:
 
 
 def rustc_version() -> str:
-    return subprocess.run(["rustc", NIGHTLY, "--version"], check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["rustc", NIGHTLY, "--version"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _compile(corpus: RustCorpus, *unpretty: str) -> subprocess.CompletedProcess[str]:
@@ -195,22 +207,43 @@ def _compile(corpus: RustCorpus, *unpretty: str) -> subprocess.CompletedProcess[
             _compile(dep, "--emit=metadata,link", "-o", str(rlib)).check_returncode()
         externs += ["--extern", f"{dep.crate_name}={rlib}"]
     features = [arg for feature in corpus.features for arg in ("--cfg", f'feature="{feature}"')]
-    return subprocess.run(["rustc", NIGHTLY, "--edition", corpus.edition, "--crate-type", "lib",
-                           "--crate-name", corpus.crate_name, "--cap-lints", "allow", *features, *externs, *unpretty,
-                           "src/lib.rs"], cwd=crate_root, capture_output=True,
-                          text=True)  # fmt: skip
+    return subprocess.run(
+        [
+            "rustc",
+            NIGHTLY,
+            "--edition",
+            corpus.edition,
+            "--crate-type",
+            "lib",
+            "--crate-name",
+            corpus.crate_name,
+            "--cap-lints",
+            "allow",
+            *features,
+            *externs,
+            *unpretty,
+            "src/lib.rs",
+        ],
+        cwd=crate_root,
+        capture_output=True,
+        text=True,
+    )
 
 
 # ``_3 = Path::<G>::m(copy _1) -> [return: bb1, ..]; // scope 0 at src/a.rs:3:5: 3:14``
-_CALL = re.compile(r"^\s*(?:_\d+ = )?(?P<call>.+) -> (?:\[return|unwind).*"
-                   r"// scope \d+ at (?P<file>[^:]+):(?P<l1>\d+):(?P<c1>\d+): "
-                   r"(?P<l2>\d+):(?P<c2>\d+)$")  # fmt: skip
+_CALL = re.compile(
+    r"^\s*(?:_\d+ = )?(?P<call>.+) -> (?:\[return|unwind).*"
+    r"// scope \d+ at (?P<file>[^:]+):(?P<l1>\d+):(?P<c1>\d+): "
+    r"(?P<l2>\d+):(?P<c2>\d+)$"
+)
 
 
 # ``_18 = Comment { span: move _19, .. }; // scope 2 at src/a.rs:577:31: 580:18``
-_BUILT = re.compile(r"^\s*_\d+ = (?P<call>[\w:]+(?:::<.*?>)?)(?: \{|\().*;\s+"
-                    r"// scope \d+ at (?P<file>[^:]+):(?P<l1>\d+):(?P<c1>\d+): "
-                    r"(?P<l2>\d+):(?P<c2>\d+)$")  # fmt: skip
+_BUILT = re.compile(
+    r"^\s*_\d+ = (?P<call>[\w:]+(?:::<.*?>)?)(?: \{|\().*;\s+"
+    r"// scope \d+ at (?P<file>[^:]+):(?P<l1>\d+):(?P<c1>\d+): "
+    r"(?P<l2>\d+):(?P<c2>\d+)$"
+)
 
 
 @dataclass
@@ -251,8 +284,17 @@ def rust_reference(corpus: RustCorpus) -> RustReference:
             ambiguous += 1
             continue
         dst_file, start, name_line = targets[0]
-        lines.append(json.dumps([f"{corpus.crate}/{file}", int(found["l1"]),
-                                 f"{corpus.crate}/{dst_file}", start, name_line]))  # fmt: skip
+        lines.append(
+            json.dumps(
+                [
+                    f"{corpus.crate}/{file}",
+                    int(found["l1"]),
+                    f"{corpus.crate}/{dst_file}",
+                    start,
+                    name_line,
+                ]
+            )
+        )
     zero_sized = [json.dumps([f"{corpus.crate}/{f}", start]) for f, start, _ in index.zero_sized]
     return RustReference(lines, zero_sized, calls, ambiguous)
 
@@ -408,8 +450,14 @@ class _Definitions:
         for rel, module, node, source in impls:
             self._read_impl(rel, module, node, source)
 
-    def _read(self, node: ts.Node, rel: str, module: tuple[str, ...], source: bytes,
-              impls: list[tuple[str, tuple[str, ...], ts.Node, bytes]]) -> None:  # fmt: skip
+    def _read(
+        self,
+        node: ts.Node,
+        rel: str,
+        module: tuple[str, ...],
+        source: bytes,
+        impls: list[tuple[str, tuple[str, ...], ts.Node, bytes]],
+    ) -> None:
         for child in node.named_children:
             kind = child.type
             name = child.child_by_field_name("name")
@@ -432,8 +480,7 @@ class _Definitions:
             elif kind == "impl_item":
                 impls.append((rel, module, child, source))
             elif kind == "mod_item" and child.child_by_field_name("body") is not None:
-                self._read(child.child_by_field_name("body"), rel, (*module, text), source,
-                           impls)  # fmt: skip
+                self._read(child.child_by_field_name("body"), rel, (*module, text), source, impls)
 
     def _read_nested(self, node: ts.Node, rel: str, path: tuple[str, ...], source: bytes) -> None:
         """Functions declared in a function's body: MIR names them ``outer::inner``."""
@@ -493,8 +540,11 @@ def _within(
 ) -> list[_PLACE]:
     """The places whose module ends with the path's qualifiers (``hir::Literal``: hir's)."""
     modules = tuple(qualifiers)
-    return [place for module, place in found
-            if module is None or module[max(0, len(module) - len(modules)):] == modules]  # fmt: skip
+    return [
+        place
+        for module, place in found
+        if module is None or module[max(0, len(module) - len(modules)) :] == modules
+    ]
 
 
 def _plain(trait: str) -> str:
@@ -511,13 +561,22 @@ def _zero_sized(struct: ts.Node, source: bytes) -> bool:
     if body is None:
         return True
     if body.type == "ordered_field_declaration_list":  # ``struct Id(u32)``
-        types = [t for t in body.named_children
-                 if t.type not in ("attribute_item", "visibility_modifier")]  # fmt: skip
+        types = [
+            t
+            for t in body.named_children
+            if t.type not in ("attribute_item", "visibility_modifier")
+        ]
     else:
-        types = [f.child_by_field_name("type") for f in body.named_children
-                 if f.type == "field_declaration"]  # fmt: skip
-    return all(t is not None and re.fullmatch(rb"\(\)|PhantomData(<.*>)?",
-                                              source[t.start_byte : t.end_byte]) for t in types)  # fmt: skip
+        types = [
+            f.child_by_field_name("type")
+            for f in body.named_children
+            if f.type == "field_declaration"
+        ]
+    return all(
+        t is not None
+        and re.fullmatch(rb"\(\)|PhantomData(<.*>)?", source[t.start_byte : t.end_byte])
+        for t in types
+    )
 
 
 def _module_of(rel: str) -> tuple[str, ...]:

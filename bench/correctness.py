@@ -571,8 +571,12 @@ def main() -> None:
     )
     parser.add_argument("--pin-typescript", metavar="DIR", type=Path,
                         help="rewrite the pinned TypeScript references in DIR")  # fmt: skip
-    parser.add_argument("--pin-rust", metavar="DIR", type=Path,
-                        help="write regex-syntax's pinned sources and rustc's lines to DIR")
+    parser.add_argument(
+        "--pin-rust",
+        metavar="DIR",
+        type=Path,
+        help="write regex-syntax's pinned sources and rustc's lines to DIR",
+    )
     args = parser.parse_args()
     if args.pin_rust is not None:
         count = pin_rust_reference(RUST_CORPORA["regex-syntax"], args.pin_rust)

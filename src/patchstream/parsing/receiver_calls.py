@@ -70,10 +70,10 @@ class BuiltReceivers(ReceiverJoins):
         while receiver.type == "non_null_expression" and receiver.named_child_count:
             receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
         if self.language == "rust":  # ``self.pop().unwrap().m()``, ``self.opt.as_ref()?.m()``
-            inner = passed_through(receiver)
-            if inner is not receiver and inner.type not in _BUILT:
-                return self._member_of_value(inner, method, around)
-            receiver = inner
+            unwrapped = passed_through(receiver)
+            if unwrapped is not receiver and unwrapped.type not in _BUILT:
+                return self._member_of_value(unwrapped, method, around)
+            receiver = unwrapped
         if receiver.type in _SUBSCRIPTS:  # ``items[0].m()``: an item of ``items``
             held = receiver.child_by_field_name(_SUBSCRIPTS[receiver.type])
             held = held or receiver.child_by_field_name("argument")  # C++'s ``shard_[i]``

@@ -229,9 +229,11 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
             if "object" in match:  # Java's ``var x = a.b()``: the call's name is ``b``
                 text = "".join(src.text(match["object"][0]).split()) + "." + text
             if language == "rust" and (passed := passed_name(text)) is not None:
-                held = tuple(passed.split("."))  # ``let c = cls.clone()``: ``c`` is a ``cls``
-                self_field = len(held) == 2 and held[0] == "self"
-                facts.append(TypeFact(node, name, held, owner, alias=not self_field,
+                passed_parts = tuple(
+                    passed.split(".")
+                )  # ``let c = cls.clone()``: ``c`` is a ``cls``
+                self_field = len(passed_parts) == 2 and passed_parts[0] == "self"
+                facts.append(TypeFact(node, name, passed_parts, owner, alias=not self_field,
                                       through="attribute" if self_field else None))  # fmt: skip
                 continue
             if language == "rust":  # ``let f = self.pop().unwrap()``: what ``pop`` returns
