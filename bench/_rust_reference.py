@@ -1,5 +1,7 @@
 """The Rust side of ``correctness.py``: every call rustc's MIR makes (``rustc +nightly
--Zunpretty=mir -Zmir-include-spans=yes``: the callee rustc resolved, at the call's span),
+-Zunpretty=mir -Zmir-include-spans=yes``: the callee rustc resolved, at the call's span;
+a nightly toolchain from rustup, as these machines have, since Debian's rustc has no
+``-Z`` flags; the suite's pinned test reads a stored copy and needs no rustc),
 mapped onto patchstream's symbols as the TypeScript checker's are
 (``_ts_reference.edges_from_lines``).
 

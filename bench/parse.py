@@ -49,7 +49,7 @@ def main() -> None:
                         help="time generated worst cases instead of a corpus")  # fmt: skip
     parser.add_argument("--languages", nargs="?", const="all", default=None,
                         help="extraction lines/s of each newer language against Python's, "
-                        "in one run (or of those named: c,cpp,csharp,kotlin,scala,php,ruby)",
+                        "in one run (or of those named: c,cpp,csharp,kotlin,scala,php,ruby,rust)",
                         )  # fmt: skip
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
@@ -188,6 +188,7 @@ def per_language(update: bool, chosen: str = "all") -> None:
     from _csharp_reference import CSHARP_CORPORA, csharp_tree
     from _dynamic_reference import PHP_CORPORA, RUBY_CORPORA, source_files, traced_tree
     from _kotlin_reference import KOTLIN_CORPORA, SCALA_CORPORA, kotlin_tree
+    from _rust_reference import RUST_CORPORA, rust_tree
     from _swift_reference import swift_tree
     from _ts_reference import JS_CORPORA
 
@@ -226,6 +227,11 @@ def per_language(update: bool, chosen: str = "all") -> None:
             PHP_CORPORA, ("php-parser", "symfony-yaml")),
         "ruby (liquid, rake)": lambda: traced_sources(RUBY_CORPORA, ("liquid", "rake")),
         "swift (swift-argument-parser)": lambda: sorted(swift_tree().rglob("*.swift")),
+        "rust (regex-syntax, regex-automata; generated tables left out)": lambda: [
+            f for name in ("regex-syntax", "regex-automata")
+            for f in sorted(rust_tree(RUST_CORPORA[name]).rglob("*.rs"))
+            if "unicode_tables" not in f.parts
+        ],
         "javascript (eslint, mocha)": lambda: [
             f for name in ("eslint", "mocha")
             for f in sorted(npm_tree(JS_CORPORA[name].spec).rglob("*.js"))
