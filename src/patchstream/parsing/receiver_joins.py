@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from patchstream.parsing.element_facts import callback_parameter_types
 from patchstream.parsing.modules import SW_GLOBAL
 from patchstream.parsing.node_text import class_like
 from patchstream.parsing.receiver_types import (
@@ -19,7 +20,6 @@ from patchstream.parsing.receiver_types import (
     is_self,
     joined,
 )
-from patchstream.parsing.receivers import callback_parameter_types
 from patchstream.parsing.swift_library import function_typed_parameters
 from patchstream.parsing.type_text import type_parts
 from patchstream.schemas.graph import Reference

@@ -18,11 +18,9 @@ import tree_sitter as ts
 
 from patchstream.parsing.cpp_language import SCOPED_LANGUAGES
 from patchstream.parsing.node_text import class_like, in_other_branches
-from patchstream.parsing.receivers import (
-    TypeFact,
-    type_facts,
-)
+from patchstream.parsing.receivers import type_facts
 from patchstream.parsing.source import Source
+from patchstream.parsing.type_fact import TypeFact
 from patchstream.schemas.graph import Reference
 
 SCOPED = SCOPED_LANGUAGES  # names looked up from where they are written (C++, C#)
