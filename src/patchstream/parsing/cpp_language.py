@@ -17,6 +17,7 @@ from typing import Protocol
 
 from patchstream.parsing.csharp_language import member_keys
 from patchstream.parsing.modules import C_GLOBAL, CS_GLOBAL, RB_GLOBAL, SW_GLOBAL
+from patchstream.parsing.source import blank_spans
 from patchstream.parsing.swift_library import conformances
 from patchstream.schemas.graph import Reference
 
@@ -62,7 +63,7 @@ def without_export_macros(source: bytes) -> bytes:
     file as written."""
     blanked = source
     if b"class" in source or b"struct" in source:
-        blanked = _blanked(blanked, [m.span(1) for m in _EXPORT_MACRO.finditer(blanked)])
+        blanked = blank_spans(blanked, [m.span(1) for m in _EXPORT_MACRO.finditer(blanked)])
     for _ in range(3):  # ``Run() LOCKS_EXCLUDED(a) ABSL_ACQUIRED_AFTER(b);``: one a pass
         if b"_" not in blanked:
             break
@@ -70,17 +71,8 @@ def without_export_macros(source: bytes) -> bytes:
                  if found.group(1) not in _NOT_DECLARATORS]  # fmt: skip
         if not spans:
             break
-        blanked = _blanked(blanked, spans)
+        blanked = blank_spans(blanked, spans)
     return blanked
-
-
-def _blanked(source: bytes, spans: list[tuple[int, int]]) -> bytes:
-    if not spans:
-        return source
-    blanked = bytearray(source)
-    for start, end in spans:
-        blanked[start:end] = b" " * (end - start)
-    return bytes(blanked)
 
 
 def using_aliases(declared: list[str]) -> dict[str, str]:

@@ -70,7 +70,7 @@ class BuiltReceivers(ReceiverJoins):
         while receiver.type == "non_null_expression" and receiver.named_child_count:
             receiver = receiver.named_children[0]  # TypeScript's ``make()!.m()``
         if self.language == "rust":  # ``self.pop().unwrap().m()``, ``self.opt.as_ref()?.m()``
-            unwrapped = passed_through(receiver)
+            unwrapped = passed_through(receiver, self.src)
             if unwrapped is not receiver and unwrapped.type not in _BUILT:
                 return self._member_of_value(unwrapped, method, around)
             receiver = unwrapped

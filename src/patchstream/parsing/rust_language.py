@@ -1,14 +1,18 @@
-"""What Rust's syntax says that the grammar alone does not: the standard expression macros
-read as the expressions they take, and the calls that give back the value they are made on.
+"""What Rust's syntax says that the grammar alone does not, for typing receivers as rustc
+does (``bench/_rust_reference.py`` measures it against rustc's MIR):
 
-**Macros.**
-tree-sitter keeps a macro's arguments as a token tree, so the calls in ``assert_eq!(p.offset(),
-0)`` or ``write!(f, "{}", self.name())`` were no calls at all. The standard library's
-formatting, assertion and ``vec!`` macros take expressions; with ``name!`` blanked to spaces of
-its length the parser reads ``(p.offset(), 0)`` (a tuple) or ``[a(), b()]`` (an array), whose
-calls it parses as any other. Offsets are unchanged, so every node's text is still read from
-the file as written (``cpp_language.without_export_macros`` does the same for C++). A
-project's own macros keep their token trees: their arguments need not be expressions."""
+- **Macros.** tree-sitter keeps a macro's arguments as a token tree, so the calls in
+  ``assert_eq!(p.offset(), 0)`` or ``write!(f, "{}", self.name())`` were no calls at all. The
+  standard library's formatting, assertion and ``vec!`` macros take expressions; with
+  ``name!`` blanked (``source.blank_spans``: offsets kept, every text still read from the
+  file as written) the parser reads a tuple or an array whose calls it parses as any other. A
+  project's own macros keep their token trees: their arguments need not be expressions.
+- **Values passed through**: ``?``, ``unwrap``, ``as_ref``, ``clone`` .. give back the value
+  they are made on (``self.pop().unwrap().m()`` is ``m`` of what ``pop`` returns).
+- **Patterns**: ``Kind::Bytes(ref x) =>`` and ``if let Some(x) = f()`` type their binding.
+- **Generic parameters** by their first trait bound, and the modules a file declares
+  (``mod x;``), which its ``use x::..`` paths start from.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import re
 import tree_sitter as ts
 
 from patchstream.parsing.declared_types import declared_type
-from patchstream.parsing.source import Source
+from patchstream.parsing.source import Source, blank_spans
 from patchstream.parsing.type_text import DOTTED, type_parts
 
 _EXPRESSION_MACROS = (
@@ -36,13 +40,7 @@ def with_open_macros(source: bytes) -> bytes:
     reads."""
     if b"!" not in source:
         return source
-    spans = [found.span() for found in _OPENED.finditer(source)]
-    if not spans:
-        return source
-    opened = bytearray(source)
-    for start, end in spans:
-        opened[start:end] = b" " * (end - start)
-    return bytes(opened)
+    return blank_spans(source, [found.span() for found in _OPENED.finditer(source)])
 
 
 # ``x.unwrap()``, ``x?``, ``x.as_ref()``: the value inside (Option's, Result's, a Box's, a
@@ -54,7 +52,7 @@ PASSED_THROUGH = frozenset({
 })  # fmt: skip
 
 
-def passed_through(node: ts.Node) -> ts.Node:
+def passed_through(node: ts.Node, src: Source) -> ts.Node:
     """The expression a chain of ``?`` and pass-through calls is made on (``self.pop()`` for
     ``self.pop().unwrap()?``); ``node`` itself when it is neither."""
     for _ in range(8):  # a chain of them is short; a longer one stays as written
@@ -66,7 +64,7 @@ def passed_through(node: ts.Node) -> ts.Node:
         value = callee.child_by_field_name("value") if callee is not None else None
         if callee is None or callee.type != "field_expression" or field is None or value is None:
             return node
-        if field.text is None or field.text.decode() not in PASSED_THROUGH:
+        if src.text(field) not in PASSED_THROUGH:
             return node
         node = value
     return node

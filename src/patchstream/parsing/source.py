@@ -83,3 +83,15 @@ class RubySource(Source):
         if node is not None and node.type in ("instance_variable", "class_variable"):
             return "self." + written.lstrip("@")
         return written
+
+
+def blank_spans(source: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """``source`` with each span replaced by spaces of its length: what a parser reads where
+    a macro would mislead it (C++'s export macros, Rust's ``format!``). Offsets are unchanged,
+    so every node's text is still read from the file as written."""
+    if not spans:
+        return source
+    blanked = bytearray(source)
+    for start, end in spans:
+        blanked[start:end] = b" " * (end - start)
+    return bytes(blanked)
