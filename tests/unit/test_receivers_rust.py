@@ -77,6 +77,16 @@ mod tests {
 }
 """
 
+TUPLE = b"""pub struct Cache;
+impl Cache { pub fn reset(&mut self) {} }
+pub struct Engine;
+impl Engine { pub fn search(&self) {} }
+pub struct Wrapper(Option<Cache>, pub Engine);
+impl Wrapper {
+    fn run(&mut self) { self.0.as_mut().unwrap().reset(); self.1.search(); }
+}
+"""
+
 REEXPORTS = b"""mod nfa;
 mod compiler;
 
@@ -157,3 +167,8 @@ def test_called_text_drops_the_calls_that_pass_a_value_through() -> None:
     assert called_text("self.get(a, b(c)).unwrap().clone") == "self.get"
     assert called_text("self.items.clone") == "self.items.clone"  # no call to pass through
     assert called_text("a.b") == "a.b"
+
+
+def test_a_tuple_structs_fields_type_self_dot_index() -> None:
+    calls = _calls(_state("src/wrapper.rs", TUPLE), "Wrapper.run")
+    assert {"Cache.reset", "Engine.search"} <= calls  # ``self.0`` through ``as_mut().unwrap()``

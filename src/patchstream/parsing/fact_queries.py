@@ -309,6 +309,7 @@ _RUST_FACTS = """
     (call_expression function: [(identifier) (scoped_identifier) (field_expression)] @call))
   ) @fact
 (field_declaration name: (field_identifier) @name type: (_) @type) @fact
+(struct_item body: (ordered_field_declaration_list) @tuple_fields)
 (function_item name: (identifier) @returns return_type: (_) @type) @fact
 (function_signature_item name: (identifier) @returns return_type: (_) @type) @fact
 (for_expression pattern: (identifier) @name value: [(identifier) (field_expression)] @iter) @loop

@@ -15,8 +15,9 @@ from patchstream.parsing.source import Source
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _WRAPPERS = frozenset({"export_statement", "decorated_definition"})
 _MAX_SIGNATURE = 300
-# A trailing ``?``, ``!`` or ``=``: Ruby's predicates, mutators and setters (``empty?``).
-_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*[?!=]?$")
+# A trailing ``?``, ``!`` or ``=``: Ruby's predicates, mutators and setters (``empty?``);
+# digits alone: a Rust tuple struct's field (``self.0``).
+_IDENT = re.compile(r"^(?:[A-Za-z_$][A-Za-z0-9_$]*[?!=]?|[0-9]+)$")
 
 
 def name_parts(text: str) -> list[str]:

@@ -69,6 +69,14 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
     facts: list[TypeFact] = []
     payloads: dict[str, str] | None = None  # Rust's enum variants, read at the first match
     for _, match in ts.QueryCursor(query).matches(tree.root_node):
+        if "tuple_fields" in match:  # Rust's ``struct Wrapper(Option<Cache>)``: ``self.0``
+            fields = [f for f in match["tuple_fields"][0].named_children
+                      if f.type not in ("visibility_modifier", "attribute_item")]  # fmt: skip
+            for index, field in enumerate(fields):
+                parts = type_parts(_written_type(field, language, src))
+                if parts is not None:
+                    facts.append(TypeFact(field, str(index), parts))
+            continue
         if "variant" in match:  # Rust's ``Class::Bytes(ref x) =>``, ``if let Some(x) = f()``
             payloads = variant_payloads(tree.root_node, src) if payloads is None else payloads
             facts += _pattern_facts(match, src, payloads)

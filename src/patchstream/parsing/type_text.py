@@ -20,7 +20,8 @@ _MAPPING = re.compile(
 )
 _TUPLE = re.compile(r"^(?:typing\.|t\.)?(?:Tuple|tuple)\[(.*)\]$")
 _TS_ARRAY = re.compile(r"^(?:(?:Readonly)?Array<(.*)>|(.*)\[\])$")
-DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
+# Names joined by dots; a part after the first may be digits (a Rust tuple field: ``self.0``).
+DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.(?:[A-Za-z_$][A-Za-z0-9_$]*|[0-9]+))*$")
 
 
 def type_parts(text: str) -> tuple[str, ...] | None:
