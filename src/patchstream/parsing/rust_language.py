@@ -55,7 +55,7 @@ PASSED_THROUGH = frozenset({
 def passed_through(node: ts.Node, src: Source) -> ts.Node:
     """The expression a chain of ``?`` and pass-through calls is made on (``self.pop()`` for
     ``self.pop().unwrap()?``); ``node`` itself when it is neither."""
-    for _ in range(8):  # a chain of them is short; a longer one stays as written
+    for _ in range(_MAX_PASSED):  # a chain of them is short; a longer one stays as written
         if node.type == "try_expression" and node.named_child_count:
             node = node.named_children[0]
             continue
@@ -72,9 +72,12 @@ def passed_through(node: ts.Node, src: Source) -> ts.Node:
 
 def called_text(text: str) -> str:
     """A call's callee with the pass-through calls after it dropped: ``self.pop().unwrap``
-    -> ``self.pop``; ``text`` itself when it is not such a chain."""
+    -> ``self.pop``; ``text`` itself when it is not such a chain, or a longer one than real
+    code writes (each step scans the text: a hostile chain must not cost its square)."""
     head, dot, last = text.rpartition(".")
-    while dot and last in PASSED_THROUGH and head.endswith(")"):
+    for _ in range(_MAX_PASSED):
+        if not (dot and last in PASSED_THROUGH and head.endswith(")")):
+            return text
         opened = _opening(head)
         if opened is None:
             return text
@@ -84,6 +87,9 @@ def called_text(text: str) -> str:
         if last not in PASSED_THROUGH:
             return f"{head}.{last}"
     return text
+
+
+_MAX_PASSED = 8  # pass-through calls read in a row (``.as_ref().unwrap().clone()``: three)
 
 
 def _opening(text: str) -> int | None:
