@@ -228,6 +228,13 @@ def test_an_acknowledged_write_no_bus_holds_makes_freshness_say_behind(
         seen.update(client.get("/v1/freshness", params={"repo": "billing"}).json())
         return seen
 
+    searched_fresh: dict[str, Any] = {}
+
+    def searched(client: httpx.Client) -> dict[str, Any]:
+        body = {"query": "tax", "repo": "billing"}
+        searched_fresh.update(client.post("/v1/search", json=body).json()["freshness"])
+        return searched_fresh
+
     with _client(indexed) as client:  # an answer computed before the write lasts a second
         wait_for(lambda: freshness(client)["graph"]["oldest_owed_at"] is not None, 10)
         for tier in ("graph", "vector"):
@@ -235,9 +242,17 @@ def test_an_acknowledged_write_no_bus_holds_makes_freshness_say_behind(
             assert seen[tier]["lag_s"] >= seen["as_of"] - entry.created_at - 0.01, seen
         other = _client(indexed, "key-default").get("/v1/freshness", params={"repo": "billing"})
         assert other.json()["graph"]["oldest_owed_at"] is None  # another tenant's write
+        # A search says the same of the tier it read, with no graph read (unit-tested apart).
+        wait_for(lambda: searched(client)["vector"]["oldest_owed_at"] is not None, 10)
+        assert searched_fresh["repo"] == "billing" and "graph" not in searched_fresh
+        assert searched_fresh["vector"]["oldest_owed_at"] == pytest.approx(entry.created_at)
+        assert searched_fresh["vector"]["lag_s"] >= (
+            searched_fresh["as_of"] - entry.created_at - 0.01
+        ), searched_fresh
         asyncio.run(republish(indexed.settings, [entry]))  # what the supervisor's replay does
         wait_for(lambda: all(freshness(client)[tier]["oldest_owed_at"] is None
                              for tier in ("graph", "vector")), 60, "the write applied")  # fmt: skip
+        wait_for(lambda: searched(client)["vector"]["oldest_owed_at"] is None, 10)
     hits = _client(indexed).post("/v1/search", json={"query": "refund amount"}).json()["hits"]
     assert "billing/refunds.py" in {hit["path"] for hit in hits}
     # While the supervisor's replay after a restart waits, nothing the outbox keeps is

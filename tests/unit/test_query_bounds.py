@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from patchstream.config.settings import QuerySettings, Settings
-from patchstream.query.service import _FRESHNESS_ENTRIES, QueryService
+from patchstream.errors import StoreUnavailable
+from patchstream.query.freshness import FRESHNESS_ENTRIES
+from patchstream.query.service import QueryService
 from patchstream.stores.graph.base import Neighbor, RepoVersion, StoredSymbol
 from patchstream.stores.vector.milvus_rows import SearchHit
 
@@ -93,6 +97,33 @@ def test_context_asks_the_graph_for_the_walk_rows_it_can_use() -> None:
 
 def test_the_freshness_cache_is_bounded() -> None:
     service = _service()
-    for i in range(_FRESHNESS_ENTRIES + 500):
+    for i in range(FRESHNESS_ENTRIES + 500):
         service.freshness("acme", f"repo{i}")
-    assert len(service._freshness) <= _FRESHNESS_ENTRIES
+        service.fresh.vector_tier("acme", f"repo{i}")
+    assert len(service.fresh._cache) <= FRESHNESS_ENTRIES
+
+
+class DownGraph:
+    """A graph store being restarted: every read fails."""
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable("FalkorDB read: not answering")
+
+        return fail
+
+
+class StampedVectors(OneHitVectors):
+    def last_applied(self, tenant: str, repo: str) -> tuple[int, float | None]:
+        return 7, 1234.5
+
+
+def test_a_search_answers_how_fresh_its_tier_is_while_the_graph_store_is_down() -> None:
+    settings = Settings(query=QuerySettings())
+    service = QueryService(settings, DownGraph(), StampedVectors())  # type: ignore[arg-type]
+    tiers = service.fresh.vector_tier("acme", "billing", "main")
+    assert tiers["vector"] == {"files": 7, "last_applied_at": 1234.5, "oldest_owed_at": None,
+                               "search": "milvus"}  # fmt: skip
+    assert "graph" not in tiers
+    with pytest.raises(StoreUnavailable):  # both tiers need the graph store
+        service.freshness("acme", "billing", "main")

@@ -175,3 +175,53 @@ def test_called_text_drops_the_calls_that_pass_a_value_through() -> None:
 def test_a_tuple_structs_fields_type_self_dot_index() -> None:
     calls = _calls(_state("src/wrapper.rs", TUPLE), "Wrapper.run")
     assert {"Cache.reset", "Engine.search"} <= calls  # ``self.0`` through ``as_mut().unwrap()``
+
+
+ALIASED = b"""pub struct DFA<T> { table: T }
+pub type OwnedDFA = DFA<Vec<u32>>;
+type Result<T> = Result<T, Error>;
+
+impl OwnedDFA {
+    pub fn new() -> OwnedDFA { OwnedDFA::builder() }
+    pub fn builder() -> OwnedDFA { DFA { table: vec![] } }
+}
+
+impl<T> DFA<T> {
+    pub fn is_match(&self) -> bool { true }
+}
+
+fn search(d: &DFA<Vec<u32>>) -> bool {
+    let owned = OwnedDFA::new();
+    owned.is_match() && d.is_match()
+}
+"""
+
+
+def test_a_type_alias_names_its_type_and_its_impl_blocks_are_the_types() -> None:
+    state = _state("src/dfa/dense.rs", ALIASED)
+    methods = {s.qualified_name for s in state.symbols if s.kind.value == "function"}
+    assert {"DFA.new", "DFA.builder", "DFA.is_match"} <= methods  # ``impl OwnedDFA``: DFA's
+    assert _calls(state, "search") == {"DFA.new", "DFA.is_match"}
+    assert _calls(state, "DFA.new") == {"DFA.builder"}  # ``OwnedDFA::builder()``
+    bases = {(e.src.rsplit("::", 1)[-1], e.dst.rsplit("::", 1)[-1])
+             for e in state.edges if e.type is EdgeType.INHERITS_FROM}  # fmt: skip
+    assert bases == {("OwnedDFA", "DFA")}  # ``type Result<T> = Result<..>``: no self-base
+
+
+DELEGATING = b"""pub trait Automaton { fn has_empty(&self) -> bool; }
+pub trait Endian { fn write_u32(n: u32, dst: &mut [u8]); }
+
+impl<'a, A: Automaton + ?Sized> Automaton for &'a A {
+    fn has_empty(&self) -> bool { (**self).has_empty() }
+}
+
+pub fn write<E: Endian>(dst: &mut [u8]) { E::write_u32(1, dst); }
+pub fn plain(dst: &mut [u8]) { Endian::write_u32(1, dst); }
+"""
+
+
+def test_a_reference_delegates_to_its_trait_and_a_bounded_parameter_names_its_bound() -> None:
+    state = _state("src/util/wire.rs", DELEGATING)
+    assert _calls(state, "has_empty") == {"Automaton.has_empty"}  # ``(**self).has_empty()``
+    assert _calls(state, "write") == {"Endian.write_u32"}  # ``E::write_u32`` with E: Endian
+    assert _calls(state, "plain") == {"Endian.write_u32"}

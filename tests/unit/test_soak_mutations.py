@@ -94,3 +94,11 @@ def test_an_old_answer_that_says_it_is_old_is_behind_not_stale(tmp_path: Path) -
     assert chaos._judged("/v1/context", hit) == "stale"  # nothing said, nothing read
     assert len(chaos.report.stale_answers) == 2
     assert chaos._judged("/v1/context", {"blocks": []}) == "answered"
+    # A search's freshness names the tier it read, the vector tier, alone.
+    chaos.deleted_at["pkg0/gone.py"] = time.monotonic() - 88.0  # the read above waited 20 s
+    searched = {"hits": [{"path": "pkg0/gone.py"}], "freshness": {"repo": "r", "vector": {}}}
+    searched["freshness"]["vector"] = {"lag_s": 89.4}  # type: ignore[index]
+    assert chaos._judged("/v1/search", searched) == "behind"
+    searched["freshness"]["vector"] = {"lag_s": 0.2}  # type: ignore[index]
+    assert chaos._judged("/v1/search", searched) == "stale"
+    assert len(chaos.report.stale_answers) == 3

@@ -12,7 +12,7 @@ import click
 from patchstream.cli.errors import AnswerError
 from patchstream.config.settings import get_settings
 from patchstream.query.client import QueryClient, QueryServiceError
-from patchstream.query.service import FLAGGED_LISTED
+from patchstream.query.freshness import FLAGGED_LISTED
 from patchstream.schemas.events import view_ref
 from patchstream.schemas.graph import CallResolution
 

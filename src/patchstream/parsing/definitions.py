@@ -20,7 +20,7 @@ from patchstream.parsing.modules import (
 )
 from patchstream.parsing.node_text import name_parts, without_generics
 from patchstream.parsing.receiver_types import _Def, branch_variants
-from patchstream.parsing.rust_language import child_modules
+from patchstream.parsing.rust_language import child_modules, type_aliases
 from patchstream.parsing.type_edges import TypeEdges
 from patchstream.schemas.graph import Edge, EdgeType, Reference
 
@@ -40,6 +40,7 @@ class Definitions(TypeEdges):
     repo: str
     path: str
     _child_modules: frozenset[str] | None = None  # Rust's ``mod x;`` of this file
+    _type_aliases: dict[str, str] | None = None  # Rust's ``type A = B<..>;`` of this file
     module_id: str
     _scope_defs: list[_Def]
     _scope_starts: list[int]
@@ -66,6 +67,8 @@ class Definitions(TypeEdges):
                 name = self.src.text(name_node)
                 if kind == "impl":
                     name = ".".join(p for p in name_parts(name) if p != "?")
+                    if self.language == "rust":  # ``impl OwnedDFA``: DFA's methods
+                        name = self._rust_aliases().get(name, name)
                 candidate = _Def(kind, nodes[0], name_node, name, receiver)
                 key = (name_node.start_byte, name_node.end_byte)
                 held = chosen.get(key)
@@ -178,6 +181,11 @@ class Definitions(TypeEdges):
                     self.bindings[binding.local] = binding
                 ref = Reference(name=binding.name, module=binding.module)
                 self.edges.add(Edge.to_ref(EdgeType.IMPORTS, src, ref))
+
+    def _rust_aliases(self) -> dict[str, str]:
+        if self._type_aliases is None:
+            self._type_aliases = type_aliases(self.tree.root_node, self.src)
+        return self._type_aliases
 
     def _rust_binding(self, binding: ImportBinding, node: ts.Node) -> ImportBinding:
         """A ``use`` of a module this file declares (``mod compiler; use compiler::X``) is

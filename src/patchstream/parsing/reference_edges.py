@@ -22,6 +22,7 @@ from patchstream.parsing.node_text import (
 )
 from patchstream.parsing.receiver_types import _Def, constructed
 from patchstream.parsing.ruby_language import KERNEL_WORDS
+from patchstream.parsing.rust_language import bounded_path, delegated_call
 from patchstream.parsing.source import Source
 from patchstream.parsing.swift_library import LITERALS
 from patchstream.parsing.type_text import DOTTED
@@ -67,6 +68,8 @@ class ReferenceEdges(Definitions):
             target = self._resolve_type(name_parts(written), deriving)
             if self.language in SCOPED_LANGUAGES:
                 target = self._scoped(target, call_context(deriving.parent))
+            if target is deriving:
+                continue  # ``type Result<T> = Result<T, Error>``: no base of its own
             if isinstance(target, _Def):
                 self._local_bases[deriving.qualified_name].append(target.qualified_name)
             if self.language == "kotlin":
@@ -118,6 +121,10 @@ class ReferenceEdges(Definitions):
                     parts = [*name_parts(receiver), *parts]
                 if parts == ["super"] and self.language == "python":
                     continue  # the builtin itself; its method call resolves below
+                if self.language == "rust" and receiver is None:
+                    rewritten = self._rust_path(node, written, parts)
+                    if rewritten is not None:
+                        parts, written = rewritten, "::".join(rewritten)
                 if self.language == "php" and parts in (["self"], ["static"], ["parent"]):
                     parts = ["super" if parts == ["parent"] else "this"]  # ``new static(..)``
                 if self.language == "ruby":
@@ -376,6 +383,16 @@ class ReferenceEdges(Definitions):
         branch reaches that branch's, a call outside the ``if``/``try`` any of them."""
         variants = self.alternatives.get(target.qualified_name, [target])
         return [v for v in variants if not in_other_branches(v.node, call)] or [target]
+
+    def _rust_path(self, node: ts.Node, written: str, parts: list[str]) -> list[str] | None:
+        """A callee rustc reads through a trait: ``(**self).m()`` in a trait's impl for a
+        reference, and ``E::m()`` with ``E`` a bounded type parameter (not a type of the
+        file or an import: those are looked up as written)."""
+        if written.startswith("("):
+            return delegated_call(node, written, self.src)
+        if "::" in written and parts[0] not in self.by_qualified and parts[0] not in self.bindings:
+            return bounded_path(node, parts, self.src)
+        return None
 
     def _deriving(self, match: dict[str, list[ts.Node]]) -> _Def | None:
         type_node = match["type"][0]

@@ -224,3 +224,53 @@ def child_modules(root: ts.Node, src: Source) -> frozenset[str]:
         for item in root.named_children
         if item.type == "mod_item" and (name := item.child_by_field_name("name")) is not None
     )
+
+
+def type_aliases(root: ts.Node, src: Source) -> dict[str, str]:
+    """``type OwnedDFA = DFA<Vec<u32>>;`` -> ``{"OwnedDFA": "DFA"}``: the file's aliases of a
+    named type (its items and its inline modules'), whose ``impl`` blocks are the type's."""
+    found: dict[str, str] = {}
+    items = list(root.named_children)
+    for item in root.named_children:
+        body = item.child_by_field_name("body") if item.type == "mod_item" else None
+        items += body.named_children if body is not None else []
+    for item in items:
+        name, written = item.child_by_field_name("name"), item.child_by_field_name("type")
+        if item.type != "type_item" or name is None or written is None:
+            continue
+        if written.type == "generic_type":
+            written = written.child_by_field_name("type")
+        if written is not None and written.type == "type_identifier":
+            alias, target = src.text(name), src.text(written)
+            if alias != target:  # ``type Result<T> = Result<T, Error>`` names no new type
+                found[alias] = target
+    return found
+
+
+_DEREF_SELF = re.compile(r"\(\s*&?\s*\*+\s*self\s*\)\s*\.\s*([A-Za-z_]\w*)")
+
+
+def delegated_call(node: ts.Node, written: str, src: Source) -> list[str] | None:
+    """``(**self).m`` inside ``impl<A: T> T for &A`` (or ``Box<A>``, ``Arc<A>``): a reference
+    handing the call to what it points at, which rustc resolves to ``T``'s ``m``. The path's
+    parts (``T``, ``m``); None for any other callee, or outside a trait's impl."""
+    found = _DEREF_SELF.fullmatch(written)
+    current: ts.Node | None = node
+    for _ in range(64 if found is not None else 0):  # items nest shallowly
+        current = current.parent if current is not None else None
+        if current is None or current.type == "source_file":
+            return None
+        if current.type != "impl_item":
+            continue
+        trait = current.child_by_field_name("trait")
+        named = type_parts(declared_type(trait, src)) if trait is not None else None
+        return [*named, found.group(1)] if named and found else None
+    return None
+
+
+def bounded_path(node: ts.Node, parts: list[str], src: Source) -> list[str] | None:
+    """``E::write_u32`` in ``fn f<E: Endian>``: the bound's ``Endian::write_u32``; None when
+    the path's head is no bounded type parameter of the items around ``node``."""
+    bound = generic_bound(node, parts[0], src) if len(parts) == 2 else None
+    named = type_parts(bound) if bound else None
+    return [*named, parts[1]] if named else None

@@ -116,19 +116,21 @@ def _read(outbox: Path, query: Callable[[sqlite3.Connection], T]) -> T | None:
 
 
 def owed_by_tier(
-    outbox: Path, graph: GraphStore, vectors: MilvusVectorStore, tenant: str, repo: str,
+    outbox: Path, graph: GraphStore | None, vectors: MilvusVectorStore, tenant: str, repo: str,
     chain: list[str], copy: SearchMirror | None = None,
 ) -> dict[str, float | None]:  # fmt: skip
     """Per tier, when the oldest acknowledged write of the view (``chain``: its layers) that
     the tier lacks was written; None when it lacks none of those checked. While a replay
     after a restart waits, every write the outbox keeps of the repository counts as owed
-    (``unverified_since``): the answer may lack any of them."""
+    (``unverified_since``): the answer may lack any of them. Without ``graph``, its tier is
+    not asked (None)."""
     unverified = unverified_since(outbox, tenant, repo)
     if unverified is not None:
-        return {"graph": unverified, "vector": unverified}
+        return {"graph": unverified if graph is not None else None, "vector": unverified}
     entries = [e for e in unmarked_entries(outbox, tenant, repo) if e.ref in chain]
 
     def in_graph(ref: str, path: str) -> int | None:
+        assert graph is not None
         fence = graph.file_version(tenant, repo, ref, path)
         return fence.version if fence is not None else None
 
@@ -144,4 +146,6 @@ def owed_by_tier(
             raise TimeoutError("enough of Milvus for one freshness answer")
         return vectors.file_version(tenant, repo, ref, path)
 
+    if graph is None:
+        return {"graph": None, **owed_since(entries, {"vector": in_vectors})}
     return owed_since(entries, {"graph": in_graph, "vector": in_vectors})

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,9 +11,7 @@ from patchstream.agent.memory_service import MemoryService
 from patchstream.agent.service import AgentStateService, NotFound
 from patchstream.config.settings import Settings
 from patchstream.errors import StoreError
-from patchstream.parsing.prose import extension_of
 from patchstream.parsing.tokens import TokenCounter
-from patchstream.producers.outbox import outbox_path
 from patchstream.query.context import Block, Candidate, assemble
 from patchstream.query.file_map import (
     entry_hits,
@@ -25,22 +21,21 @@ from patchstream.query.file_map import (
     named_members,
     remaining_candidates,
 )
-from patchstream.query.owed import owed_by_tier
+from patchstream.query.freshness import FreshnessReader
 from patchstream.query.question import MAX_DEFINERS, NamedFiles, named_files, named_in
 from patchstream.query.through_macros import through_macros
 from patchstream.query.working_state import memory_candidate, working_state_candidates
 from patchstream.schemas.discussions import is_discussion_path
 from patchstream.schemas.graph import CallResolution
 from patchstream.schemas.read_tokens import PendingWrite
-from patchstream.stores.graph.base import FlaggedFile, GraphStore, Neighbor, StoredSymbol
-from patchstream.stores.overlays import WORKSPACE_MARK, merged_hashes, split_workspace
+from patchstream.stores.graph.base import GraphStore, Neighbor, StoredSymbol
+from patchstream.stores.overlays import WORKSPACE_MARK, split_workspace
 from patchstream.stores.vector.milvus import MilvusVectorStore
 from patchstream.stores.vector.milvus_rows import SearchHit
 from patchstream.stores.vector.search_mirror import SearchMirror
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 _DEFAULT_REF_TTL_S = 5.0  # a repository's branches change rarely; a search asks each time
-_FRESHNESS_ENTRIES = 1024
 # Candidates whose trust is set where they are made, not from the file's last writer.
 _TRUSTED_AT_SOURCE = ("working-state", "memory", "history")
 
@@ -70,9 +65,7 @@ class QueryService:
         self.mirror: SearchMirror | None = None  # searches in process, Milvus by key
         self.counter = TokenCounter(settings.parsing.token_encoding)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="graph-walk")
-        self._freshness: OrderedDict[tuple[str, str, str], tuple[float, dict[str, object]]] = (
-            OrderedDict()
-        )
+        self.fresh = FreshnessReader(settings, graph, vectors, lambda: self.mirror)
         self._defaults: dict[tuple[str, str], tuple[float, str | None]] = {}
 
     def search(
@@ -351,55 +344,7 @@ class QueryService:
 
     def freshness(self, tenant: str, repo: str, ref: str = "main") -> dict[str, object]:
         """Per-tier freshness, computed at most once a second per repository."""
-        key = (tenant, repo, ref)
-        cached = self._freshness.get(key)
-        if cached is not None and time.monotonic() - cached[0] < 1.0:
-            return {**copy.deepcopy(cached[1]), "as_of": time.time()}
-        value = self._compute_freshness(tenant, repo, ref)
-        self._freshness[key] = (time.monotonic(), value)
-        self._freshness.move_to_end(key)
-        # Bounded: entries expire after a second, and at most _FRESHNESS_ENTRIES are kept.
-        while self._freshness and (
-            len(self._freshness) > _FRESHNESS_ENTRIES
-            or time.monotonic() - next(iter(self._freshness.values()))[0] >= 1.0
-        ):
-            self._freshness.popitem(last=False)
-        return copy.deepcopy(value)
-
-    def _compute_freshness(self, tenant: str, repo: str, ref: str) -> dict[str, object]:
-        # An overlay is as fresh as its newest layer and holds what its reads see.
-        chain = self.graph.overlay_chain(tenant, repo, ref)
-        layers = [self.graph.repo_version(tenant, repo, name) for name in chain]
-        applied = [v.last_applied_at.timestamp() for v in layers if v.last_applied_at]
-        visible = (
-            len(
-                merged_hashes(self.graph.file_hashes, self.graph.file_versions, tenant, repo, chain)
-            )
-            if len(chain) > 1
-            else layers[0].files
-        )
-        held = self.mirror.last_applied(tenant, repo) if self.mirror is not None else None
-        files, vector_last = held if held is not None else self.vectors.last_applied(tenant, repo)
-        owed = owed_by_tier(outbox_path(self.settings), self.graph, self.vectors, tenant, repo,
-                            chain, self.mirror)  # fmt: skip
-        now = time.time()
-        return {
-            **flag_report(self.graph.flagged_files(tenant, repo, ref)),
-            "graph": {
-                "files": visible,
-                "last_version": max(v.max_version for v in layers),
-                "last_applied_at": max(applied) if applied else None,
-                "oldest_owed_at": owed["graph"],
-            },
-            "vector": {
-                "files": files,
-                "last_applied_at": vector_last,
-                "oldest_owed_at": owed["vector"],
-                # Who answers searches: the in-process copy ("ready"), or Milvus meanwhile.
-                "search": self.mirror.state(tenant) if self.mirror is not None else "milvus",
-            },
-            "as_of": now,
-        }
+        return self.fresh.tiers(tenant, repo, ref)
 
     def applied(self, tenant: str, write: PendingWrite) -> tuple[bool, bool]:
         """Whether each tier holds ``write`` (or something newer)."""
@@ -411,33 +356,6 @@ class QueryService:
             graph is not None and graph.version >= write.version,
             vector is not None and vector >= write.version,
         )
-
-
-FLAGGED_LISTED = 50  # files named in a freshness answer; every flag is counted
-
-
-def flag_report(flagged: list[FlaggedFile]) -> dict[str, object]:
-    """Files whose content the index holds in part or not at all, counted by flag, and the
-    first ``FLAGGED_LISTED`` named: what ``query freshness`` and ``status`` show. Files of a
-    language with no grammar here (their text held whole, no symbols) are counted apart, by
-    extension (``unparsed``), and not named: a repository's hundred YAML files would hide the
-    one that failed to parse."""
-    counts: dict[str, int] = {}
-    unparsed: dict[str, int] = {}
-    named = []
-    for file in flagged:
-        for flag in file.flags:
-            if flag != "no_grammar":  # its text is held whole: not a file held in part
-                counts[flag] = counts.get(flag, 0) + 1
-        if "no_grammar" in file.flags:
-            extension = extension_of(file.path)
-            unparsed[extension] = unparsed.get(extension, 0) + 1
-        if set(file.flags) - {"no_grammar"}:
-            named.append(file)
-    listed = [{"repo": f.repo, "ref": f.ref, "path": f.path, "flags": list(f.flags)}
-              for f in named[:FLAGGED_LISTED]]  # fmt: skip
-    return {"flagged": dict(sorted(counts.items())), "flagged_files": listed,
-            "unparsed": dict(sorted(unparsed.items(), key=lambda kv: (-kv[1], kv[0])))}  # fmt: skip
 
 
 def _untrusted_files(candidates: list[Candidate]) -> list[tuple[str, str, str]]:

@@ -459,9 +459,11 @@ class ChaosRun:
 
 
 def _declared_lag(freshness: object) -> float | None:
-    """The larger of the graph's and the vector tier's ``lag_s`` in a freshness answer;
-    None when it has no such figures."""
-    with contextlib.suppress(KeyError, TypeError, ValueError):
-        tiers = freshness if isinstance(freshness, dict) else {}
-        return max(float(tiers[tier]["lag_s"]) for tier in ("graph", "vector"))
-    return None
+    """The largest ``lag_s`` of the tiers a freshness answer names (a search's names the
+    vector tier alone); None when it has no such figures."""
+    tiers = freshness if isinstance(freshness, dict) else {}
+    lags = []
+    for tier in ("graph", "vector"):
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            lags.append(float(tiers[tier]["lag_s"]))
+    return max(lags) if lags else None

@@ -25,6 +25,15 @@
 
 (use_declaration) @reference.import
 
+; ``type OwnedDFA = DFA<Vec<u32>>``: the alias is a type whose base is the type it names, so
+; ``OwnedDFA::new()`` finds DFA's ``new``; an ``impl OwnedDFA`` block is DFA's (``definitions``).
+(type_item
+  name: (type_identifier) @name
+  type: [(type_identifier) (generic_type type: (type_identifier))]) @definition.class
+(type_item
+  name: (type_identifier) @type
+  type: [(type_identifier) @name (generic_type type: (type_identifier) @name)]) @reference.inherit
+
 ; ``pub use self::nfa::{NFA, State}``: a type re-exported here is found under this module's
 ; name too (``crate::nfa::thompson::NFA``); it stands for the type it names (its base, see
 ; ``definitions``). Types only: a re-exported function is left to a later version.
