@@ -54,7 +54,7 @@ from patchstream.indexing.run import index_directory
 from patchstream.schemas.events import PatchEvent
 from patchstream.stores.factory import open_graph_store, open_vector_store
 from patchstream.streams.producer import EventPublisher
-from patchstream.testing.faults import normalized
+from patchstream.testing.soak_reports import normalized
 from pipeline import percentile
 from query import QUERIES, settle
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -22,12 +21,10 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from patchstream.bus.topics import Topics
 from patchstream.config.settings import (
     EmbeddedSettings,
     GatewaySettings,
@@ -44,9 +41,9 @@ from patchstream.indexing.run import IndexSummary, index_directory
 from patchstream.parsing.hashing import hash_bytes
 from patchstream.producers.outbox import Outbox, outbox_path
 from patchstream.stores.factory import open_graph_store, open_vector_store
-from patchstream.stores.graph.base import GraphSnapshot
 from patchstream.stores.graph.cypher import CypherGraphStore
 from patchstream.stores.vector.milvus import MilvusVectorStore
+from patchstream.testing.soak_reports import bus_state, differing_files, normalized
 
 VICTIMS = ("tansu", "parse", "graph-sink", "vector-sink", "up")
 # Words of each victim's command line (argv elements) that tell it apart.
@@ -54,9 +51,6 @@ _ARGV_WORDS = {"tansu": ["broker", "--storage-engine"], "parse": ["worker"],
                "graph-sink": ["sink", "graph"], "vector-sink": ["sink", "vector"]}  # fmt: skip
 FAULT_TENANT = "tfault"
 REPO = "soak"
-# Properties that differ between two correct indexes of the same files at other times.
-_PER_RUN = {"version", "applied_at", "event_id", "batch_id", "actor", "session_id", "run_id",
-            "source", "commit", "updated_at", "fp"}  # fmt: skip
 
 
 @dataclass
@@ -323,7 +317,7 @@ class FaultSoak:
         """Lag per partition of each consumer group, and each group's state and members: what
         tells a stalled partition from a slow one when a round fails in CI."""
         try:
-            return asyncio.run(asyncio.wait_for(_bus_state(self.client_settings()), 30))
+            return asyncio.run(asyncio.wait_for(bus_state(self.client_settings()), 30))
         except Exception as exc:  # the broker itself may be what failed
             return f"--- bus state unavailable: {type(exc).__name__}: {exc}"
 
@@ -410,7 +404,7 @@ class FaultSoak:
                 unequal[name] = (len(mine - theirs), len(theirs - mine))
                 differences.append(f"{name}: {len(mine - theirs)} extra, "
                                    f"{len(theirs - mine)} missing"
-                                   f"{_where(mine - theirs, theirs - mine)}")  # fmt: skip
+                                   f"{differing_files(mine - theirs, theirs - mine)}")  # fmt: skip
         duplicated = sum(max(0, a - b) for a, b in zip(*counts, strict=True))
         if extra_live := set(held[0]) - set(expected):
             differences.append(f"files deleted but still live: {len(extra_live)}")
@@ -422,41 +416,6 @@ class FaultSoak:
                            0 if lost or duplicated else leftovers)  # fmt: skip
 
 
-async def _bus_state(settings: Settings) -> str:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    from patchstream.query.lag import LagProbe
-
-    probe = LagProbe(settings.kafka)
-    lines = ["--- bus state"]
-    for tier, lag in (await probe.lags()).items():
-        lines.append(
-            f"{tier} ({lag.group}): pending {lag.pending} by partition {lag.by_partition}, "
-            f"committed {lag.committed}"
-        )
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap)
-    await admin.start()
-    try:  # Tansu describes a group's state and members, not their assignments
-        for group, _ in probe.groups.values():
-            for response in await admin.describe_consumer_groups([group]):
-                for described in response.groups:
-                    lines.append(f"{group}: state {described[2]}, {len(described[5])} members")
-    finally:
-        await admin.close()
-    dlq = Topics.from_settings(settings.kafka).dlq
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap)
-    await consumer.start()
-    try:
-        ends = await consumer.end_offsets(
-            [TopicPartition(dlq, p) for p in sorted(consumer.partitions_for_topic(dlq) or ())]
-        )
-        lines.append(f"{dlq}: {sum(ends.values())} records")
-    finally:
-        await consumer.stop()
-    return "\n".join(lines)
-
-
 def _complete(summary: object) -> bool:
     return isinstance(summary, IndexSummary) and summary.complete
 
@@ -466,32 +425,3 @@ def _zombie(pid: int) -> bool:
         return "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
     except OSError:
         return True
-
-
-def _where(extra: set[str], missing: set[str], shown: int = 4) -> str:
-    """Which files (scope|path, the first word of a normalized row) the differing rows
-    belong to: what a failed round's message needs to say where to look."""
-    parts = []
-    for name, rows in (("extra", extra), ("missing", missing)):
-        files = Counter(row.split(" ", 1)[0] for row in rows)
-        if files:
-            top = ", ".join(f"{uid} x{n}" for uid, n in files.most_common(shown))
-            parts.append(f"{name} in {len(files)} files: {top}")
-    return f" ({'; '.join(parts)})" if parts else ""
-
-
-def normalized(
-    graph: GraphSnapshot, rows: set[tuple[str, ...]], tenant: str
-) -> tuple[set[str], set[str], set[str]]:
-    """Symbols, edges and chunks of a tenant, with the tenant's name and per-run fields out."""
-
-    def plain(value: str) -> str:
-        return value.replace(tenant, "<tenant>")
-
-    symbols = set()
-    for scope, symbol_id, props in graph.symbols:
-        visible = {k: v for k, v in json.loads(props).items() if k not in _PER_RUN}
-        symbols.add(plain(f"{scope} {symbol_id} {json.dumps(visible, sort_keys=True)}"))
-    edges = {plain(" ".join(edge)) for edge in graph.edges}
-    chunks = {plain(" ".join(row[1:])) for row in rows}  # pk: a hash with the tenant in it
-    return symbols, edges, chunks
