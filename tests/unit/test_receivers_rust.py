@@ -225,3 +225,27 @@ def test_a_reference_delegates_to_its_trait_and_a_bounded_parameter_names_its_bo
     assert _calls(state, "has_empty") == {"Automaton.has_empty"}  # ``(**self).has_empty()``
     assert _calls(state, "write") == {"Endian.write_u32"}  # ``E::write_u32`` with E: Endian
     assert _calls(state, "plain") == {"Endian.write_u32"}
+
+
+OPTIONS = b"""pub struct Cache { n: usize }
+impl Cache { pub fn memory_usage(&self) -> usize { self.n } }
+pub struct HalfMatch { o: usize }
+impl HalfMatch { pub fn offset(&self) -> usize { self.o } }
+pub struct Wrapper(Option<Cache>);
+
+impl Wrapper {
+    fn usage(&self) -> usize { self.0.as_ref().map_or(0, |e| e.memory_usage()) }
+}
+
+fn later(mat: Option<HalfMatch>) -> bool { mat.map_or(false, |m| m.offset() > 0) }
+fn mapped(maybe: &Option<HalfMatch>) -> Option<usize> { maybe.map(|hm| hm.offset()) }
+fn unknown(count: usize) -> usize { count.map(|c| c.offset()) }
+"""
+
+
+def test_an_options_adapters_hand_their_closure_what_it_holds() -> None:
+    state = _state("src/meta/wrappers.rs", OPTIONS)
+    assert "Cache.memory_usage" in _calls(state, "Wrapper.usage")  # ``self.0``: Option<Cache>
+    assert "HalfMatch.offset" in _calls(state, "later")
+    assert "HalfMatch.offset" in _calls(state, "mapped")
+    assert "HalfMatch.offset" not in _calls(state, "unknown")  # no option: nothing held

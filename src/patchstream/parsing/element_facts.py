@@ -20,7 +20,9 @@ _ARRAY_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "find": 0, "findIndex":
                     # Rust's iterator adapters (on ``items.iter()``)
                     "for_each": 0, "any": 0, "all": 0, "position": 0, "filter_map": 0,
                     "flat_map": 0, "take_while": 0, "skip_while": 0, "max_by_key": 0,
-                    "min_by_key": 0, "inspect": 0}  # fmt: skip
+                    "min_by_key": 0, "inspect": 0,
+                    # and ``Option``'s (``fact_queries``: on an option's value only)
+                    "and_then": 0, "is_some_and": 0, "is_ok_and": 0, "map_or": 0}  # fmt: skip
 # Kotlin's collection functions whose lambda's parameter (``it`` unless named) at this
 # position is an element of the collection.
 _KOTLIN_ELEMENT_LAMBDAS = {

@@ -326,6 +326,34 @@ _RUST_FACTS = """
     field: (field_identifier) @method)
   arguments: (arguments . (closure_expression) @callback)
   (#any-of? @_each "iter" "iter_mut" "into_iter")) @loop
+; ``Option``'s adapters: ``maybe.map(|m| ..)``, ``self.0.as_ref().map_or(0, |c| ..)``: the
+; closure's parameter is what the option holds (its element, as a holder is read through).
+(call_expression
+  function: (field_expression value: [(identifier) (field_expression)] @iter
+    field: (field_identifier) @method)
+  arguments: (arguments . (closure_expression) @callback)
+  (#any-of? @method "map" "and_then" "is_some_and" "is_ok_and" "inspect" "filter")) @loop
+(call_expression
+  function: (field_expression
+    value: (call_expression function: (field_expression
+      value: [(identifier) (field_expression)] @iter field: (field_identifier) @_held))
+    field: (field_identifier) @method)
+  arguments: (arguments . (closure_expression) @callback)
+  (#any-of? @_held "as_ref" "as_mut")
+  (#any-of? @method "map" "and_then" "is_some_and" "is_ok_and" "inspect" "filter")) @loop
+(call_expression
+  function: (field_expression value: [(identifier) (field_expression)] @iter
+    field: (field_identifier) @method)
+  arguments: (arguments . (_) . (closure_expression) @callback)
+  (#eq? @method "map_or")) @loop
+(call_expression
+  function: (field_expression
+    value: (call_expression function: (field_expression
+      value: [(identifier) (field_expression)] @iter field: (field_identifier) @_held))
+    field: (field_identifier) @method)
+  arguments: (arguments . (_) . (closure_expression) @callback)
+  (#any-of? @_held "as_ref" "as_mut")
+  (#eq? @method "map_or")) @loop
 (match_arm pattern: (match_pattern (tuple_struct_pattern) @variant)) @arm
 (let_condition pattern: (tuple_struct_pattern) @variant value: (_) @value) @arm
 """

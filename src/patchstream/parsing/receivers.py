@@ -76,6 +76,8 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
                 parts = type_parts(_written_type(field, language, src))
                 if parts is not None:
                     facts.append(TypeFact(field, str(index), parts))
+                if parts is not None and _holds_one(field, src):
+                    facts.append(TypeFact(field, str(index), parts, container="iter"))
             continue
         if "variant" in match:  # Rust's ``Class::Bytes(ref x) =>``, ``if let Some(x) = f()``
             payloads = variant_payloads(tree.root_node, src) if payloads is None else payloads
@@ -225,6 +227,9 @@ def type_facts(tree: ts.Tree, language: str, src: Source) -> list[TypeFact]:
         for kind, element in containers.items():
             facts.append(TypeFact(node, name, element, owner, container=kind))
         parts = None if containers else type_parts(written)
+        if parts and language == "rust" and _holds_one(match["type"][0], src):
+            # ``mat.map_or(false, |m| ..)``: an option's adapters hand on what it holds
+            facts.append(TypeFact(node, name, parts, owner, container="iter"))
         if containers and language == "kotlin":  # ``List<T>`` is a List too (its extensions)
             outer = without_generics("".join(src.text(match["type"][0]).split())).rstrip("?")
             parts = (outer,) if outer in SUPERTYPES else None
@@ -320,6 +325,12 @@ def _pattern_facts(
         return []
     node, name, parts, called = found
     return [TypeFact(node, name, parts, from_call=called, block=True)]
+
+
+def _holds_one(declared: ts.Node, src: Source) -> bool:
+    """A Rust ``Option<T>`` or ``Result<T, E>`` (read through as a ``T``): its adapters'
+    closures (``m.map(|x| ..)``) take the ``T`` as an element."""
+    return "".join(src.text(declared).split()).lstrip("&").startswith(("Option<", "Result<"))
 
 
 def _written_type(node: ts.Node, language: str, src: Source) -> str:
