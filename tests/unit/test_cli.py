@@ -179,3 +179,16 @@ def test_the_cli_reference_lists_every_mcp_tool() -> None:
     section = reference[reference.index("patchstream mcp") :]
     tools = [t.name for t in create_mcp_server(Settings())._tool_manager.list_tools()]
     assert [name for name in tools if name not in section[:3000]] == []
+
+
+def test_a_search_says_when_its_index_may_lack_recent_writes() -> None:
+    from patchstream.cli.query import lag_note
+
+    behind = {"repo": "billing", "vector": {"lag_s": 42.4, "oldest_owed_at": 1.0}}
+    assert lag_note(behind) == (
+        "note: the search index of billing may lack writes of the last 42 s "
+        "(`patchstream query freshness billing` says more)"
+    )
+    assert lag_note({"repo": "billing", "vector": {"lag_s": 0.2}}) is None  # current
+    assert lag_note({"repo": "billing", "vector": {"lag_s": "soon"}}) is None  # not a figure
+    assert lag_note(None) is None and lag_note({"hits": []}) is None  # an older server

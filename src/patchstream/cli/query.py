@@ -67,6 +67,21 @@ def search(
         first = hit["text"].strip().splitlines()[0] if hit["text"].strip() else ""
         click.echo(f"{rank:>2}. {hit['ref']:<12}  {hit['path']}:{hit['start_line']}-"
                    f"{hit['end_line']}  {first[:80]}")  # fmt: skip
+    if (note := lag_note(result.get("freshness"))) is not None:
+        click.echo(note, err=True)
+
+
+def lag_note(freshness: object, at_least_s: float = 1.0) -> str | None:
+    """What a search answer says of its own lag, when its tier may lack writes older than
+    ``at_least_s`` (the hits may name a file since changed or deleted); None otherwise."""
+    if not isinstance(freshness, dict) or not isinstance(freshness.get("vector"), dict):
+        return None
+    lag = freshness["vector"].get("lag_s")
+    if not isinstance(lag, int | float) or lag < at_least_s:
+        return None
+    repo = freshness.get("repo")
+    return (f"note: the search index of {repo} may lack writes of the last {lag:.0f} s "
+            f"(`patchstream query freshness {repo}` says more)")  # fmt: skip
 
 
 def _walk(kind: str) -> None:
