@@ -140,6 +140,55 @@ def open_collections(db: Any) -> int:
     return len(names)
 
 
+def durable_index_sidecars() -> None:
+    """Milvus Lite keeps each segment's vector index in a sidecar file, written in place and
+    read back at every load: a kill mid-write (a chaos run's) left a truncated file, and
+    from then on every ``load_collection`` failed with "No data left in file", so the query
+    service could not start. The index is derived from the segment's own vectors: a sidecar
+    is now written to a temporary name and renamed, and one that cannot be read is removed
+    and built again."""
+    from milvus_lite.index.brute_force import BruteForceIndex
+    from milvus_lite.storage.segment import Segment
+
+    kinds: list[Any] = [BruteForceIndex]
+    with contextlib.suppress(ImportError):  # faiss is optional in Milvus Lite
+        from milvus_lite.index.faiss_hnsw import FaissHnswIndex
+
+        kinds.append(FaissHnswIndex)
+    for kind in kinds:
+        if getattr(kind.save, "_renamed", False):
+            continue
+        kind.save = _renamed_save(kind.save)
+    original = Segment.build_or_load_index
+    if getattr(original, "_rebuilds", False):
+        return
+
+    def build_or_load_index(self: Any, spec: Any, index_dir: str) -> None:
+        try:
+            original(self, spec, index_dir)
+        except Exception as exc:
+            path = Path(self.index_file_path(index_dir, spec.index_type, spec.field_name))
+            if not path.is_file():
+                raise  # a build that failed: nothing read to blame
+            path.unlink()
+            log.error("event=milvus_index_rebuilt path=%s error=%s: %s", path,
+                      type(exc).__name__, str(exc)[:200])  # fmt: skip
+            original(self, spec, index_dir)
+
+    build_or_load_index._rebuilds = True  # type: ignore[attr-defined]
+    Segment.build_or_load_index = build_or_load_index
+
+
+def _renamed_save(save: Any) -> Any:
+    def renamed(self: Any, path: str) -> None:
+        partial = f"{path}.partial"
+        save(self, partial)
+        Path(partial).replace(path)
+
+    renamed._renamed = True  # type: ignore[attr-defined]
+    return renamed
+
+
 def set_aside(db: Any, name: str) -> Path:
     """A collection Milvus Lite cannot open, moved (never deleted) out of its collections into
     ``damaged/``: the stack then starts with the collection missing, which the client creates
@@ -203,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     raise_open_files()
     bound_compaction()
+    durable_index_sidecars()
     start_heap_trim()
     args = _arguments(argv)
     configure_logging()

@@ -20,6 +20,7 @@ from patchstream.stores.graph.discussion_reads import DiscussionReads
 from patchstream.stores.graph.history_statements import (
     READ_COMMIT_PARENTS,
     READ_COMMITS,
+    READ_HEAD_STAMPS,
     READ_HEADS,
     READ_PARENTS,
     READ_PATH_CHANGES,
@@ -120,9 +121,31 @@ class HistoryReads(DiscussionReads):
         return [replace(hit, linked=linked[hit.sha]) if hit.sha in linked else hit
                 for hit in hits]  # fmt: skip
 
-    def _commit_graph(self, tenant: str, scopes: list[str]) -> _CommitGraph:
-        layers = {str(scope): (sha, int(n)) for scope, sha, n in
+    def _layers(self, tenant: str, scopes: list[str]) -> dict[str, tuple[Any, int]]:
+        """Each layer's head and how many commits it holds. The count walks every commit of
+        the view (18 ms at 30,000, at every context and ``history`` read), so it is kept
+        while no head and no stamp moved: every write that adds or drops a commit bumps its
+        scope's stamp in the same transaction. A layer without a stamp (written before
+        stamps) is counted at each read."""
+        marks = tuple((str(scope), sha, n) for scope, sha, n in
+                      self._read(tenant, READ_HEAD_STAMPS, {"scopes": scopes}))  # fmt: skip
+        lock, counted = self._history_cache("_history_counts")
+        stamped = all(n is not None for _, sha, n in marks if sha is not None)
+        with lock:
+            kept = counted.get(marks) if stamped else None
+        if kept is not None:
+            return dict(kept)
+        layers: dict[str, tuple[Any, int]] = {str(scope): (sha, int(n)) for scope, sha, n in
                   self._read(tenant, READ_HEADS, {"scopes": scopes})}  # fmt: skip
+        if stamped:
+            with lock:
+                counted[marks] = layers
+                while len(counted) > _CACHED_VIEWS:
+                    counted.popitem(last=False)
+        return layers
+
+    def _commit_graph(self, tenant: str, scopes: list[str]) -> _CommitGraph:
+        layers = self._layers(tenant, scopes)
         head = next((str(layers[s][0]) for s in scopes if s in layers and layers[s][0]), None)
         count = sum(n for _, n in layers.values())
         key = (tuple(scopes), head, count)
@@ -130,7 +153,7 @@ class HistoryReads(DiscussionReads):
         with cache[0]:
             if (kept := cache[1].get(key)) is not None:
                 cache[1].move_to_end(key)
-                return kept
+                return kept  # type: ignore[no-any-return]
             # The view's newest walk, which a push's few commits usually extend.
             base = next((graph for (layers_of, _, _), graph in reversed(cache[1].items())
                          if layers_of == key[0]), None)  # fmt: skip
@@ -226,11 +249,11 @@ class HistoryReads(DiscussionReads):
         return not self._read(tenant, READ_COMMIT_PARENTS, {"uids": uids})
 
     def _history_cache(
-        self,
-    ) -> tuple[threading.Lock, OrderedDict[tuple[Any, ...], _CommitGraph]]:
-        cache = self.__dict__.get("_history_graphs")
+        self, name: str = "_history_graphs"
+    ) -> tuple[threading.Lock, OrderedDict[tuple[Any, ...], Any]]:
+        cache = self.__dict__.get(name)
         if cache is None:
-            cache = self.__dict__.setdefault("_history_graphs", (threading.Lock(), OrderedDict()))
+            cache = self.__dict__.setdefault(name, (threading.Lock(), OrderedDict()))
         return cache  # type: ignore[no-any-return]
 
 

@@ -8,6 +8,9 @@
   of a repository, so "which commits changed this file" is one index lookup.
 - ``(:HistoryHead {uid: scope, file_uid, sha})``: the commit ``_commits/HEAD`` names. A view
   reads only the commits reachable from its top layer's head.
+- ``(:HistoryStamp {uid: scope, n})``: bumped by every write that adds or drops a commit of
+  the scope, in the same transaction: a read counts a view's commits (18 ms at 30,000) only
+  when a stamp or a head moved since it last counted.
 - ``(:Discussion {uid: scope|key, tenant, repo, scope, file_uid, key, thread, kind, number,
   note, title, state, author, date, opened, url, labels, closes, commits})``: one per
   ``_discussions/`` page (a thread or a note on one), ``-[:DISCUSSED]->(:Path)`` for the
@@ -24,7 +27,7 @@ from patchstream.schemas.state import FileDelta
 
 HISTORY_INDEXES = (
     ("Commit", "uid"), ("Commit", "file_uid"), ("Commit", "scope"), ("Path", "uid"),
-    ("HistoryHead", "uid"), ("HistoryHead", "file_uid"),
+    ("HistoryHead", "uid"), ("HistoryHead", "file_uid"), ("HistoryStamp", "uid"),
     ("Discussion", "uid"), ("Discussion", "file_uid"), ("Discussion", "scope"),
 )  # fmt: skip
 
@@ -37,6 +40,9 @@ ADD_COMMITS = (
     "CREATE (k)-[:CHANGED {added: ch.added, removed: ch.removed, symbols: ch.symbols}]->(p)"
 )
 ADD_HEADS = "UNWIND $rows AS row MERGE (h:HistoryHead {uid: row.uid}) SET h += row.props"
+BUMP_HISTORY = (
+    "UNWIND $uids AS uid MERGE (s:HistoryStamp {uid: uid}) SET s.n = coalesce(s.n, 0) + 1"
+)
 DROP_DISCUSSIONS = "UNWIND $fuids AS fuid MATCH (d:Discussion {file_uid: fuid}) DETACH DELETE d"
 ADD_DISCUSSIONS = (
     "UNWIND $rows AS row CREATE (d:Discussion) SET d = row.props "
@@ -45,13 +51,18 @@ ADD_DISCUSSIONS = (
     "CREATE (d)-[:DISCUSSED]->(p)"
 )
 HISTORY_STATEMENTS = (DROP_COMMITS, DROP_HEADS, DROP_DISCUSSIONS, ADD_COMMITS, ADD_HEADS,
-                      ADD_DISCUSSIONS)  # fmt: skip
+                      ADD_DISCUSSIONS, BUMP_HISTORY)  # fmt: skip
 
 # Reads (``$scopes``: the view's layers).
 # Each layer's head and commit count, in one round trip.
 READ_HEADS = (
     "UNWIND $scopes AS scope OPTIONAL MATCH (h:HistoryHead {uid: scope}) "
     "OPTIONAL MATCH (k:Commit {scope: scope}) RETURN scope, h.sha, count(k)"
+)
+# Heads and stamps only: index lookups, no count (``history_reads._layers``).
+READ_HEAD_STAMPS = (
+    "UNWIND $scopes AS scope OPTIONAL MATCH (h:HistoryHead {uid: scope}) "
+    "OPTIONAL MATCH (s:HistoryStamp {uid: scope}) RETURN scope, h.sha, s.n"
 )
 READ_PARENTS = (
     "UNWIND $scopes AS scope MATCH (k:Commit {scope: scope}) "
@@ -115,7 +126,8 @@ def history_statements(delta: FileDelta, scope: str, fuid: str) -> list[tuple[st
         return _discussion_statements(delta, scope, fuid)
     statements: list[tuple[str, Any]] = []
     if delta.commit_info is not None or delta.op == "delete" or delta.history_head is not None:
-        statements += [(DROP_COMMITS, {"fuids": [fuid]}), (DROP_HEADS, {"fuids": [fuid]})]
+        statements += [(DROP_COMMITS, {"fuids": [fuid]}), (DROP_HEADS, {"fuids": [fuid]}),
+                       (BUMP_HISTORY, {"uids": [scope]})]  # fmt: skip
     if delta.op == "delete":
         return statements
     info = delta.commit_info
