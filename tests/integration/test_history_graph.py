@@ -21,6 +21,19 @@ def _shas(hits: list) -> list[str]:  # type: ignore[type-arg]
     return [hit.sha for hit in hits]
 
 
+def _recorded_reads(graph: CypherGraphStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every query the store reads from now on, in order."""
+    reads: list[str] = []
+    read = graph._read
+
+    def counted(tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
+        reads.append(query)
+        return read(tenant, query, params)
+
+    monkeypatch.setattr(graph, "_read", counted)
+    return reads
+
+
 def test_a_branch_at_an_older_commit_sees_none_of_mains_later_history(
     graph: CypherGraphStore, tenant: str, root: Path
 ) -> None:
@@ -100,14 +113,7 @@ def test_a_pushed_commit_extends_the_kept_walk_and_anything_else_walks_again(
     history's whole walk took most of a push's way to ``query history``); a gap of the
     ingested window filled, or a force push, walks the whole graph again. Either way the
     answer is the whole walk's."""
-    reads: list[str] = []
-    read = graph._read
-
-    def counted(tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
-        reads.append(query)
-        return read(tenant, query, params)
-
-    monkeypatch.setattr(graph, "_read", counted)
+    reads = _recorded_reads(graph, monkeypatch)
 
     def walked_whole() -> bool:
         return READ_PARENTS in reads
@@ -160,14 +166,7 @@ def test_a_views_commits_are_counted_again_only_after_a_commit_write(
     ms at 30,000). Reads with no write between count once; a write that adds a commit under
     the same head (an ingest window's gap filled) bumps the scope's stamp and is counted at
     the next read, so it is seen at once."""
-    reads: list[str] = []
-    read = graph._read
-
-    def counted(tenant: str, query: str, params: dict[str, Any]) -> list[list[Any]]:
-        reads.append(query)
-        return read(tenant, query, params)
-
-    monkeypatch.setattr(graph, "_read", counted)
+    reads = _recorded_reads(graph, monkeypatch)
     c1 = commit(root, {"geo/shapes.py": AREA_V1}, "Add squares")
     c2 = commit(root, {"geo/util.py": "def clamp(x):\n    return x\n"}, "Add clamp")
     publisher = Publisher(graph, tenant)
