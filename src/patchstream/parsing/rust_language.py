@@ -255,16 +255,17 @@ def delegated_call(node: ts.Node, written: str, src: Source) -> list[str] | None
     handing the call to what it points at, which rustc resolves to ``T``'s ``m``. The path's
     parts (``T``, ``m``); None for any other callee, or outside a trait's impl."""
     found = _DEREF_SELF.fullmatch(written)
+    if found is None:
+        return None
     current: ts.Node | None = node
-    for _ in range(64 if found is not None else 0):  # items nest shallowly
+    for _ in range(64):  # items nest shallowly; a pathological tree is not walked to the top
         current = current.parent if current is not None else None
         if current is None or current.type == "source_file":
             return None
-        if current.type != "impl_item":
-            continue
-        trait = current.child_by_field_name("trait")
-        named = type_parts(declared_type(trait, src)) if trait is not None else None
-        return [*named, found.group(1)] if named and found else None
+        if current.type == "impl_item":
+            trait = current.child_by_field_name("trait")
+            named = type_parts(declared_type(trait, src)) if trait is not None else None
+            return [*named, found.group(1)] if named else None
     return None
 
 
